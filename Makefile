@@ -1,0 +1,46 @@
+# Everything runs from .venv, created with pip on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PORT ?= 8888
+
+.PHONY: help install lab test test-fast lint bench clean
+
+help:
+	@echo "make lab     open JupyterLab on notebooks/ (installs on first use)"
+	@echo "make test    run every test: unit, Spark (classic and Connect), notebooks"
+	@echo "make lint    ruff and mypy"
+	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000)"
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+"; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "error: Python 3.11+ is needed, $(PYTHON) is $$($(PYTHON) -V)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name dedup-lib --display-name "dedup-lib (Spark)" >/dev/null
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/python -c 'import dedup_lib; dedup_lib.check_java()'
+	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT)
+
+test: $(STAMP)
+	$(BIN)/python -c 'import dedup_lib; dedup_lib.check_java()'
+	$(BIN)/python -m pytest
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not spark"
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_engine.py --rows $(or $(ROWS),10000000)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis spark-warehouse metastore_db

@@ -1,0 +1,133 @@
+"""Benchmark: ``detect_duplicates`` against the floor of a plain shuffle and sort by key and time.
+
+Generates N sends (about 5 % resends) as Parquet once, then times, in the same run and
+interleaved: the floor (repartition by key, sort within partitions, no-op sink), the engine on
+the same rows (no-op sink), and the engine on the same rows plus one hot key of 1 M sends (a
+sender bug reusing one id). Prints the times and the ratios the targets are stated in:
+engine / floor <= 1.5, hot-key run / plain run <= 1.5.
+
+    make bench                      # 10 M rows
+    .venv/bin/python benchmarks/bench_engine.py --rows 2000000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from dedup_lib import DedupPolicy, detect_duplicates, get_spark
+
+DAY_SECONDS = 86_400
+
+
+def generate(spark: SparkSession, rows: int, seed: int, hot_rows: int = 0) -> DataFrame:
+    """Sends over one day on four entities; ~5 % resend an earlier message within ~20 min;
+    ``hot_rows`` more sends all reuse the id ``hot`` on one entity."""
+    i = F.col("id")
+    u = F.rand(seed)
+    resend = u < 0.05
+    back = (F.rand(seed + 1) * 2000).cast("long") + 1
+    logical = F.when(resend & (i > back), i - back).otherwise(i)
+    step = DAY_SECONDS / max(rows, 1)
+    base = F.lit("2024-06-01 00:00:00").cast("timestamp")
+    df = spark.range(rows).select(
+        i.alias("event_id"),
+        F.concat(F.lit("order-"), logical.cast("string"), F.lit("/payment")).alias("message_id"),
+        F.concat(F.lit("queue-"), (logical % 4).cast("string")).alias("entity"),
+        (base + F.make_interval(secs=(i * step + F.rand(seed + 2)).cast("decimal(18,6)")))
+        .alias("send_time"),
+        F.lit(None).cast("string").alias("partition_key"),
+        F.lit(None).cast("string").alias("session_id"),
+        (F.rand(seed + 3) * 1e9).cast("long").alias("payload_size"),
+    )
+    if hot_rows:
+        hot_step = DAY_SECONDS / hot_rows
+        hot = spark.range(hot_rows).select(
+            (F.col("id") + rows).alias("event_id"),
+            F.lit("hot").alias("message_id"),
+            F.lit("queue-0").alias("entity"),
+            (base + F.make_interval(secs=(F.col("id") * hot_step).cast("decimal(18,6)")))
+            .alias("send_time"),
+            F.lit(None).cast("string").alias("partition_key"),
+            F.lit(None).cast("string").alias("session_id"),
+            (F.rand(seed + 4) * 1e9).cast("long").alias("payload_size"),
+        )
+        df = df.unionByName(hot)
+    return df
+
+
+def floor(df: DataFrame) -> DataFrame:
+    return df.repartition("entity", "message_id").sortWithinPartitions(
+        "entity", "message_id", "send_time"
+    )
+
+
+def timed(run: Callable[[], DataFrame]) -> float:
+    start = time.perf_counter()
+    run().write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=10_000_000, help="sends (default 10 M)")
+    parser.add_argument("--hot-rows", type=int, default=1_000_000, help="hot-key sends (1 M)")
+    parser.add_argument("--repeat", type=int, default=2, help="timed runs of each (default 2)")
+    parser.add_argument("--window", default="PT10M", help="window (default PT10M)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+
+    spark = get_spark("dedup-bench", config={"spark.ui.enabled": "false"})
+    policy = DedupPolicy(args.window)
+    with tempfile.TemporaryDirectory(prefix="dedup-bench-") as tmp:
+        plain_path, hot_path = f"{tmp}/plain", f"{tmp}/hot"
+        print(f"generating {args.rows:,} sends (+{args.hot_rows:,} hot-key sends) ...", flush=True)
+        generate(spark, args.rows, args.seed).write.parquet(plain_path)
+        generate(spark, args.rows, args.seed, args.hot_rows).write.parquet(hot_path)
+        plain, hot = spark.read.parquet(plain_path), spark.read.parquet(hot_path)
+
+        runs: dict[str, Callable[[], DataFrame]] = {
+            "floor (shuffle + sort)": lambda: floor(plain),
+            "detect_duplicates": lambda: detect_duplicates(plain, policy),
+            "detect_duplicates, hot key": lambda: detect_duplicates(hot, policy),
+        }
+        timed(runs["floor (shuffle + sort)"])  # warm-up: JIT, Python workers, file cache
+        timings: dict[str, list[float]] = {name: [] for name in runs}
+        for round_ in range(args.repeat):
+            for name, run in runs.items():
+                seconds = timed(run)
+                timings[name].append(seconds)
+                print(f"  round {round_ + 1}: {name:28s} {seconds:7.2f} s", flush=True)
+        counts = (
+            detect_duplicates(plain, policy).groupBy("verdict").count().toPandas()
+            .set_index("verdict")["count"].to_dict()
+        )
+
+    best = {name: min(values) for name, values in timings.items()}
+    engine_ratio = best["detect_duplicates"] / best["floor (shuffle + sort)"]
+    hot_ratio = best["detect_duplicates, hot key"] / best["detect_duplicates"]
+    print(f"\nrows {args.rows:,}, {policy.describe()}, verdicts {counts}")
+    for name, values in timings.items():
+        print(f"{name:28s} best {min(values):7.2f} s   median {statistics.median(values):7.2f} s")
+    print(f"engine / floor           {engine_ratio:5.2f}x   (target <= 1.5x)")
+    print(f"hot-key run / plain run  {hot_ratio:5.2f}x   (target <= 1.5x)")
+    if args.json:
+        args.json.write_text(
+            json.dumps({"rows": args.rows, "timings": timings, "engine_ratio": engine_ratio,
+                        "hot_ratio": hot_ratio, "verdicts": counts}, indent=2)
+        )
+    return 0 if engine_ratio <= 1.5 and hot_ratio <= 1.5 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

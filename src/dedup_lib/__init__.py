@@ -1,0 +1,28 @@
+"""Replay Azure Service Bus duplicate detection over message telemetry, on Spark.
+
+The public API: notebooks and users import only these names.
+"""
+
+from __future__ import annotations
+
+from dedup_lib.broker import Broker, Message, Outcome, replay
+from dedup_lib.engine import detect_duplicates
+from dedup_lib.policy import DedupPolicy, format_window, parse_window
+from dedup_lib.spark import JavaNotFoundError, check_java, get_spark
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Broker",
+    "DedupPolicy",
+    "JavaNotFoundError",
+    "Message",
+    "Outcome",
+    "__version__",
+    "check_java",
+    "detect_duplicates",
+    "format_window",
+    "get_spark",
+    "parse_window",
+    "replay",
+]

@@ -1,0 +1,216 @@
+"""The duplicate-detection policy of one entity: window, partitioning mode and the key rule.
+
+Pure Python: the Spark engine and the message-at-a-time broker model both take their
+constants and rules from here (SPEC.md sections 1 to 4).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Literal
+
+#: Longest MessageId, PartitionKey or SessionId the SDKs accept (azure-servicebus, .NET).
+MAX_PROPERTY_LENGTH = 128
+
+DEFAULT_WINDOW = timedelta(minutes=10)
+
+Bounds = Literal["service", "emulator", "none"]
+#: Window bounds, inclusive, and the wording the service (or our emulator twin) answers with.
+WINDOW_BOUNDS: dict[str, tuple[timedelta, timedelta, str]] = {
+    "service": (
+        timedelta(seconds=20),
+        timedelta(days=7),
+        "The value supplied must be between 00:00:20 and 7.00:00:00",
+    ),
+    "emulator": (
+        timedelta(seconds=5),
+        timedelta(minutes=5),
+        "The value supplied must be between 00:00:05 and 00:05:00 (Service Bus emulator)",
+    ),
+}
+
+ACCEPTED = "accepted"
+DUPLICATE = "duplicate"
+REJECTED = "rejected"
+VERDICTS = (ACCEPTED, DUPLICATE, REJECTED)
+
+REASON_MISSING_TIME = "missing send_time: the send has no place on the time line"
+REASON_KEY_MISMATCH = "PartitionKey and SessionId differ: the SDK refuses to build the message"
+NO_MESSAGE_ID_WARNING = (
+    "no MessageId: the service assigns a unique one, so duplicate detection cannot protect it"
+)
+
+
+def too_long_reason(prop: str) -> str:
+    """The rejection reason for a property longer than the SDKs accept."""
+    return f"{prop} longer than {MAX_PROPERTY_LENGTH} characters: the SDK refuses it"
+
+
+#: Property name as the SDK knows it, per canonical column.
+PROPERTY_NAMES = {"message_id": "MessageId", "partition_key": "PartitionKey", "session_id": "SessionId"}
+
+_ISO_DURATION = re.compile(
+    r"^P(?:(?P<w>\d+(?:\.\d+)?)W)?(?:(?P<d>\d+(?:\.\d+)?)D)?"
+    r"(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?$",
+    re.IGNORECASE,
+)
+_SHORTHAND = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h|hr|d|w)", re.IGNORECASE)
+_SHORTHAND_UNITS = {
+    "ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400,
+    "w": 604800,
+}
+_TIMESPAN = re.compile(r"^(?:(?P<d>\d+)[.:])?(?P<h>\d{1,2}):(?P<m>\d{2}):(?P<s>\d{2}(?:\.\d+)?)$")
+
+
+def parse_window(value: timedelta | int | float | str) -> timedelta:
+    """Read a window from a timedelta, seconds, ISO 8601 (``PT10M``), shorthand (``10m``,
+    ``1h30m``) or a .NET TimeSpan (``0:10:00``, ``7.00:00:00``, as older ``az`` prints)."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool):
+        raise TypeError(f"window: expected a duration, got the boolean {value!r}")
+    if isinstance(value, int | float):
+        return timedelta(seconds=value)
+    if not isinstance(value, str):
+        raise TypeError(f"window: expected a timedelta, seconds or a string, got {value!r}")
+    text = value.strip()
+    iso = _ISO_DURATION.match(text)
+    if iso and text.upper() not in ("P", "PT") and not text.upper().endswith("T"):
+        parts = {k: float(v) for k, v in iso.groupdict().items() if v is not None}
+        return timedelta(
+            weeks=parts.get("w", 0), days=parts.get("d", 0), hours=parts.get("h", 0),
+            minutes=parts.get("m", 0), seconds=parts.get("s", 0),
+        )
+    span = _TIMESPAN.match(text)
+    if span:
+        return timedelta(
+            days=int(span["d"] or 0), hours=int(span["h"]), minutes=int(span["m"]),
+            seconds=float(span["s"]),
+        )
+    pieces = _SHORTHAND.findall(text)
+    if pieces and _SHORTHAND.sub("", text).strip() == "":
+        return timedelta(seconds=sum(float(n) * _SHORTHAND_UNITS[u.lower()] for n, u in pieces))
+    try:
+        return timedelta(seconds=float(text))
+    except ValueError:
+        raise ValueError(
+            f"window: cannot read {value!r}; expected an ISO 8601 duration (PT10M, P7D), "
+            "shorthand (90s, 10m, 2h, 7d), a TimeSpan (0:10:00) or seconds"
+        ) from None
+
+
+def format_window(window: timedelta) -> str:
+    """Shortest readable form of a window, such as ``10m`` or ``1d2h``."""
+    micros = window // timedelta(microseconds=1)
+    if micros % 1_000_000:
+        return f"{micros / 1_000_000:g}s"
+    seconds, out = micros // 1_000_000, []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size:
+            out.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return "".join(out) or "0s"
+
+
+@dataclass(frozen=True)
+class DedupPolicy:
+    """How one entity detects duplicates.
+
+    ``window`` takes anything :func:`parse_window` reads (default 10 minutes, the Resource
+    Manager default). ``bounds`` is ``"service"`` (20 s to 7 days), ``"emulator"`` (5 s to
+    5 min) or ``"none"`` for what-if windows the service would refuse.
+    """
+
+    window: timedelta = field(default=DEFAULT_WINDOW)
+    partitioning: bool = False
+    bounds: Bounds = "service"
+
+    def __post_init__(self) -> None:
+        window = parse_window(self.window)  # type: ignore[arg-type]
+        object.__setattr__(self, "window", window)
+        if not isinstance(self.partitioning, bool):
+            raise TypeError(f"partitioning: expected True or False, got {self.partitioning!r}")
+        if window <= timedelta(0):
+            raise ValueError(f"window: must be positive, got {format_window(window)}")
+        if window % timedelta(microseconds=1):
+            raise ValueError(f"window: finer than a microsecond: {window!r}")
+        if self.bounds == "none":
+            return
+        if self.bounds not in WINDOW_BOUNDS:
+            raise ValueError(
+                f"bounds: expected 'service', 'emulator' or 'none', got {self.bounds!r}"
+            )
+        low, high, wording = WINDOW_BOUNDS[self.bounds]
+        if not low <= window <= high:
+            raise ValueError(
+                f"{wording} (got {format_window(window)}); "
+                "pass bounds='none' for a what-if window outside them"
+            )
+
+    @property
+    def window_micros(self) -> int:
+        return self.window // timedelta(microseconds=1)
+
+    def describe(self) -> str:
+        mode = "partitioning enabled" if self.partitioning else "partitioning disabled"
+        return f"window {format_window(self.window)}, {mode}"
+
+
+def is_set(value: str | None) -> bool:
+    """A property counts as set when it is neither null nor empty."""
+    return value is not None and value != ""
+
+
+def effective_partition_key(
+    message_id: str | None, partition_key: str | None, session_id: str | None
+) -> str | None:
+    """SessionId if set, else PartitionKey if set, else MessageId (SPEC section 2)."""
+    for value in (session_id, partition_key, message_id):
+        if is_set(value):
+            return value
+    return None
+
+
+def uniqueness_key(
+    message_id: str, partition_key: str | None, session_id: str | None, partitioning: bool
+) -> tuple[str, ...]:
+    """The uniqueness key within one entity: ``(MessageId,)`` without partitioning,
+    ``(effective partition key, MessageId)`` with it (SPEC section 2)."""
+    if not partitioning:
+        return (message_id,)
+    pk = effective_partition_key(message_id, partition_key, session_id)
+    assert pk is not None
+    return (pk, message_id)
+
+
+def parse_dedup_key(value: str, partitioning: bool) -> tuple[str, ...]:
+    """Read the engine's ``dedup_key`` column back into :func:`uniqueness_key`'s tuple.
+
+    The engine writes the MessageId as it is, or, with partitioning, the JSON array
+    ``["<effective partition key>","<MessageId>"]``: injective, and readable in a table.
+    """
+    if not partitioning:
+        return (value,)
+    parts = json.loads(value)
+    return (str(parts[0]), str(parts[1]))
+
+
+def rejection_reasons(
+    has_send_time: bool,
+    message_id: str | None,
+    partition_key: str | None,
+    session_id: str | None,
+) -> list[str]:
+    """Why the SDK or the broker refuses a send, in a fixed order; empty when it does not."""
+    reasons = [] if has_send_time else [REASON_MISSING_TIME]
+    for column, value in (
+        ("message_id", message_id), ("partition_key", partition_key), ("session_id", session_id)
+    ):
+        if value is not None and len(value) > MAX_PROPERTY_LENGTH:
+            reasons.append(too_long_reason(PROPERTY_NAMES[column]))
+    if is_set(partition_key) and is_set(session_id) and partition_key != session_id:
+        reasons.append(REASON_KEY_MISMATCH)
+    return reasons
