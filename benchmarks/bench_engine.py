@@ -43,8 +43,9 @@ def generate(spark: SparkSession, rows: int, seed: int, hot_rows: int = 0) -> Da
         i.alias("event_id"),
         F.concat(F.lit("order-"), logical.cast("string"), F.lit("/payment")).alias("message_id"),
         F.concat(F.lit("queue-"), (logical % 4).cast("string")).alias("entity"),
-        (base + F.make_interval(secs=(i * step + F.rand(seed + 2)).cast("decimal(18,6)")))
-        .alias("send_time"),
+        (base + F.make_interval(secs=(i * step + F.rand(seed + 2)).cast("decimal(18,6)"))).alias(
+            "send_time"
+        ),
         F.lit(None).cast("string").alias("partition_key"),
         F.lit(None).cast("string").alias("session_id"),
         (F.rand(seed + 3) * 1e9).cast("long").alias("payload_size"),
@@ -55,8 +56,9 @@ def generate(spark: SparkSession, rows: int, seed: int, hot_rows: int = 0) -> Da
             (F.col("id") + rows).alias("event_id"),
             F.lit("hot").alias("message_id"),
             F.lit("queue-0").alias("entity"),
-            (base + F.make_interval(secs=(F.col("id") * hot_step).cast("decimal(18,6)")))
-            .alias("send_time"),
+            (base + F.make_interval(secs=(F.col("id") * hot_step).cast("decimal(18,6)"))).alias(
+                "send_time"
+            ),
             F.lit(None).cast("string").alias("partition_key"),
             F.lit(None).cast("string").alias("session_id"),
             (F.rand(seed + 4) * 1e9).cast("long").alias("payload_size"),
@@ -109,8 +111,12 @@ def main(argv: list[str] | None = None) -> int:
                 timings[name].append(seconds)
                 print(f"  round {round_ + 1}: {name:28s} {seconds:7.2f} s", flush=True)
         counts = (
-            detect_duplicates(plain, policy).groupBy("verdict").count().toPandas()
-            .set_index("verdict")["count"].to_dict()
+            detect_duplicates(plain, policy)
+            .groupBy("verdict")
+            .count()
+            .toPandas()
+            .set_index("verdict")["count"]
+            .to_dict()
         )
 
     best = {name: min(values) for name, values in timings.items()}
@@ -123,8 +129,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"hot-key run / plain run  {hot_ratio:5.2f}x   (target <= 1.5x)")
     if args.json:
         args.json.write_text(
-            json.dumps({"rows": args.rows, "timings": timings, "engine_ratio": engine_ratio,
-                        "hot_ratio": hot_ratio, "verdicts": counts}, indent=2)
+            json.dumps(
+                {
+                    "rows": args.rows,
+                    "timings": timings,
+                    "engine_ratio": engine_ratio,
+                    "hot_ratio": hot_ratio,
+                    "verdicts": counts,
+                },
+                indent=2,
+            )
         )
     return 0 if engine_ratio <= 1.5 and hot_ratio <= 1.5 else 1
 

@@ -5,6 +5,7 @@ The public API: notebooks and users import only these names.
 
 from __future__ import annotations
 
+from dedup_lib.analyses import summarize
 from dedup_lib.broker import Broker, Message, Outcome, replay
 from dedup_lib.engine import detect_duplicates
 from dedup_lib.policy import DedupPolicy, format_window, parse_window
@@ -25,4 +26,5 @@ __all__ = [
     "get_spark",
     "parse_window",
     "replay",
+    "summarize",
 ]

@@ -71,7 +71,9 @@ class Broker:
             return Outcome(ACCEPTED, NO_MESSAGE_ID_WARNING)
         assert message.message_id is not None
         key = uniqueness_key(
-            message.message_id, message.partition_key, message.session_id,
+            message.message_id,
+            message.partition_key,
+            message.session_id,
             self.policy.partitioning,
         )
         anchor = self._anchors.get((message.entity, key))

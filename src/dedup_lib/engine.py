@@ -38,9 +38,10 @@ REQUIRED = ("message_id", "send_time")
 OPTIONAL = ("entity", "partition_key", "session_id", "scheduled_enqueue_time", "event_id")
 OUTPUT_COLUMNS = ("verdict", "reason", "dedup_key", "original_send_time", "original_event_id")
 _POS = "__dedup_pos"
+_SPREAD = "__dedup_spread"
 
 # Ship the kernel by value, so a remote Spark Connect cluster needs no dedup_lib installed.
-cloudpickle.register_pickle_by_value(kernel)
+cloudpickle.register_pickle_by_value(kernel)  # type: ignore[no-untyped-call]
 
 
 def _is_set(column: Column) -> Column:
@@ -61,7 +62,7 @@ def _validate(df: DataFrame) -> None:
             f"{', '.join(fields) or 'no columns'}. Load files with load_telemetry(), or pass a "
             "mapping of your column names."
         )
-    clashes = [lower[c] for c in (*OUTPUT_COLUMNS, _POS) if c in lower]
+    clashes = [lower[c] for c in (*OUTPUT_COLUMNS, _POS, _SPREAD) if c in lower]
     if clashes:
         raise ValueError(
             f"detect_duplicates: the input already has column(s) {', '.join(clashes)}, which the "
@@ -78,8 +79,7 @@ def _validate(df: DataFrame) -> None:
             fields[name], T.StringType | T.IntegralType | T.DecimalType
         ):
             raise TypeError(
-                f"detect_duplicates: column {name} must be text, got "
-                f"{fields[name].simpleString()}"
+                f"detect_duplicates: column {name} must be text, got {fields[name].simpleString()}"
             )
     if "event_id" in fields and isinstance(fields["event_id"], T.MapType | T.VariantType):
         raise TypeError(
@@ -113,9 +113,7 @@ def _reason_and_key(df: DataFrame, policy: DedupPolicy) -> tuple[Column, Column,
         .otherwise(F.lit(None).cast("string"))
     )
     if policy.partitioning:
-        effective = F.coalesce(
-            F.when(_is_set(sid), sid), F.when(_is_set(pk), pk), mid
-        )
+        effective = F.coalesce(F.when(_is_set(sid), sid), F.when(_is_set(pk), pk), mid)
         key = F.to_json(F.array(effective, mid))
     else:
         key = mid
@@ -144,25 +142,36 @@ def detect_duplicates(df: DataFrame, policy: DedupPolicy | None = None) -> DataF
 
     verdict, reason, key = _reason_and_key(df, policy)
     entity = F.col("entity") if "entity" in columns else F.lit(None).cast("string")
-    prepared = df.select(*columns, verdict.alias("verdict"), reason.alias("reason"),
-                         key.alias("dedup_key"), _POS)
-    spread = F.when(F.col("dedup_key").isNull(), F.col(_POS)).otherwise(
-        F.xxhash64(entity, F.col("dedup_key"))
-    )
+    # Without partitioning the key is the MessageId itself: the pass reads it from there, and
+    # dedup_key is written after it, so one string column fewer crosses into Python.
+    key_column = "dedup_key" if policy.partitioning else "message_id"
+    carried = [key.alias("dedup_key")] if policy.partitioning else []
+    prepared = df.select(*columns, verdict.alias("verdict"), reason.alias("reason"), *carried, _POS)
+    group_key = F.col("dedup_key") if policy.partitioning else F.col("message_id").cast("string")
+    # Eligible sends spread by key; the others (rejected, no MessageId) one by one, so that
+    # they never pile up in one partition. Sorting by this hash first gives Spark's sorter a
+    # radix-sortable prefix; the columns after it separate keys whose hashes collide.
+    spread = F.when(F.col("verdict").isNull(), F.xxhash64(entity, group_key)).otherwise(F.col(_POS))
     ordered = (
-        prepared.repartition(spread)
+        prepared.withColumn(_SPREAD, spread)
+        .repartition(_SPREAD)
         .sortWithinPartitions(
+            _SPREAD,
+            F.col("verdict").asc_nulls_first(),
             *(["entity"] if "entity" in columns else []),
-            "dedup_key",
+            key_column,
             "send_time",
             F.col("event_id").asc_nulls_last(),
             _POS,
         )
-        .drop(_POS)
+        .drop(_POS, _SPREAD)
     )
 
     cols = kernel.Columns(
-        key="dedup_key", send_time="send_time", event_id="event_id", verdict="verdict",
+        key=key_column,
+        send_time="send_time",
+        event_id="event_id",
+        verdict="verdict",
         entity="entity" if "entity" in columns else None,
     )
     window = policy.window_micros
@@ -177,6 +186,10 @@ def detect_duplicates(df: DataFrame, policy: DedupPolicy | None = None) -> DataF
             T.StructField("original_event_id", ordered.schema["event_id"].dataType, True),
         ]
     )
-    return ordered.mapInArrow(replay, schema).select(
-        *columns, *OUTPUT_COLUMNS
-    )
+    replayed = ordered.mapInArrow(replay, schema)
+    if not policy.partitioning:
+        replayed = replayed.withColumn(
+            "dedup_key",
+            F.when(F.col("reason").isNull(), F.col("message_id").cast("string")),
+        )
+    return replayed.select(*columns, *OUTPUT_COLUMNS)

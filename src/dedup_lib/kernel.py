@@ -123,12 +123,18 @@ def _replay_batch(
         if ref == 0:
             assert carry is not None
             new_carry: _Anchor | None = _Anchor(
-                ent[last].as_py(), key[last].as_py(), carry.micros, carry.send_time,
+                ent[last].as_py(),
+                key[last].as_py(),
+                carry.micros,
+                carry.send_time,
                 carry.event_id,
             )
         else:
             new_carry = _Anchor(
-                ent[last].as_py(), key[last].as_py(), int(t[ref - 1]), send_time[ref - 1],
+                ent[last].as_py(),
+                key[last].as_py(),
+                int(t[ref - 1]),
+                send_time[ref - 1],
                 event_id[ref - 1],
             )
     else:
@@ -158,7 +164,9 @@ def _assemble(
     original_id: pa.Array,
     cols: Columns,
 ) -> pa.RecordBatch:
-    arrays = [verdict if name == cols.verdict else batch.column(name) for name in batch.schema.names]
+    arrays = [
+        verdict if name == cols.verdict else batch.column(name) for name in batch.schema.names
+    ]
     return pa.RecordBatch.from_arrays(
         [*arrays, original_time, original_id],
         names=[*batch.schema.names, "original_send_time", "original_event_id"],

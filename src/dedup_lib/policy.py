@@ -50,7 +50,11 @@ def too_long_reason(prop: str) -> str:
 
 
 #: Property name as the SDK knows it, per canonical column.
-PROPERTY_NAMES = {"message_id": "MessageId", "partition_key": "PartitionKey", "session_id": "SessionId"}
+PROPERTY_NAMES = {
+    "message_id": "MessageId",
+    "partition_key": "PartitionKey",
+    "session_id": "SessionId",
+}
 
 _ISO_DURATION = re.compile(
     r"^P(?:(?P<w>\d+(?:\.\d+)?)W)?(?:(?P<d>\d+(?:\.\d+)?)D)?"
@@ -59,7 +63,14 @@ _ISO_DURATION = re.compile(
 )
 _SHORTHAND = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h|hr|d|w)", re.IGNORECASE)
 _SHORTHAND_UNITS = {
-    "ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400,
+    "ms": 0.001,
+    "s": 1,
+    "sec": 1,
+    "m": 60,
+    "min": 60,
+    "h": 3600,
+    "hr": 3600,
+    "d": 86400,
     "w": 604800,
 }
 _TIMESPAN = re.compile(r"^(?:(?P<d>\d+)[.:])?(?P<h>\d{1,2}):(?P<m>\d{2}):(?P<s>\d{2}(?:\.\d+)?)$")
@@ -81,13 +92,18 @@ def parse_window(value: timedelta | int | float | str) -> timedelta:
     if iso and text.upper() not in ("P", "PT") and not text.upper().endswith("T"):
         parts = {k: float(v) for k, v in iso.groupdict().items() if v is not None}
         return timedelta(
-            weeks=parts.get("w", 0), days=parts.get("d", 0), hours=parts.get("h", 0),
-            minutes=parts.get("m", 0), seconds=parts.get("s", 0),
+            weeks=parts.get("w", 0),
+            days=parts.get("d", 0),
+            hours=parts.get("h", 0),
+            minutes=parts.get("m", 0),
+            seconds=parts.get("s", 0),
         )
     span = _TIMESPAN.match(text)
     if span:
         return timedelta(
-            days=int(span["d"] or 0), hours=int(span["h"]), minutes=int(span["m"]),
+            days=int(span["d"] or 0),
+            hours=int(span["h"]),
+            minutes=int(span["m"]),
             seconds=float(span["s"]),
         )
     pieces = _SHORTHAND.findall(text)
@@ -129,7 +145,7 @@ class DedupPolicy:
     bounds: Bounds = "service"
 
     def __post_init__(self) -> None:
-        window = parse_window(self.window)  # type: ignore[arg-type]
+        window = parse_window(self.window)
         object.__setattr__(self, "window", window)
         if not isinstance(self.partitioning, bool):
             raise TypeError(f"partitioning: expected True or False, got {self.partitioning!r}")
@@ -207,7 +223,9 @@ def rejection_reasons(
     """Why the SDK or the broker refuses a send, in a fixed order; empty when it does not."""
     reasons = [] if has_send_time else [REASON_MISSING_TIME]
     for column, value in (
-        ("message_id", message_id), ("partition_key", partition_key), ("session_id", session_id)
+        ("message_id", message_id),
+        ("partition_key", partition_key),
+        ("session_id", session_id),
     ):
         if value is not None and len(value) > MAX_PROPERTY_LENGTH:
             reasons.append(too_long_reason(PROPERTY_NAMES[column]))

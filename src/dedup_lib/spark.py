@@ -73,7 +73,9 @@ def check_java() -> int:
     )
     if version is None:
         where = f"`{java}` did not report a version" if java else "no `java` on PATH or JAVA_HOME"
-        raise JavaNotFoundError(f"dedup_lib needs Java {MIN_JAVA}+ for local Spark: {where}. {install}")
+        raise JavaNotFoundError(
+            f"dedup_lib needs Java {MIN_JAVA}+ for local Spark: {where}. {install}"
+        )
     if version < MIN_JAVA:
         raise JavaNotFoundError(
             f"dedup_lib needs Java {MIN_JAVA}+ for local Spark, but `{java}` is Java {version}. "
@@ -111,7 +113,9 @@ def get_spark(
     else:
         builder = builder.master(master or os.environ.get("DEDUP_SPARK_MASTER", "local[*]"))
     for key, value in settings.items():
-        builder = builder.config(key, value)
+        # A Connect server that is already running takes SQL settings only.
+        if remote is None or key.startswith("spark.sql."):
+            builder = builder.config(key, value)
     spark = builder.getOrCreate()
     for key in ("spark.sql.session.timeZone", "spark.sql.execution.arrow.pyspark.enabled"):
         spark.conf.set(key, settings[key])

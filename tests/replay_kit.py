@@ -1,0 +1,150 @@
+"""Run the Spark engine and the broker oracle on the same sends, and line their answers up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from dedup_lib import DedupPolicy, Message, detect_duplicates, replay
+from dedup_lib.policy import parse_dedup_key
+
+T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def micros(t: datetime | None) -> int | None:
+    return None if t is None else (t - EPOCH) // timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One row's answer; the original is named by its event_id, or by its input row number
+    when the input has no event_id."""
+
+    verdict: str
+    reason: str | None
+    key: tuple[str, ...] | None
+    original: Any
+    original_time: int | None
+
+
+def frame(
+    spark: SparkSession,
+    messages: list[Message],
+    *,
+    with_event_id: bool = True,
+    with_entity: bool = True,
+    event_id_type: str = "long",
+) -> Any:
+    """A DataFrame of the canonical columns plus ``row``, the input position (rides along)."""
+    fields = [
+        "row int",
+        "message_id string",
+        "send_time timestamp",
+        "partition_key string",
+        "session_id string",
+        "scheduled_enqueue_time timestamp",
+    ]
+    if with_entity:
+        fields.append("entity string")
+    if with_event_id:
+        fields.append(f"event_id {event_id_type}")
+    rows = []
+    for i, m in enumerate(messages):
+        row: list[Any] = [
+            i,
+            m.message_id,
+            m.send_time,
+            m.partition_key,
+            m.session_id,
+            m.scheduled_enqueue_time,
+        ]
+        if with_entity:
+            row.append(m.entity)
+        if with_event_id:
+            row.append(m.event_id)
+        rows.append(tuple(row))
+    return spark.createDataFrame(rows, ", ".join(fields))
+
+
+def engine_verdicts(
+    spark: SparkSession,
+    messages: list[Message],
+    policy: DedupPolicy,
+    *,
+    with_event_id: bool = True,
+    with_entity: bool = True,
+    batch: int | None = None,
+) -> list[Verdict]:
+    """The engine's answers, in input order."""
+    df = frame(spark, messages, with_event_id=with_event_id, with_entity=with_entity)
+    if batch is not None:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch))
+    try:
+        out = (
+            detect_duplicates(df, policy)
+            .select(
+                "row",
+                "event_id",
+                "verdict",
+                "reason",
+                "dedup_key",
+                F.unix_micros("original_send_time").alias("original_micros"),
+                "original_event_id",
+            )
+            .collect()
+        )
+    finally:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
+    assert sorted(r["row"] for r in out) == list(range(len(messages))), "rows lost or repeated"
+    row_of_event = {r["event_id"]: r["row"] for r in out}
+    by_row = {r["row"]: r for r in out}
+    answers = []
+    for i in range(len(messages)):
+        r = by_row[i]
+        original = r["original_event_id"]
+        if original is not None and not with_event_id:
+            original = row_of_event[original]
+        answers.append(
+            Verdict(
+                r["verdict"],
+                r["reason"],
+                None
+                if r["dedup_key"] is None
+                else parse_dedup_key(r["dedup_key"], policy.partitioning),
+                original,
+                r["original_micros"],
+            )
+        )
+    return answers
+
+
+def oracle_verdicts(
+    messages: list[Message], policy: DedupPolicy, *, with_event_id: bool = True
+) -> list[Verdict]:
+    """The broker model's answers, in input order."""
+    if not with_event_id:
+        messages = [replace(m, event_id=None) for m in messages]
+    index = {id(m): i for i, m in enumerate(messages)}
+
+    def ref(original: Message) -> Any:
+        return original.event_id if with_event_id else index[id(original)]
+
+    return [
+        Verdict(
+            o.verdict,
+            o.reason,
+            o.key,
+            None if o.original is None else ref(o.original),
+            None if o.original is None else micros(o.original.send_time),
+        )
+        for o in replay(messages, policy)
+    ]

@@ -1,0 +1,338 @@
+"""detect_duplicates: each SPEC.md rule on a hand-made case, then agreement with the broker
+model on generated telemetry, in both modes, on classic Spark and Spark Connect."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+from replay_kit import T0, at, engine_verdicts, frame, micros, oracle_verdicts
+
+from dedup_lib import DedupPolicy, Message, detect_duplicates
+from dedup_lib.policy import (
+    NO_MESSAGE_ID_WARNING,
+    REASON_KEY_MISMATCH,
+    REASON_MISSING_TIME,
+    too_long_reason,
+)
+
+TEN_MIN = DedupPolicy("10m")
+PARTITIONED = DedupPolicy("10m", partitioning=True)
+
+
+def check(spark, messages, policy, expected, **kw):
+    """The engine gives ``expected`` verdicts, and agrees with the oracle in every field."""
+    engine = engine_verdicts(spark, messages, policy, **kw)
+    oracle = oracle_verdicts(messages, policy, with_event_id=kw.get("with_event_id", True))
+    assert [v.verdict for v in engine] == expected
+    assert engine == oracle
+    return engine
+
+
+def sends(*specs, **common):
+    return [
+        Message(message_id=mid, send_time=t, event_id=i, **common)
+        for i, (mid, t) in enumerate(specs)
+    ]
+
+
+# SPEC 1: the window is anchored on the accepted original; drops do not extend it.
+def test_dropped_duplicates_do_not_extend_the_window(spark):
+    messages = sends(("m", at(0)), ("m", at(300)), ("m", at(540)), ("m", at(660)), ("m", at(700)))
+    out = check(
+        spark,
+        messages,
+        TEN_MIN,
+        ["accepted", "duplicate", "duplicate", "accepted", "duplicate"],
+    )
+    assert [v.original for v in out] == [None, 0, 0, None, 3]
+    assert out[4].original_time == micros(at(660))
+
+
+# SPEC 1: half-open boundary.
+def test_boundary_is_half_open(spark):
+    window = TEN_MIN.window
+    messages = sends(
+        ("a", T0),
+        ("a", T0 + window - timedelta(microseconds=1)),
+        ("b", T0),
+        ("b", T0 + window),
+    )
+    check(spark, messages, TEN_MIN, ["accepted", "duplicate", "accepted", "accepted"])
+
+
+# SPEC 1: scheduled messages count at their send time.
+def test_scheduled_messages_count_at_send_time(spark):
+    messages = [
+        Message("m", at(0), scheduled_enqueue_time=at(7200), event_id=0),
+        Message("m", at(60), scheduled_enqueue_time=at(60), event_id=1),
+        Message("n", at(0), scheduled_enqueue_time=at(0), event_id=2),
+        Message("n", at(3600), scheduled_enqueue_time=at(30), event_id=3),
+    ]
+    check(spark, messages, TEN_MIN, ["accepted", "duplicate", "accepted", "accepted"])
+
+
+# SPEC 1: equal send_time for one key, event_id decides, else input position.
+def test_ties_broken_by_event_id(spark):
+    messages = [Message("m", at(5), event_id=9), Message("m", at(5), event_id=4)]
+    out = check(spark, messages, TEN_MIN, ["duplicate", "accepted"])
+    assert out[0].original == 4
+
+
+def test_ties_broken_by_input_position_without_event_id(spark):
+    messages = [Message("m", at(5)), Message("m", at(5)), Message("m", at(5))]
+    out = check(
+        spark, messages, TEN_MIN, ["accepted", "duplicate", "duplicate"], with_event_id=False
+    )
+    assert [v.original for v in out] == [None, 0, 0]
+
+
+def test_missing_event_ids_sort_after_present_ones(spark):
+    messages = [Message("m", at(5), event_id=None), Message("m", at(5), event_id=7)]
+    check(spark, messages, TEN_MIN, ["duplicate", "accepted"])
+
+
+# SPEC 1: unsorted input: never trust file order.
+def test_unsorted_input(spark):
+    ordered = sends(("m", at(0)), ("m", at(100)), ("m", at(700)), ("m", at(800)))
+    shuffled = [ordered[3], ordered[1], ordered[2], ordered[0]]
+    check(spark, shuffled, TEN_MIN, ["duplicate", "duplicate", "accepted", "accepted"])
+
+
+# SPEC 1: scope per entity.
+def test_entities_never_see_each_others_ids(spark):
+    messages = [
+        Message("m", at(0), entity="orders", event_id=0),
+        Message("m", at(1), entity="payments", event_id=1),
+        Message("m", at(2), entity="orders", event_id=2),
+        Message("m", at(3), entity=None, event_id=3),
+        Message("m", at(4), entity=None, event_id=4),
+    ]
+    check(
+        spark, messages, TEN_MIN, ["accepted", "accepted", "duplicate", "accepted", "duplicate"]
+    )
+
+
+def test_without_entity_column_everything_is_one_entity(spark):
+    messages = sends(("m", at(0)), ("m", at(1)))
+    check(spark, messages, TEN_MIN, ["accepted", "duplicate"], with_entity=False)
+
+
+# SPEC 2: the key without partitioning ignores PartitionKey and SessionId.
+def test_key_without_partitioning_is_message_id_alone(spark):
+    messages = [
+        Message("m", at(0), partition_key="p1", event_id=0),
+        Message("m", at(1), partition_key="p2", event_id=1),
+        Message("m", at(2), session_id="s9", event_id=2),
+    ]
+    out = check(spark, messages, TEN_MIN, ["accepted", "duplicate", "duplicate"])
+    assert out[0].key == ("m",)
+
+
+# SPEC 2 and 6.3: with partitioning, MessageId + effective partition key.
+def test_key_with_partitioning_uses_effective_partition_key(spark):
+    messages = [
+        Message("m", at(0), partition_key="p1", event_id=0),
+        Message("m", at(1), partition_key="p2", event_id=1),  # other partition: not a duplicate
+        Message("m", at(2), session_id="p1", event_id=2),  # SessionId p1 == key p1
+        Message("m", at(3), partition_key="p1", session_id="p1", event_id=3),
+        Message("n", at(4), event_id=4),  # neither set: the MessageId is the partition key
+        Message("n", at(5), partition_key="n", event_id=5),
+        Message("n", at(6), partition_key="", session_id="", event_id=6),  # empty = not set
+    ]
+    out = check(
+        spark,
+        messages,
+        PARTITIONED,
+        ["accepted", "accepted", "duplicate", "duplicate", "accepted", "duplicate", "duplicate"],
+    )
+    assert out[0].key == ("p1", "m")
+    assert out[4].key == ("n", "n")
+
+
+# SPEC 3: refused sends are rejected and never enter the history.
+@pytest.mark.parametrize("policy", [TEN_MIN, PARTITIONED], ids=["disabled", "enabled"])
+def test_mismatched_partition_key_and_session_is_rejected(spark, policy):
+    messages = [
+        Message("m", at(0), partition_key="p", session_id="s", event_id=0),
+        Message("m", at(1), partition_key="s", session_id="s", event_id=1),
+        Message("m", at(2), session_id="s", event_id=2),
+    ]
+    out = check(spark, messages, policy, ["rejected", "accepted", "duplicate"])
+    assert out[0].reason == REASON_KEY_MISMATCH
+    assert out[0].key is None
+
+
+@pytest.mark.parametrize(
+    ("field", "name"),
+    [("message_id", "MessageId"), ("partition_key", "PartitionKey"), ("session_id", "SessionId")],
+)
+def test_properties_longer_than_128_characters_are_rejected(spark, field, name):
+    long_id, ok_id = "x" * 129, "y" * 128
+    messages = [
+        Message(**{"message_id": "m", "send_time": at(0), "event_id": 0, field: long_id}),
+        Message(**{"message_id": "m", "send_time": at(1), "event_id": 1, field: ok_id}),
+        Message(**{"message_id": "m", "send_time": at(2), "event_id": 2, field: long_id}),
+    ]
+    out = check(spark, messages, TEN_MIN, ["rejected", "accepted", "rejected"])
+    assert out[0].reason == too_long_reason(name)
+
+
+def test_missing_send_time_is_rejected(spark):
+    messages = [
+        Message("m", None, event_id=0),
+        Message("m", at(0), event_id=1),
+        Message("x" * 200, None, event_id=2),
+    ]
+    out = check(spark, messages, TEN_MIN, ["rejected", "accepted", "rejected"])
+    assert out[0].reason == REASON_MISSING_TIME
+    assert out[2].reason == f"{REASON_MISSING_TIME}; {too_long_reason('MessageId')}"
+
+
+def test_sends_without_message_id_are_accepted_with_a_warning(spark):
+    messages = [
+        Message(None, at(0), event_id=0),
+        Message(None, at(1), event_id=1),
+        Message("", at(2), event_id=2),
+        Message("", at(3), event_id=3),
+    ]
+    out = check(spark, messages, PARTITIONED, ["accepted"] * 4)
+    assert {v.reason for v in out} == {NO_MESSAGE_ID_WARNING}
+    assert {v.key for v in out} == {None}
+
+
+# The pass carries its anchor across Arrow batches; a long key spans many of them.
+@pytest.mark.parametrize("batch", [1, 2, 3, 7])
+def test_anchor_carries_across_arrow_batches(spark, batch):
+    messages = [
+        Message(f"k{i % 3}", at(i * 37), event_id=i, entity="q" if i % 5 else None)
+        for i in range(60)
+    ]
+    engine = engine_verdicts(spark, messages, TEN_MIN, batch=batch)
+    assert engine == oracle_verdicts(messages, TEN_MIN)
+
+
+def test_hot_key_over_many_windows(spark):
+    messages = [Message("hot", at(i * 7), event_id=i) for i in range(3000)]
+    engine = engine_verdicts(spark, messages, DedupPolicy("PT20S"), batch=64)
+    assert engine == oracle_verdicts(messages, DedupPolicy("PT20S"))
+    assert sum(v.verdict == "accepted" for v in engine) == 2999 * 7 // 21 + 1
+
+
+# The result: every row once, input columns untouched, output columns typed.
+def test_result_keeps_every_row_and_column(spark):
+    messages = sends(("a", at(0)), ("a", at(1)), (None, at(2)), ("b", None))
+    df = frame(spark, messages).withColumn("payload", F.concat(F.lit("p"), F.col("row")))
+    out = detect_duplicates(df, TEN_MIN)
+    assert out.columns == [
+        *df.columns,
+        "verdict",
+        "reason",
+        "dedup_key",
+        "original_send_time",
+        "original_event_id",
+    ]
+    types = dict(out.dtypes)
+    assert types["original_send_time"] == "timestamp"
+    assert types["original_event_id"] == types["event_id"] == "bigint"
+    rows = sorted(out.select("row", "payload", "message_id").collect())
+    assert [tuple(r) for r in rows] == [(i, f"p{i}", m.message_id) for i, m in enumerate(messages)]
+
+
+def test_event_id_is_added_when_absent(spark):
+    df = frame(spark, sends(("a", at(0)), ("a", at(1))), with_event_id=False)
+    out = detect_duplicates(df, TEN_MIN).orderBy("row").collect()
+    assert out[0]["event_id"] < out[1]["event_id"]
+    assert out[1]["original_event_id"] == out[0]["event_id"]
+
+
+def test_string_event_ids_and_timestamp_ntz(spark):
+    df = spark.createDataFrame(
+        [("m", "2024-03-01 12:00:00", "e2"), ("m", "2024-03-01 12:00:00", "e1")],
+        "message_id string, t string, event_id string",
+    ).select("message_id", F.to_timestamp_ntz("t").alias("send_time"), "event_id")
+    out = {
+        r["event_id"]: r
+        for r in detect_duplicates(df, TEN_MIN)
+        .withColumn("original_micros", F.unix_micros("original_send_time"))
+        .collect()
+    }
+    assert out["e1"]["verdict"] == "accepted"
+    assert out["e2"]["original_event_id"] == "e1"
+    assert out["e2"]["original_micros"] == micros(T0)  # the wall clock read as UTC
+
+
+# Bad input: clear errors that name the column.
+def test_missing_required_column_is_named(spark):
+    df = spark.createDataFrame([("a",)], "message_id string")
+    with pytest.raises(ValueError, match=r"missing required column\(s\) send_time"):
+        detect_duplicates(df, TEN_MIN)
+
+
+def test_send_time_must_be_a_timestamp(spark):
+    df = spark.createDataFrame([("a", "2024-01-01")], "message_id string, send_time string")
+    with pytest.raises(TypeError, match="send_time must be a timestamp, got string"):
+        detect_duplicates(df, TEN_MIN)
+
+
+def test_result_columns_in_the_input_are_refused(spark):
+    df = frame(spark, sends(("a", at(0)))).withColumn("Verdict", F.lit("x"))
+    with pytest.raises(ValueError, match="already has column.*Verdict"):
+        detect_duplicates(df, TEN_MIN)
+
+
+# Agreement with the broker model on generated telemetry.
+ids = st.sampled_from(["a", "b", "c", "a", "b", "", None, "x" * 129, "ünï/42"])
+keys = st.sampled_from([None, None, "", "p1", "p2", "a", "y" * 129])
+
+
+@st.composite
+def telemetry(draw):
+    n = draw(st.integers(0, 40))
+    with_entity = draw(st.booleans())
+    event_ids = draw(st.sampled_from(["unique", "clashing", "absent"]))
+    messages = []
+    for i in range(n):
+        t = draw(st.one_of(st.integers(0, 24).map(lambda k: at(k * 10)), st.none()))
+        if t is not None and draw(st.integers(0, 9)) == 0:
+            t += timedelta(microseconds=draw(st.integers(-1, 1)))
+        event_id = {
+            "unique": n - i,
+            "clashing": draw(st.one_of(st.integers(0, 3), st.none())),
+            "absent": None,
+        }[event_ids]
+        messages.append(
+            Message(
+                message_id=draw(ids),
+                send_time=t,
+                entity=draw(st.sampled_from([None, "q1", "q2"])) if with_entity else None,
+                partition_key=draw(keys),
+                session_id=draw(keys),
+                scheduled_enqueue_time=draw(st.one_of(st.none(), st.integers(0, 500).map(at))),
+                event_id=event_id,
+            )
+        )
+    return messages, with_entity, event_ids != "absent"
+
+
+@given(
+    case=telemetry(),
+    window=st.sampled_from(["PT20S", "30s", "1m", "90s"]),
+    partitioning=st.booleans(),
+    batch=st.sampled_from([1, 2, 5, 10000]),
+)
+def test_engine_agrees_with_broker_model(spark, case, window, partitioning, batch):
+    messages, with_entity, with_event_id = case
+    policy = DedupPolicy(window, partitioning=partitioning)
+    engine = engine_verdicts(
+        spark,
+        messages,
+        policy,
+        with_event_id=with_event_id,
+        with_entity=with_entity,
+        batch=batch,
+    )
+    assert engine == oracle_verdicts(messages, policy, with_event_id=with_event_id)
