@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
-from replay_kit import T0, at, engine_verdicts, frame, micros, oracle_verdicts
 
 from dedup_lib import DedupPolicy, Message, detect_duplicates
 from dedup_lib.policy import (
@@ -18,6 +17,7 @@ from dedup_lib.policy import (
     REASON_MISSING_TIME,
     too_long_reason,
 )
+from replay_kit import T0, at, engine_verdicts, frame, micros, oracle_verdicts
 
 TEN_MIN = DedupPolicy("10m")
 PARTITIONED = DedupPolicy("10m", partitioning=True)
@@ -111,9 +111,7 @@ def test_entities_never_see_each_others_ids(spark):
         Message("m", at(3), entity=None, event_id=3),
         Message("m", at(4), entity=None, event_id=4),
     ]
-    check(
-        spark, messages, TEN_MIN, ["accepted", "accepted", "duplicate", "accepted", "duplicate"]
-    )
+    check(spark, messages, TEN_MIN, ["accepted", "accepted", "duplicate", "accepted", "duplicate"])
 
 
 def test_without_entity_column_everything_is_one_entity(spark):
@@ -280,7 +278,7 @@ def test_send_time_must_be_a_timestamp(spark):
 
 def test_result_columns_in_the_input_are_refused(spark):
     df = frame(spark, sends(("a", at(0)))).withColumn("Verdict", F.lit("x"))
-    with pytest.raises(ValueError, match="already has column.*Verdict"):
+    with pytest.raises(ValueError, match=r"already has column.*Verdict"):
         detect_duplicates(df, TEN_MIN)
 
 
