@@ -9,7 +9,7 @@ PORT ?= 8888
 
 help:
 	@echo "make lab     open JupyterLab on notebooks/ (installs on first use)"
-	@echo "make test    run every test: unit, Spark (classic and Connect), notebooks"
+	@echo "make test    lint, then every test: unit, Spark (classic and Connect), notebooks"
 	@echo "make lint    ruff and mypy"
 	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000)"
 
@@ -28,9 +28,9 @@ lab: $(STAMP)
 	$(BIN)/python -c 'import dedup_lib; dedup_lib.check_java()'
 	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT)
 
-test: $(STAMP)
+test: $(STAMP) lint
 	$(BIN)/python -c 'import dedup_lib; dedup_lib.check_java()'
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --nbval-lax tests notebooks
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not spark"
