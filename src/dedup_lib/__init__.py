@@ -10,13 +10,22 @@ from dedup_lib.broker import Broker, Message, Outcome, replay
 from dedup_lib.engine import detect_duplicates
 from dedup_lib.policy import DedupPolicy, format_window, parse_window
 from dedup_lib.spark import JavaNotFoundError, check_java, get_spark
+from dedup_lib.telemetry import (
+    BUILTIN_ALIASES,
+    CANONICAL_COLUMNS,
+    LoadedTelemetry,
+    load_telemetry,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BUILTIN_ALIASES",
+    "CANONICAL_COLUMNS",
     "Broker",
     "DedupPolicy",
     "JavaNotFoundError",
+    "LoadedTelemetry",
     "Message",
     "Outcome",
     "__version__",
@@ -24,6 +33,7 @@ __all__ = [
     "detect_duplicates",
     "format_window",
     "get_spark",
+    "load_telemetry",
     "parse_window",
     "replay",
     "summarize",
