@@ -110,10 +110,19 @@ def test_parquet_round_trip_keeps_other_columns(spark: Any, tmp_path: Path) -> N
         ("size", T.LongType()),
         ("score", T.DoubleType()),
     ]
-    rows = loaded.valid.select(
-        "message_id", F.unix_micros("send_time").alias("t"),
-        F.unix_micros("scheduled_enqueue_time").alias("s"), "event_id", "tag", "size", "score",
-    ).orderBy("message_id").collect()
+    rows = (
+        loaded.valid.select(
+            "message_id",
+            F.unix_micros("send_time").alias("t"),
+            F.unix_micros("scheduled_enqueue_time").alias("s"),
+            "event_id",
+            "tag",
+            "size",
+            "score",
+        )
+        .orderBy("message_id")
+        .collect()
+    )
     assert [tuple(r) for r in rows] == [
         ("a", micros("2024-01-01T10:00:00"), None, 10, "x", 100, 0.5),
         ("b", micros("2024-01-01T10:00:01.5"), micros("2024-01-01T11:00:00"), 11, "y", 200, 1.5),
@@ -142,17 +151,28 @@ def test_csv_with_azure_sdk_names(spark: Any, tmp_path: Path) -> None:
         "ScheduledEnqueueTimeUtc": "scheduled_enqueue_time",
     }
     assert loaded.valid.columns == [
-        "message_id", "send_time", "partition_key", "session_id", "scheduled_enqueue_time",
+        "message_id",
+        "send_time",
+        "partition_key",
+        "session_id",
+        "scheduled_enqueue_time",
         "Body",
     ]
-    rows = loaded.valid.select(
-        "message_id", F.unix_micros("send_time"), "partition_key", "session_id",
-        F.unix_micros("scheduled_enqueue_time"), "Body",
-    ).orderBy("message_id").collect()
+    rows = (
+        loaded.valid.select(
+            "message_id",
+            F.unix_micros("send_time"),
+            "partition_key",
+            "session_id",
+            F.unix_micros("scheduled_enqueue_time"),
+            "Body",
+        )
+        .orderBy("message_id")
+        .collect()
+    )
     assert [tuple(r) for r in rows] == [
         ("m1", micros("2024-01-01T10:00:00"), "pk", "pk", None, "hello"),
-        ("m2", micros("2024-01-01T08:00:00.25"), "pk", None, micros("2024-01-01T12:00:00"),
-         "a,b"),
+        ("m2", micros("2024-01-01T08:00:00.25"), "pk", None, micros("2024-01-01T12:00:00"), "a,b"),
     ]
 
 
@@ -210,9 +230,12 @@ def test_user_mapping_and_explicit_format(spark: Any, tmp_path: Path) -> None:
 
     assert loaded.mapping == mapping
     assert loaded.valid.columns == ["message_id", "send_time", "partition_key", "note"]
-    assert [tuple(r) for r in loaded.valid.select(
-        "message_id", F.unix_micros("send_time"), "partition_key", "note"
-    ).collect()] == [("1", micros("2024-01-01T10:00:00"), "k", "n")]
+    assert [
+        tuple(r)
+        for r in loaded.valid.select(
+            "message_id", F.unix_micros("send_time"), "partition_key", "note"
+        ).collect()
+    ] == [("1", micros("2024-01-01T10:00:00"), "k", "n")]
 
     with pytest.raises(ValueError, match="mapping names column 'nope'") as info:
         load_telemetry(spark, str(path), format="csv", mapping={"nope": "message_id"})
@@ -399,7 +422,12 @@ def test_csv_quarantine_reasons(spark: Any, tmp_path: Path) -> None:
         ("short", "malformed CSV line"),
     ]
     assert loaded.quarantine.columns == [
-        "message_id", "send_time", "scheduled_enqueue_time", "note", "reason", "source_file"
+        "message_id",
+        "send_time",
+        "scheduled_enqueue_time",
+        "note",
+        "reason",
+        "source_file",
     ]
     by_id = {r["message_id"]: r for r in rows}
     assert by_id["bad"]["send_time"] == "yesterday"

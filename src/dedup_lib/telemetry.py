@@ -55,8 +55,13 @@ SUPPORTED_FORMATS = (
     "Parquet (.parquet), CSV with a header row (.csv, .csv.gz), "
     "JSON Lines (.jsonl, .ndjson, .json, and their .gz)"
 )
-_FORMAT_NAMES = {"parquet": "parquet", "csv": "csv", "json": "json", "jsonl": "json",
-                 "ndjson": "json"}
+_FORMAT_NAMES = {
+    "parquet": "parquet",
+    "csv": "csv",
+    "json": "json",
+    "jsonl": "json",
+    "ndjson": "json",
+}
 _TEXT_EXTENSIONS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
 _EXPECTED = {
     "parquet": "a Parquet file",
@@ -217,9 +222,7 @@ def _accepted_names(canonical: str) -> str:
     return ", ".join((canonical, *BUILTIN_ALIASES[canonical]))
 
 
-def _resolve_mapping(
-    columns: list[str], mapping: Mapping[str, str], path: str
-) -> dict[str, str]:
+def _resolve_mapping(columns: list[str], mapping: Mapping[str, str], path: str) -> dict[str, str]:
     """The output name of every source column, in file order: the user's mapping first, then
     for each canonical name the one column that matches it or one of its built-in aliases."""
     found = ", ".join(columns) or "none"
@@ -368,11 +371,13 @@ def _reason(
     rules.append((_col(_PARSED + "send_time").isNull(), _unparseable("send_time", send)))
     if "scheduled_enqueue_time" in fields:
         scheduled = _col("scheduled_enqueue_time")
-        rules.append((
-            ~_is_missing(scheduled, fields["scheduled_enqueue_time"])
-            & _col(_PARSED + "scheduled_enqueue_time").isNull(),
-            _unparseable("scheduled_enqueue_time", scheduled),
-        ))
+        rules.append(
+            (
+                ~_is_missing(scheduled, fields["scheduled_enqueue_time"])
+                & _col(_PARSED + "scheduled_enqueue_time").isNull(),
+                _unparseable("scheduled_enqueue_time", scheduled),
+            )
+        )
     reason = F.when(*rules[0])
     for condition, value in rules[1:]:
         reason = reason.when(condition, value)
@@ -448,9 +453,7 @@ def load_telemetry(
     )
     fields = {target: source_fields[source] for source, target in names.items()}
     times = [c for c in _TIME_COLUMNS if c in fields]
-    parsed = raw.select(
-        "*", *(_parse_time(_col(c), fields[c]).alias(_PARSED + c) for c in times)
-    )
+    parsed = raw.select("*", *(_parse_time(_col(c), fields[c]).alias(_PARSED + c) for c in times))
     frame = parsed.select(
         *(_col(c) for c in raw.columns),
         *(_col(_PARSED + c) for c in times),
