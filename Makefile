@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8888
+# Jupyter refuses to run as root unless told to (containers, CI machines).
+LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: help install lab test test-fast lint bench clean
 
@@ -25,11 +27,11 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/python -c 'import dedup_lib; dedup_lib.check_java()'
-	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT)
+	@$(BIN)/python -m dedup_lib.spark
+	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_FLAGS)
 
 test: $(STAMP) lint
-	$(BIN)/python -c 'import dedup_lib; dedup_lib.check_java()'
+	@$(BIN)/python -m dedup_lib.spark
 	$(BIN)/python -m pytest --nbval-lax tests notebooks
 
 test-fast: $(STAMP)

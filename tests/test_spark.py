@@ -49,3 +49,13 @@ def test_missing_java_is_refused_with_what_to_do(tmp_path, monkeypatch):
 
 def test_this_machine_has_java_17_or_newer():
     assert check_java() >= 17, os.environ.get("JAVA_HOME")
+
+
+def test_command_line_check_prints_one_line_without_traceback(tmp_path, monkeypatch, capsys):
+    from dedup_lib.spark import main
+
+    monkeypatch.setenv("JAVA_HOME", str(fake_java(tmp_path, 'openjdk version "11.0.2"')))
+    assert main() == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: dedup_lib needs Java 17+")
+    assert "Traceback" not in err

@@ -125,3 +125,18 @@ def get_spark(
 def is_connect(spark: SparkSession) -> bool:
     """True when ``spark`` is a Spark Connect session."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def main() -> int:
+    """``python -m dedup_lib.spark``: check Java for local Spark; one clear line, no traceback."""
+    try:
+        version = check_java()
+    except JavaNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"Java {version}: ok for local Spark")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
