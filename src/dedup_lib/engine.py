@@ -91,17 +91,16 @@ def _validate(df: DataFrame) -> None:
 def _reason_and_key(df: DataFrame, policy: DedupPolicy) -> tuple[Column, Column, Column]:
     """Spark twins of :func:`policy.rejection_reasons` and :func:`policy.uniqueness_key`."""
     mid, pk, sid = (_text(df, c) for c in ("message_id", "partition_key", "session_id"))
-    too_long = [
-        F.when(F.length(value) > MAX_PROPERTY_LENGTH, F.lit(too_long_reason(PROPERTY_NAMES[c])))
-        for c, value in (("message_id", mid), ("partition_key", pk), ("session_id", sid))
-    ]
-    rejection = F.concat_ws(
-        "; ",
-        F.when(F.col("send_time").isNull(), F.lit(REASON_MISSING_TIME)),
-        *too_long,
-        F.when(_is_set(pk) & _is_set(sid) & (pk != sid), F.lit(REASON_KEY_MISMATCH)),
-    )
-    rejected = rejection != F.lit("")
+    checks = [(F.col("send_time").isNull(), REASON_MISSING_TIME)]
+    for name, value in (("message_id", mid), ("partition_key", pk), ("session_id", sid)):
+        # No text of at most 128 bytes has more than 128 characters: count them only past that.
+        longer = (F.octet_length(value) > MAX_PROPERTY_LENGTH) & (
+            F.length(value) > MAX_PROPERTY_LENGTH
+        )
+        checks.append((longer, too_long_reason(PROPERTY_NAMES[name])))
+    checks.append((_is_set(pk) & _is_set(sid) & (pk != sid), REASON_KEY_MISMATCH))
+    rejected = F.coalesce(*(F.when(test, F.lit(True)) for test, _ in checks), F.lit(False))
+    rejection = F.concat_ws("; ", *(F.when(test, F.lit(text)) for test, text in checks))
     reason = (
         F.when(rejected, rejection)
         .when(~_is_set(mid), F.lit(NO_MESSAGE_ID_WARNING))
