@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 REQUIRED = ("message_id", "send_time")
-OPTIONAL = ("entity", "partition_key", "session_id", "scheduled_enqueue_time", "event_id")
 OUTPUT_COLUMNS = ("verdict", "reason", "dedup_key", "original_send_time", "original_event_id")
 _POS = "__dedup_pos"
 _SPREAD = "__dedup_spread"
