@@ -111,8 +111,14 @@ def test_entities_never_see_each_others_ids(spark):
         Message("m", at(2), entity="orders", event_id=2),
         Message("m", at(3), entity=None, event_id=3),
         Message("m", at(4), entity=None, event_id=4),
+        Message("m", at(5), entity="", event_id=5),
     ]
-    check(spark, messages, TEN_MIN, ["accepted", "accepted", "duplicate", "accepted", "duplicate"])
+    check(
+        spark,
+        messages,
+        TEN_MIN,
+        ["accepted", "accepted", "duplicate", "accepted", "duplicate", "accepted"],
+    )
 
 
 def test_without_entity_column_everything_is_one_entity(spark):
@@ -170,7 +176,7 @@ def test_mismatched_partition_key_and_session_is_rejected(spark, policy):
     [("message_id", "MessageId"), ("partition_key", "PartitionKey"), ("session_id", "SessionId")],
 )
 def test_properties_longer_than_128_characters_are_rejected(spark, field, name):
-    long_id, ok_id = "x" * 129, "y" * 128
+    long_id, ok_id = "x" * 129, "é" * 128  # 256 bytes, but 128 characters: accepted
     messages = [
         Message(**{"message_id": "m", "send_time": at(0), "event_id": 0, field: long_id}),
         Message(**{"message_id": "m", "send_time": at(1), "event_id": 1, field: ok_id}),
@@ -249,6 +255,14 @@ def test_event_id_is_added_when_absent(spark):
 
 
 def test_string_event_ids_and_timestamp_ntz(spark):
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        check_ntz(spark)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+def check_ntz(spark):
     df = spark.createDataFrame(
         [("m", "2024-03-01 12:00:00", "e2"), ("m", "2024-03-01 12:00:00", "e1")],
         "message_id string, t string, event_id string",
@@ -262,9 +276,39 @@ def test_string_event_ids_and_timestamp_ntz(spark):
     assert out["e1"]["verdict"] == "accepted"
     assert out["e2"]["original_event_id"] == "e1"
     assert out["e2"]["original_micros"] == micros(T0)  # the wall clock read as UTC
+    assert dict(detect_duplicates(df, TEN_MIN).dtypes)["send_time"] == "timestamp_ntz"
+
+
+def test_column_names_with_dots_ride_along(spark):
+    df = frame(spark, sends(("a", at(0)), ("a", at(1)))).withColumn("payload.v", F.col("row"))
+    out = detect_duplicates(df, TEN_MIN)
+    assert "payload.v" in out.columns
+    assert sorted(r[0] for r in out.select(F.col("`payload.v`")).collect()) == [0, 1]
+
+
+def test_integer_message_ids(spark):
+    df = spark.createDataFrame(
+        [
+            (1, 7, "2024-03-01 12:00:00"),
+            (2, 7, "2024-03-01 12:00:05"),
+            (3, 70, "2024-03-01 12:00:06"),
+        ],
+        "event_id long, message_id long, t string",
+    ).select("event_id", "message_id", F.col("t").cast("timestamp").alias("send_time"))
+    out = {r["event_id"]: r for r in detect_duplicates(df, TEN_MIN).collect()}
+    assert [out[i]["verdict"] for i in (1, 2, 3)] == ["accepted", "duplicate", "accepted"]
+    assert out[2]["dedup_key"] == "7"
 
 
 # Bad input: clear errors that name the column.
+def test_collated_ids_are_refused(spark):
+    df = frame(spark, sends(("a", at(0)))).withColumn(
+        "message_id", F.col("message_id").cast("string collate UTF8_LCASE")
+    )
+    with pytest.raises(TypeError, match="message_id has collation UTF8_LCASE"):
+        detect_duplicates(df, TEN_MIN)
+
+
 def test_missing_required_column_is_named(spark):
     df = spark.createDataFrame([("a",)], "message_id string")
     with pytest.raises(ValueError, match=r"missing required column\(s\) send_time"):
@@ -281,10 +325,12 @@ def test_result_columns_in_the_input_are_refused(spark):
     df = frame(spark, sends(("a", at(0)))).withColumn("Verdict", F.lit("x"))
     with pytest.raises(ValueError, match=r"already has column.*Verdict"):
         detect_duplicates(df, TEN_MIN)
+    with pytest.raises(ValueError, match=r"already has column.*__dedup_col0"):
+        detect_duplicates(frame(spark, []).withColumn("__dedup_col0", F.lit(1)), TEN_MIN)
 
 
 # Agreement with the broker model on generated telemetry.
-ids = st.sampled_from(["a", "b", "c", "a", "b", "", None, "x" * 129, "ünï/42"])
+ids = st.sampled_from(["a", "b", "c", "a", "b", "", None, "x" * 129, "ünï/42", "é" * 100])
 keys = st.sampled_from([None, None, "", "p1", "p2", "a", "y" * 129])
 
 
@@ -308,7 +354,7 @@ def telemetry(draw):
             Message(
                 message_id=draw(st.sampled_from(pool)),
                 send_time=t,
-                entity=draw(st.sampled_from([None, "q1", "q2"])) if with_entity else None,
+                entity=draw(st.sampled_from([None, "", "q1", "q2"])) if with_entity else None,
                 partition_key=draw(keys),
                 session_id=draw(keys),
                 scheduled_enqueue_time=draw(st.one_of(st.none(), st.integers(0, 500).map(at))),

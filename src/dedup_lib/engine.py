@@ -36,11 +36,18 @@ if TYPE_CHECKING:
 
 REQUIRED = ("message_id", "send_time")
 OUTPUT_COLUMNS = ("verdict", "reason", "dedup_key", "original_send_time", "original_event_id")
+_INTERNAL = "__dedup_"
 _POS = "__dedup_pos"
 _SPREAD = "__dedup_spread"
+_TIME = "__dedup_time"
 
 # Ship the kernel by value, so a remote Spark Connect cluster needs no dedup_lib installed.
 cloudpickle.register_pickle_by_value(kernel)  # type: ignore[no-untyped-call]
+
+
+def _quoted(name: str) -> Column:
+    """A column by its exact name, dots and all (``payload.v`` is not a struct field here)."""
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _is_set(column: Column) -> Column:
@@ -61,11 +68,13 @@ def _validate(df: DataFrame) -> None:
             f"{', '.join(fields) or 'no columns'}. Load files with load_telemetry(), or pass a "
             "mapping of your column names."
         )
-    clashes = [lower[c] for c in (*OUTPUT_COLUMNS, _POS, _SPREAD) if c in lower]
+    clashes = [lower[c] for c in OUTPUT_COLUMNS if c in lower]
+    clashes += [name for name in fields if name.lower().startswith(_INTERNAL)]
     if clashes:
         raise ValueError(
             f"detect_duplicates: the input already has column(s) {', '.join(clashes)}, which the "
-            "result adds; is it already a detect_duplicates result? Drop or rename them first."
+            "result adds or uses inside; is it already a detect_duplicates result? Drop or "
+            "rename them first."
         )
     send_type = fields["send_time"]
     if not isinstance(send_type, T.TimestampType | T.TimestampNTZType):
@@ -79,6 +88,13 @@ def _validate(df: DataFrame) -> None:
         ):
             raise TypeError(
                 f"detect_duplicates: column {name} must be text, got {fields[name].simpleString()}"
+            )
+    for name in ("message_id", "partition_key", "session_id", "entity", "event_id"):
+        collation = getattr(fields.get(name), "collation", "UTF8_BINARY")
+        if collation != "UTF8_BINARY":
+            raise TypeError(
+                f"detect_duplicates: column {name} has collation {collation}; the broker "
+                f"compares ids byte for byte: cast it with .cast('string') first"
             )
     if "event_id" in fields and isinstance(fields["event_id"], T.MapType | T.VariantType):
         raise TypeError(
@@ -133,10 +149,11 @@ def detect_duplicates(df: DataFrame, policy: DedupPolicy | None = None) -> DataF
     if "event_id" not in columns:
         df = df.withColumn("event_id", F.col(_POS))
         columns.append("event_id")
-    if isinstance(df.schema["send_time"].dataType, T.TimestampNTZType):
-        df = df.withColumn(
-            "send_time", F.concat(F.col("send_time").cast("string"), F.lit("Z")).cast("timestamp")
-        )
+    # A wall clock without zone (timestamp_ntz) is read as UTC, whatever the session time zone,
+    # in a twin column: the input column is returned as it came.
+    ntz = isinstance(df.schema["send_time"].dataType, T.TimestampNTZType)
+    time_name = _TIME if ntz else "send_time"
+    utc_time = F.concat(F.col("send_time").cast("string"), F.lit("Z")).try_cast("timestamp")
 
     verdict, reason, key = _reason_and_key(df, policy)
     entity = F.col("entity") if "entity" in columns else F.lit(None).cast("string")
@@ -144,7 +161,16 @@ def detect_duplicates(df: DataFrame, policy: DedupPolicy | None = None) -> DataF
     # dedup_key is written after it, so one string column fewer crosses into Python.
     key_column = "dedup_key" if policy.partitioning else "message_id"
     carried = [key.alias("dedup_key")] if policy.partitioning else []
-    prepared = df.select(*columns, verdict.alias("verdict"), reason.alias("reason"), *carried, _POS)
+    # mapInArrow resolves its input by unquoted name, so names with dots travel under an alias.
+    alias = {c: f"__dedup_col{i}" if "." in c or "`" in c else c for i, c in enumerate(columns)}
+    prepared = df.select(
+        *(_quoted(c).alias(alias[c]) for c in columns),
+        *([utc_time.alias(_TIME)] if ntz else []),
+        verdict.alias("verdict"),
+        reason.alias("reason"),
+        *carried,
+        _POS,
+    )
     group_key = F.col("dedup_key") if policy.partitioning else F.col("message_id").cast("string")
     # Eligible sends spread by key; the others (rejected, no MessageId) one by one, so that
     # they never pile up in one partition. Sorting by this hash first gives Spark's sorter a
@@ -158,7 +184,7 @@ def detect_duplicates(df: DataFrame, policy: DedupPolicy | None = None) -> DataF
             F.col("verdict").asc_nulls_first(),
             *(["entity"] if "entity" in columns else []),
             key_column,
-            "send_time",
+            time_name,
             F.col("event_id").asc_nulls_last(),
             _POS,
         )
@@ -167,7 +193,7 @@ def detect_duplicates(df: DataFrame, policy: DedupPolicy | None = None) -> DataF
 
     cols = kernel.Columns(
         key=key_column,
-        send_time="send_time",
+        send_time=time_name,
         event_id="event_id",
         verdict="verdict",
         entity="entity" if "entity" in columns else None,
@@ -190,4 +216,4 @@ def detect_duplicates(df: DataFrame, policy: DedupPolicy | None = None) -> DataF
             "dedup_key",
             F.when(F.col("reason").isNull(), F.col("message_id").cast("string")),
         )
-    return replayed.select(*columns, *OUTPUT_COLUMNS)
+    return replayed.select(*(F.col(alias[c]).alias(c) for c in columns), *OUTPUT_COLUMNS)
