@@ -27,6 +27,7 @@ from dedup_lib.policy import (
     DedupPolicy,
     too_long_reason,
 )
+from dedup_lib.spark import column
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -45,13 +46,8 @@ _TIME = "__dedup_time"
 cloudpickle.register_pickle_by_value(kernel)  # type: ignore[no-untyped-call]
 
 
-def _quoted(name: str) -> Column:
-    """A column by its exact name, dots and all (``payload.v`` is not a struct field here)."""
-    return F.col("`" + name.replace("`", "``") + "`")
-
-
-def _is_set(column: Column) -> Column:
-    return column.isNotNull() & (column != F.lit(""))
+def _is_set(value: Column) -> Column:
+    return value.isNotNull() & (value != F.lit(""))
 
 
 def _text(df: DataFrame, name: str) -> Column:
@@ -164,7 +160,7 @@ def detect_duplicates(df: DataFrame, policy: DedupPolicy | None = None) -> DataF
     # mapInArrow resolves its input by unquoted name, so names with dots travel under an alias.
     alias = {c: f"__dedup_col{i}" if "." in c or "`" in c else c for i, c in enumerate(columns)}
     prepared = df.select(
-        *(_quoted(c).alias(alias[c]) for c in columns),
+        *(column(c).alias(alias[c]) for c in columns),
         *([utc_time.alias(_TIME)] if ntz else []),
         verdict.alias("verdict"),
         reason.alias("reason"),

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Column, SparkSession
 
 MIN_JAVA = 17
 
@@ -113,13 +113,21 @@ def get_spark(
     else:
         builder = builder.master(master or os.environ.get("DEDUP_SPARK_MASTER", "local[*]"))
     for key, value in settings.items():
-        # A Connect server that is already running takes SQL settings only.
-        if remote is None or key.startswith("spark.sql."):
+        # A remote Connect server (sc://) is already running: it takes SQL settings only. A
+        # local one (local[...]) is started with all of them.
+        if remote is None or not remote.startswith("sc://") or key.startswith("spark.sql."):
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
     for key in ("spark.sql.session.timeZone", "spark.sql.execution.arrow.pyspark.enabled"):
         spark.conf.set(key, settings[key])
     return spark
+
+
+def column(name: str) -> Column:
+    """A column by its exact name: ``payload.v`` is that column, not field ``v`` of a struct."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def is_connect(spark: SparkSession) -> bool:

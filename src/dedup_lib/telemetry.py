@@ -18,6 +18,8 @@ from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dedup_lib.spark import column
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -100,10 +102,6 @@ def _spark_message(exc: Exception) -> str:
         if line and not line.startswith("An error occurred while calling"):
             return re.sub(r"^[\w.$]+(Exception|Error): ", "", line)
     return type(exc).__name__
-
-
-def _col(name: str) -> Column:
-    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _norm(name: str) -> str:
@@ -358,23 +356,23 @@ def _reason(
     fields: dict[str, T.DataType], fmt: str, data_columns: list[str], has_corrupt: bool
 ) -> Column:
     """Why a row is quarantined (null when it is valid): the first reason that applies."""
-    send = _col("send_time")
+    send = column("send_time")
     rules: list[tuple[Column, Column]] = []
     if has_corrupt:
-        rules.append((_col(_CORRUPT).isNotNull(), F.lit(_MALFORMED[fmt])))
+        rules.append((column(_CORRUPT).isNotNull(), F.lit(_MALFORMED[fmt])))
     if fmt == "csv":
         # With column pruning, Spark flags a CSV line as malformed only when the query reads
         # every column; so the reason reads them all (a row of empty cells has no send_time).
-        everything = F.coalesce(*(_col(c).cast("string") for c in data_columns))
+        everything = F.coalesce(*(column(c).cast("string") for c in data_columns))
         rules.append((everything.isNull(), F.lit("missing send_time")))
     rules.append((_is_missing(send, fields["send_time"]), F.lit("missing send_time")))
-    rules.append((_col(_PARSED + "send_time").isNull(), _unparseable("send_time", send)))
+    rules.append((column(_PARSED + "send_time").isNull(), _unparseable("send_time", send)))
     if "scheduled_enqueue_time" in fields:
-        scheduled = _col("scheduled_enqueue_time")
+        scheduled = column("scheduled_enqueue_time")
         rules.append(
             (
                 ~_is_missing(scheduled, fields["scheduled_enqueue_time"])
-                & _col(_PARSED + "scheduled_enqueue_time").isNull(),
+                & column(_PARSED + "scheduled_enqueue_time").isNull(),
                 _unparseable("scheduled_enqueue_time", scheduled),
             )
         )
@@ -447,16 +445,16 @@ def load_telemetry(
     _check_types(source_fields, names, path)
 
     raw = df.select(
-        *(_col(source).alias(target) for source, target in names.items()),
-        *([_col(_CORRUPT)] if has_corrupt else []),
+        *(column(source).alias(target) for source, target in names.items()),
+        *([column(_CORRUPT)] if has_corrupt else []),
         F.col("_metadata.file_path").alias(SOURCE_FILE),
     )
     fields = {target: source_fields[source] for source, target in names.items()}
     times = [c for c in _TIME_COLUMNS if c in fields]
-    parsed = raw.select("*", *(_parse_time(_col(c), fields[c]).alias(_PARSED + c) for c in times))
+    parsed = raw.select("*", *(_parse_time(column(c), fields[c]).alias(_PARSED + c) for c in times))
     frame = parsed.select(
-        *(_col(c) for c in raw.columns),
-        *(_col(_PARSED + c) for c in times),
+        *(column(c) for c in raw.columns),
+        *(column(_PARSED + c) for c in times),
         _reason(fields, fmt, list(names.values()), has_corrupt).alias(REASON),
     )
 
@@ -465,16 +463,16 @@ def load_telemetry(
 
     def typed(name: str) -> Column:
         if name in times:
-            return _col(_PARSED + name).alias(name)
+            return column(_PARSED + name).alias(name)
         if name in _TEXT_COLUMNS:
-            return _col(name).cast("string").alias(name)
-        return _col(name)
+            return column(name).cast("string").alias(name)
+        return column(name)
 
-    valid = frame.where(_col(REASON).isNull()).select(
-        *(typed(c) for c in order), *([_col(SOURCE_FILE)] if keep_source_file else [])
+    valid = frame.where(column(REASON).isNull()).select(
+        *(typed(c) for c in order), *([column(SOURCE_FILE)] if keep_source_file else [])
     )
-    quarantine = frame.where(_col(REASON).isNotNull()).select(
-        *(_col(c) for c in order), _col(REASON), _col(SOURCE_FILE)
+    quarantine = frame.where(column(REASON).isNotNull()).select(
+        *(column(c) for c in order), column(REASON), column(SOURCE_FILE)
     )
     return LoadedTelemetry(
         valid=valid,
