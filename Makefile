@@ -7,13 +7,15 @@ PORT ?= 8888
 # Jupyter refuses to run as root unless told to (containers, CI machines).
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help install lab test test-fast lint bench clean
+.PHONY: help install lab test test-fast lint bench bench-synth samples clean
 
 help:
 	@echo "make lab     open JupyterLab on notebooks/ (installs on first use)"
 	@echo "make test    lint, then every test: unit, Spark (classic and Connect), notebooks"
 	@echo "make lint    ruff and mypy"
 	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000)"
+	@echo "make bench-synth  generator benchmark, 10 M sends against the same floor"
+	@echo "make samples regenerate data/samples/ (deterministic: same seed, same rows)"
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+"; exit 1; }
@@ -44,6 +46,21 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py --rows $(or $(ROWS),10000000)
+
+bench-synth: $(STAMP)
+	$(BIN)/python benchmarks/bench_synth.py --rows $(or $(ROWS),10000000)
+
+SAMPLES := data/samples
+CUT := event_id,entity,message_id,send_time,partition_key,session_id,scheduled_enqueue_time,logical_id,attempt
+GENERATE := $(BIN)/dedup-lib generate --single-file --overwrite --quiet
+samples: $(STAMP)
+	$(GENERATE) $(SAMPLES)/day.parquet --scenario day --rows 200000 --seed 0
+	$(GENERATE) $(SAMPLES)/day-azure.csv.gz --scenario day --rows 200000 --seed 0 \
+		--format csv --names azure --columns $(CUT)
+	$(GENERATE) $(SAMPLES)/day-python.jsonl.gz --scenario day --rows 200000 --seed 0 \
+		--format json --names python --columns $(CUT)
+	$(GENERATE) $(SAMPLES)/incident.parquet --scenario incident --rows 30000 --seed 0
+	@du -ch $(SAMPLES)/*.parquet $(SAMPLES)/*.gz | tail -1
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis spark-warehouse metastore_db

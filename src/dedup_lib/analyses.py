@@ -66,3 +66,81 @@ def summarize(result: DataFrame) -> pd.DataFrame:
     judged = table["accepted"] + table["duplicates"]
     table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")
     return table.reset_index(drop=True)[list(SUMMARY_COLUMNS)]
+
+
+TRUTH_COLUMNS = ("logical_id", "attempt")
+TRUTH_SUMMARY_COLUMNS = (
+    "entity",
+    "messages",
+    "sends",
+    "resends",
+    "resends_caught",
+    "extra_deliveries",
+    "messages_lost",
+    "first_sends_dropped",
+    "messages_rejected",
+)
+
+
+def has_ground_truth(result: DataFrame) -> bool:
+    """True when ``result`` carries the generator's ground truth (``logical_id``, ``attempt``)."""
+    return all(c in result.columns for c in TRUTH_COLUMNS)
+
+
+def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
+    """What the verdicts did to the messages senders meant, per entity plus ``(all)``.
+
+    Needs ``logical_id`` and ``attempt`` (see :func:`dedup_lib.generate_telemetry`). Per
+    entity: logical ``messages`` and their ``sends``; ``resends`` (attempt > 1) and
+    ``resends_caught`` (judged duplicate); ``extra_deliveries``, the sends that reached
+    consumers again after a message had been delivered once (slipped through);
+    ``messages_lost``, messages never delivered because every judged send was dropped as a
+    duplicate (of another message: a colliding id); ``first_sends_dropped``, first sends dropped
+    as duplicates; ``messages_rejected``, messages whose every send was refused. One Spark job."""
+    missing = [c for c in ("verdict", *TRUTH_COLUMNS) if c not in result.columns]
+    if missing:
+        raise ValueError(
+            "ground_truth_summary: expected a detect_duplicates result with ground truth "
+            f"(logical_id, attempt), but column(s) {', '.join(missing)} are missing"
+        )
+    entity = (
+        F.coalesce(F.col("entity").cast("string"), F.lit(NO_ENTITY))
+        if "entity" in result.columns
+        else F.lit(NO_ENTITY)
+    )
+    verdict, resend = F.col("verdict"), F.col("attempt") > 1
+
+    def count_where(condition: Column) -> Column:
+        return F.count(F.when(condition, True))
+
+    per_message = result.groupBy(entity.alias("entity"), F.col("logical_id")).agg(
+        F.count(F.lit(1)).alias("sends"),
+        count_where(resend).alias("resends"),
+        count_where(resend & (verdict == DUPLICATE)).alias("resends_caught"),
+        count_where(~resend & (verdict == DUPLICATE)).alias("first_sends_dropped"),
+        count_where(verdict == ACCEPTED).alias("accepted"),
+        count_where(verdict == DUPLICATE).alias("duplicates"),
+    )
+    accepted, duplicates = F.col("accepted"), F.col("duplicates")
+    table = (
+        per_message.groupBy("entity")
+        .agg(
+            F.count(F.lit(1)).alias("messages"),
+            F.sum("sends").alias("sends"),
+            F.sum("resends").alias("resends"),
+            F.sum("resends_caught").alias("resends_caught"),
+            F.sum(F.greatest(accepted - 1, F.lit(0))).alias("extra_deliveries"),
+            count_where((accepted == 0) & (duplicates > 0)).alias("messages_lost"),
+            F.sum("first_sends_dropped").alias("first_sends_dropped"),
+            count_where((accepted == 0) & (duplicates == 0)).alias("messages_rejected"),
+        )
+        .toPandas()
+        .sort_values("entity", kind="stable")
+    )
+    counts = list(TRUTH_SUMMARY_COLUMNS[1:])
+    table[counts] = table[counts].fillna(0).astype("int64")
+    if len(table) != 1:
+        total = table[counts].sum().to_frame().T
+        total.insert(0, "entity", ALL_ENTITIES)
+        table = pd.concat([table, total], ignore_index=True)
+    return table.reset_index(drop=True)[list(TRUTH_SUMMARY_COLUMNS)]
