@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from dedup_lib import DedupPolicy, Message, detect_duplicates, summarize
+from dedup_lib import DedupPolicy, Message, detect_duplicates, ground_truth_summary, summarize
+from dedup_lib.analyses import has_ground_truth
 from replay_kit import at, frame
 
 
@@ -42,3 +43,46 @@ def test_summarize_counts_per_entity_and_in_total(spark):
 def test_summarize_needs_a_result(spark):
     with pytest.raises(ValueError, match="verdict"):
         summarize(frame(spark, [Message("a", at(0))]))
+
+
+def _truth_frame(spark, rows):
+    """(entity, logical_id, attempt, verdict) rows as a result with ground truth."""
+    return spark.createDataFrame(
+        rows, "entity string, logical_id long, attempt int, verdict string"
+    )
+
+
+def test_ground_truth_summary_counts_what_happened_to_each_message(spark):
+    rows = [
+        # message 1: sent three times, one delivery, two resends caught
+        ("q", 1, 1, "accepted"), ("q", 1, 2, "duplicate"), ("q", 1, 3, "duplicate"),
+        # message 2: resent after the window: delivered twice
+        ("q", 2, 1, "accepted"), ("q", 2, 2, "accepted"),
+        # message 3: its only send dropped as another message's duplicate: lost
+        ("q", 3, 1, "duplicate"),
+        # message 4: refused by the SDK every time
+        ("q", 4, 1, "rejected"), ("q", 4, 2, "rejected"),
+        # message 5: first send dropped (colliding id), resend delivered: not lost
+        ("r", 5, 1, "duplicate"), ("r", 5, 2, "accepted"),
+    ]  # fmt: skip
+    table = ground_truth_summary(_truth_frame(spark, rows)).set_index("entity")
+    assert list(table.index) == ["q", "r", "(all)"]
+    q = table.loc["q"]
+    assert q.messages == 4
+    assert q.sends == 8
+    assert q.resends == 4
+    assert q.resends_caught == 2
+    assert q.extra_deliveries == 1
+    assert q.messages_lost == 1
+    assert q.first_sends_dropped == 1
+    assert q.messages_rejected == 1
+    r = table.loc["r"]
+    assert (r.messages_lost, r.first_sends_dropped, r.extra_deliveries) == (0, 1, 0)
+    assert table.loc["(all)"].sends == 10
+
+
+def test_ground_truth_summary_needs_the_truth(spark):
+    result = spark.createDataFrame([("q", "accepted")], "entity string, verdict string")
+    assert not has_ground_truth(result)
+    with pytest.raises(ValueError, match="logical_id, attempt"):
+        ground_truth_summary(result)
