@@ -26,6 +26,27 @@ SUMMARY_COLUMNS = (
 )
 
 
+def _entity(result: DataFrame) -> Column:
+    if "entity" not in result.columns:
+        return F.lit(NO_ENTITY).alias("entity")
+    return F.coalesce(F.col("entity").cast("string"), F.lit(NO_ENTITY)).alias("entity")
+
+
+def _count_where(condition: Column) -> Column:
+    return F.count(F.when(condition, True))
+
+
+def _with_total(table: pd.DataFrame, counts: list[str]) -> pd.DataFrame:
+    """Entities in name order, counts as int64, and an ``(all)`` row when there are several."""
+    table = table.sort_values("entity", kind="stable")
+    table[counts] = table[counts].fillna(0).astype("int64")
+    if len(table) != 1:
+        total = table[counts].sum().to_frame().T
+        total.insert(0, "entity", ALL_ENTITIES)
+        table = pd.concat([table, total], ignore_index=True)
+    return table.reset_index(drop=True)
+
+
 def summarize(result: DataFrame) -> pd.DataFrame:
     """Per entity, plus a total row ``(all)``: sends, accepted, duplicates, rejected, sends
     without MessageId, and ``share_caught``, the share of judged sends (accepted or duplicate)
@@ -36,36 +57,23 @@ def summarize(result: DataFrame) -> pd.DataFrame:
             f"summarize: expected a detect_duplicates result, but column(s) {', '.join(missing)} "
             "are missing"
         )
-    entity = (
-        F.coalesce(F.col("entity").cast("string"), F.lit(NO_ENTITY))
-        if "entity" in result.columns
-        else F.lit(NO_ENTITY)
-    )
-
-    def count_where(condition: Column) -> Column:
-        return F.count(F.when(condition, True))
-
-    table = (
-        result.groupBy(entity.alias("entity"))
+    counted = (
+        result.groupBy(_entity(result))
         .agg(
             F.count(F.lit(1)).alias("sends"),
-            count_where(F.col("verdict") == ACCEPTED).alias("accepted"),
-            count_where(F.col("verdict") == DUPLICATE).alias("duplicates"),
-            count_where(F.col("verdict") == REJECTED).alias("rejected"),
-            count_where(F.col("reason") == NO_MESSAGE_ID_WARNING).alias("without_message_id"),
+            _count_where(F.col("verdict") == ACCEPTED).alias("accepted"),
+            _count_where(F.col("verdict") == DUPLICATE).alias("duplicates"),
+            _count_where(F.col("verdict") == REJECTED).alias("rejected"),
+            _count_where(F.col("reason") == NO_MESSAGE_ID_WARNING).alias("without_message_id"),
         )
         .toPandas()
-        .sort_values("entity", kind="stable")
     )
-    counts = ["sends", "accepted", "duplicates", "rejected", "without_message_id"]
-    table[counts] = table[counts].astype("int64")
-    if len(table) != 1:
-        total = table[counts].sum().to_frame().T
-        total.insert(0, "entity", ALL_ENTITIES)
-        table = pd.concat([table, total], ignore_index=True)
+    table = _with_total(
+        counted, ["sends", "accepted", "duplicates", "rejected", "without_message_id"]
+    )
     judged = table["accepted"] + table["duplicates"]
     table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")
-    return table.reset_index(drop=True)[list(SUMMARY_COLUMNS)]
+    return table[list(SUMMARY_COLUMNS)]
 
 
 TRUTH_COLUMNS = ("logical_id", "attempt")
@@ -103,26 +111,17 @@ def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
             "ground_truth_summary: expected a detect_duplicates result with ground truth "
             f"(logical_id, attempt), but column(s) {', '.join(missing)} are missing"
         )
-    entity = (
-        F.coalesce(F.col("entity").cast("string"), F.lit(NO_ENTITY))
-        if "entity" in result.columns
-        else F.lit(NO_ENTITY)
-    )
     verdict, resend = F.col("verdict"), F.col("attempt") > 1
-
-    def count_where(condition: Column) -> Column:
-        return F.count(F.when(condition, True))
-
-    per_message = result.groupBy(entity.alias("entity"), F.col("logical_id")).agg(
+    per_message = result.groupBy(_entity(result), F.col("logical_id")).agg(
         F.count(F.lit(1)).alias("sends"),
-        count_where(resend).alias("resends"),
-        count_where(resend & (verdict == DUPLICATE)).alias("resends_caught"),
-        count_where(~resend & (verdict == DUPLICATE)).alias("first_sends_dropped"),
-        count_where(verdict == ACCEPTED).alias("accepted"),
-        count_where(verdict == DUPLICATE).alias("duplicates"),
+        _count_where(resend).alias("resends"),
+        _count_where(resend & (verdict == DUPLICATE)).alias("resends_caught"),
+        _count_where(~resend & (verdict == DUPLICATE)).alias("first_sends_dropped"),
+        _count_where(verdict == ACCEPTED).alias("accepted"),
+        _count_where(verdict == DUPLICATE).alias("duplicates"),
     )
     accepted, duplicates = F.col("accepted"), F.col("duplicates")
-    table = (
+    counted = (
         per_message.groupBy("entity")
         .agg(
             F.count(F.lit(1)).alias("messages"),
@@ -130,17 +129,11 @@ def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
             F.sum("resends").alias("resends"),
             F.sum("resends_caught").alias("resends_caught"),
             F.sum(F.greatest(accepted - 1, F.lit(0))).alias("extra_deliveries"),
-            count_where((accepted == 0) & (duplicates > 0)).alias("messages_lost"),
+            _count_where((accepted == 0) & (duplicates > 0)).alias("messages_lost"),
             F.sum("first_sends_dropped").alias("first_sends_dropped"),
-            count_where((accepted == 0) & (duplicates == 0)).alias("messages_rejected"),
+            _count_where((accepted == 0) & (duplicates == 0)).alias("messages_rejected"),
         )
         .toPandas()
-        .sort_values("entity", kind="stable")
     )
-    counts = list(TRUTH_SUMMARY_COLUMNS[1:])
-    table[counts] = table[counts].fillna(0).astype("int64")
-    if len(table) != 1:
-        total = table[counts].sum().to_frame().T
-        total.insert(0, "entity", ALL_ENTITIES)
-        table = pd.concat([table, total], ignore_index=True)
-    return table.reset_index(drop=True)[list(TRUTH_SUMMARY_COLUMNS)]
+    table = _with_total(counted, list(TRUTH_SUMMARY_COLUMNS[1:]))
+    return table[list(TRUTH_SUMMARY_COLUMNS)]

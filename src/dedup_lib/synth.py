@@ -86,7 +86,8 @@ class Sender:
     acknowledgement (probability ``ack_loss`` per send) makes the client retry after
     ``min(retry_base * 2**(n-1), retry_max)`` seconds, times a jitter of +-``retry_jitter``,
     up to ``max_retries`` times. Each crash resends the last ``unacked`` messages after a
-    log-normal restart delay (``restart_median``, ``restart_sigma``; clamped to 5 s .. 1 h).
+    log-normal restart delay (``restart_median``, ``restart_sigma``; clamped to 5 s .. 1 h, and
+    never before its retries would have been done, so attempts in time order are retries first).
     Each operator replay resends a batch of ``replay_batch`` consecutive messages
     ``replay_median`` later (log-normal, ``replay_sigma``, at least ``replay_min``).
     """
@@ -118,6 +119,16 @@ class Sender:
     key_mismatch_share: float = 0.0
     scheduled_share: float = 0.0
     scheduled_max_delay: float = 3600.0
+
+    @property
+    def retry_span(self) -> float:
+        """The longest time its retries after lost acknowledgements can take, in seconds."""
+        return float(
+            sum(
+                min(self.retry_base * 2 ** (j - 1), self.retry_max) * (1 + self.retry_jitter)
+                for j in range(1, self.max_retries + 1)
+            )
+        )
 
     def __post_init__(self) -> None:
         problems = []
@@ -420,9 +431,8 @@ def _draw_resends(plan: _SenderPlan, scenario: Scenario, rng: np.random.Generato
     for begin, end, expected in windows:
         for _ in range(round(expected)):
             crash = rng.uniform(begin, end)
-            delay = min(
-                3600.0, max(5.0, _lognormal(rng, sender.restart_median, sender.restart_sigma))
-            )
+            drawn = _lognormal(rng, sender.restart_median, sender.restart_sigma)
+            delay = min(3600.0, max(5.0, sender.retry_span, drawn))
             last = plan.position_at(crash)
             plan.events.append((RESTART_RESEND, crash, delay))
             for order, local in enumerate(range(max(0, last - sender.unacked), last)):
@@ -450,6 +460,13 @@ def _hex(seed: int, salt: str, *columns: Column) -> Column:
     return F.lower(F.lpad(F.hex(F.xxhash64(F.lit(seed), F.lit(salt), *columns)), 16, "0"))
 
 
+def _numbered(prefix: Column, separator: str, hashed: Column, pool: str) -> Column:
+    """``<prefix><separator><hash mod pool, 5 digits>``: one of ``pool`` names."""
+    number = F.pmod(hashed, F.col(pool).cast("long")).cast("string")
+    padded = F.when(F.length(number) >= 5, number).otherwise(F.lpad(number, 5, "0"))
+    return F.concat(prefix, F.lit(separator), padded)
+
+
 def _guid(seed: int, *columns: Column) -> Column:
     """A version-4-shaped GUID from hashes."""
     a, b = _hex(seed, "guid-a", *columns), _hex(seed, "guid-b", *columns)
@@ -467,7 +484,6 @@ _SENDER_SCHEMA = T.StructType(
         T.StructField("kind", T.StringType()),
         T.StructField("id_policy", T.StringType()),
         T.StructField("entities", T.ArrayType(T.StringType())),
-        T.StructField("quantiles", T.ArrayType(T.DoubleType())),
         T.StructField("first_id", T.LongType()),
         T.StructField("n", T.LongType()),
         T.StructField("ack_loss", T.DoubleType()),
@@ -491,9 +507,17 @@ _RESEND_SCHEMA = T.StructType(
         T.StructField("local", T.LongType()),
         T.StructField("at", T.DoubleType()),
         T.StructField("cause", T.StringType()),
+        T.StructField("rank", T.IntegerType()),
     ]
 )
-_ATTEMPT = "struct<at:double,cause:string>"
+_QUANTILE_SCHEMA = T.StructType(
+    [
+        T.StructField("sender_idx", T.IntegerType()),
+        T.StructField("level", T.IntegerType()),
+        T.StructField("q0", T.DoubleType()),
+        T.StructField("q1", T.DoubleType()),
+    ]
+)
 
 
 def _sender_rows(plan: TelemetryPlan) -> list[tuple[object, ...]]:
@@ -504,7 +528,6 @@ def _sender_rows(plan: TelemetryPlan) -> list[tuple[object, ...]]:
             "sender_idx": p.index,
             "sender": p.sender.name,
             "entities": list(p.sender.entities),
-            "quantiles": [float(q) for q in p.quantiles],
             "first_id": p.offset,
             "n": p.count,
         }
@@ -569,6 +592,9 @@ def generate_telemetry(
 
 
 def _frame(spark: SparkSession, plan: TelemetryPlan, partitions: int | None) -> DataFrame:
+    """The sends, in two parts: each logical message's first send and its retries (an explode
+    of a short sequence), and the restart resends and replays of the plan (joined in from a
+    small table). No higher-order functions: they run interpreted and cost 20x more."""
     scenario, seed = plan.scenario, plan.seed
     slots = plan.attempt_slots
     if slots > _ATTEMPT_SLOTS:
@@ -577,65 +603,87 @@ def _frame(spark: SparkSession, plan: TelemetryPlan, partitions: int | None) -> 
             "lower crashes, replays or unacked in the scenario"
         )
     senders = F.broadcast(spark.createDataFrame(_sender_rows(plan), _SENDER_SCHEMA))
-    resend_rows = [
-        (p.index, local, at, cause) for p in plan.senders for local, at, cause in p.resends
-    ]
-    resends = F.broadcast(
-        spark.createDataFrame(resend_rows, _RESEND_SCHEMA)
-        .groupBy("sender_idx", "local")
-        .agg(F.collect_list(F.struct("at", "cause")).alias("extra"))
+    quantiles = F.broadcast(
+        spark.createDataFrame(
+            [
+                (p.index, k, float(p.quantiles[k]), float(p.quantiles[k + 1]))
+                for p in plan.senders
+                for k in range(_QUANTILES)
+            ],
+            _QUANTILE_SCHEMA,
+        )
     )
+    resend_rows = []
+    for p in plan.senders:
+        by_message: dict[int, list[tuple[float, str]]] = {}
+        for local, at, cause in p.resends:
+            by_message.setdefault(local, []).append((at, cause))
+        for local, extra in by_message.items():
+            for rank, (at, cause) in enumerate(sorted(extra)):
+                resend_rows.append((p.index, local, at, cause, rank))
+    resends = spark.createDataFrame(resend_rows, _RESEND_SCHEMA)
+
+    gid = F.col("logical_id")
+
+    def with_first_send(df: DataFrame) -> DataFrame:
+        """Sender settings, the first send's time (the sender's traffic quantiles,
+        interpolated) and the number of retries after lost acknowledgements."""
+        x = (F.col("local") + _uniform(seed, "time", gid)) / F.col("n") * _QUANTILES
+        first = F.col("q0") + (F.col("x") - F.col("level")) * (F.col("q1") - F.col("q0"))
+        ack_loss = _ack_loss(plan, F.col("first"))
+        retries = F.when(
+            ack_loss > 0,
+            F.least(
+                F.floor(F.log(_uniform(seed, "ack", gid)) / F.log(ack_loss)), F.col("max_retries")
+            ),
+        ).otherwise(0)
+        return (
+            df.withColumn("x", x)
+            .withColumn("level", F.floor("x").cast("int"))
+            .join(quantiles, ["sender_idx", "level"])
+            .withColumn("first", first)
+            .withColumn("retries", retries.cast("int"))
+        )
 
     offsets = [p.offset for p in plan.senders]
     sender_idx = sum((F.when(F.col("id") >= o, 1).otherwise(0) for o in offsets[1:]), F.lit(0))
-    start_micros = int(scenario.start.timestamp()) * 1_000_000 + scenario.start.microsecond
-    logical = spark.range(0, plan.logical_messages, numPartitions=partitions).select(
-        F.col("id").alias("logical_id"), sender_idx.cast("int").alias("sender_idx")
-    )
-    gid = F.col("logical_id")
-    q = F.col("quantiles")
-    x = (F.col("local") + _uniform(seed, "time", gid)) / F.col("n") * _QUANTILES
-    k = F.floor(x).cast("int")
-    first = F.element_at(q, k + 1) + (x - k) * (F.element_at(q, k + 2) - F.element_at(q, k + 1))
-
-    def step(j: Column) -> Column:
-        """The back-off before retry ``j``: exponential, capped, with jitter."""
-        delay = F.least(F.col("retry_base") * F.pow(F.lit(2.0), j - 1), F.col("retry_max"))
-        return delay * (1 + F.col("retry_jitter") * (2 * _uniform(seed, "retry", gid, j) - 1))
-
-    def retry(r: Column) -> Column:
-        waited = F.aggregate(F.sequence(F.lit(1), r), F.lit(0.0), lambda a, j: a + step(j))
-        return F.struct((F.col("first") + waited).alias("at"), F.lit(ACK_LOST_RETRY).alias("cause"))
-
-    empty = F.filter(
-        F.array(F.struct(F.lit(0.0).alias("at"), F.lit(FIRST).alias("cause"))),
-        lambda _: F.lit(False),
-    )
-    retries = F.when(
-        F.col("retries") > 0, F.transform(F.sequence(F.lit(1), F.col("retries")), retry)
-    )
-    ack_loss = _ack_loss(plan, F.col("first"))
-    lost_acks = F.when(
-        ack_loss > 0,
-        F.least(F.floor(F.log(_uniform(seed, "ack", gid)) / F.log(ack_loss)), F.col("max_retries")),
-    ).otherwise(0)
-    messages = (
-        logical.join(senders, "sender_idx")
+    logical = (
+        spark.range(0, plan.logical_messages, numPartitions=partitions)
+        .select(F.col("id").alias("logical_id"), sender_idx.cast("int").alias("sender_idx"))
+        .join(senders, "sender_idx")
         .withColumn("local", gid - F.col("first_id"))
-        .join(resends, ["sender_idx", "local"], "left")
-        .withColumn("first", first)
-        .withColumn("retries", lost_acks)
-        .withColumn(
-            "attempts",
-            F.array_sort(
-                F.concat(
-                    F.array(F.struct(F.col("first").alias("at"), F.lit(FIRST).alias("cause"))),
-                    F.coalesce(retries, empty),
-                    F.coalesce(F.col("extra").cast(f"array<{_ATTEMPT}>"), empty),
-                )
-            ),
-        )
+        .transform(with_first_send)
     )
+    most_retries = max(p.sender.max_retries for p in plan.senders)
+
+    def backoff(j: int) -> Column:
+        """The wait before retry ``j``: exponential, capped, with jitter."""
+        delay = F.least(F.col("retry_base") * 2.0 ** (j - 1), F.col("retry_max"))
+        return delay * (
+            1 + F.col("retry_jitter") * (2 * _uniform(seed, "retry", gid, F.lit(j)) - 1)
+        )
+
+    slot = F.col("slot")
+    waited = sum(
+        (F.when(slot >= j, backoff(j)).otherwise(0.0) for j in range(1, most_retries + 1)),
+        F.lit(0.0),
+    )
+    firsts_and_retries = (
+        logical.select("*", F.explode(F.sequence(F.lit(0), F.col("retries"))).alias("slot"))
+        .withColumn("at", F.col("first") + waited)
+        .withColumn("cause", F.when(slot == 0, F.lit(FIRST)).otherwise(F.lit(ACK_LOST_RETRY)))
+        .withColumn("attempt", slot + 1)
+        .drop("slot")
+    )
+    later = (
+        resends.join(senders, "sender_idx")
+        .withColumn("logical_id", F.col("first_id") + F.col("local"))
+        .transform(with_first_send)
+        .withColumn("attempt", F.col("retries") + 2 + F.col("rank"))
+        .drop("rank")
+    )
+    sends = firsts_and_retries.unionByName(later)
+
     session = F.when(
         _uniform(seed, "session", gid) < F.col("session_share"),
         F.format_string(
@@ -657,9 +705,9 @@ def _frame(spark: SparkSession, plan: TelemetryPlan, partitions: int | None) -> 
     wants_key = _uniform(seed, "partition-key", gid) < F.col("partition_key_share")
     mismatched = _uniform(seed, "mismatch", gid) < F.col("key_mismatch_share")
     partition_key = (
-        F.when(session.isNotNull() & wants_key & mismatched, other_key)
-        .when(session.isNotNull() & wants_key, session)
-        .when(session.isNull() & wants_key, other_key)
+        F.when(F.col("session_id").isNotNull() & wants_key & mismatched, other_key)
+        .when(F.col("session_id").isNotNull() & wants_key, F.col("session_id"))
+        .when(F.col("session_id").isNull() & wants_key, other_key)
     )
     entity = F.element_at(
         F.col("entities"),
@@ -669,27 +717,21 @@ def _frame(spark: SparkSession, plan: TelemetryPlan, partitions: int | None) -> 
         _uniform(seed, "scheduled", gid) < F.col("scheduled_share"),
         F.col("first") + 60 + _uniform(seed, "scheduled-delay", gid) * F.col("scheduled_max_delay"),
     )
+    start_micros = int(scenario.start.timestamp()) * 1_000_000 + scenario.start.microsecond
 
     def timestamp(seconds: Column) -> Column:
         return F.timestamp_micros(F.lit(start_micros) + F.round(seconds * 1_000_000).cast("long"))
 
-    sends = messages.select(
-        "*",
-        entity.alias("entity"),
-        session.alias("session_id"),
-        partition_key.alias("partition_key"),
-        scheduled.alias("scheduled_seconds"),
-        F.posexplode("attempts").alias("slot", "send"),
-    ).select(
-        "*",
-        (F.col("slot") + 1).alias("attempt"),
-        (gid * slots + F.col("slot")).alias("event_id"),
-        timestamp(F.col("send.at")).alias("send_time"),
-        F.col("send.cause").alias("cause"),
-        timestamp(F.col("scheduled_seconds")).alias("scheduled_enqueue_time"),
-        _hex(seed, "payload", gid).alias("payload_hash"),
+    sends = (
+        sends.withColumn("session_id", session)
+        .withColumn("partition_key", partition_key)
+        .withColumn("entity", entity)
+        .withColumn("event_id", gid * slots + F.col("attempt") - 1)
+        .withColumn("send_time", timestamp(F.col("at")))
+        .withColumn("scheduled_enqueue_time", timestamp(scheduled))
+        .withColumn("payload_hash", _hex(seed, "payload", gid))
+        .withColumn("message_id", _message_id(seed, scenario.start.year))
     )
-    sends = sends.withColumn("message_id", _message_id(seed, scenario.start.year))
     if scenario.malformed > 0:
         garbage = F.element_at(
             F.array(*(F.lit(t) for t in MALFORMED_TIMES)),
@@ -697,12 +739,9 @@ def _frame(spark: SparkSession, plan: TelemetryPlan, partitions: int | None) -> 
                 "int"
             ),
         )
-        sends = sends.withColumn(
-            "send_time",
-            F.when(
-                _uniform(seed, "malformed", F.col("event_id")) < scenario.malformed, garbage
-            ).otherwise(F.date_format("send_time", _TIME_FORMAT)),
-        )
+        text = F.date_format("send_time", _TIME_FORMAT)
+        bad = _uniform(seed, "malformed", F.col("event_id")) < scenario.malformed
+        sends = sends.withColumn("send_time", F.when(bad, garbage).otherwise(text))
     return sends.select(*(F.col(c) for c in SYNTH_COLUMNS))
 
 
