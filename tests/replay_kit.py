@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -148,3 +149,38 @@ def oracle_verdicts(
         )
         for o in replay(messages, policy)
     ]
+
+
+# Hypothesis strategies: telemetry with the edge cases the rules care about.
+ids = st.sampled_from(["a", "b", "c", "a", "b", "", None, "x" * 129, "ünï/42", "é" * 100])
+keys = st.sampled_from([None, None, "", "p1", "p2", "a", "y" * 129])
+
+
+@st.composite
+def telemetry(draw):
+    n = draw(st.integers(0, 60))
+    pool = draw(st.lists(ids, min_size=1, max_size=4))
+    with_entity = draw(st.booleans())
+    event_ids = draw(st.sampled_from(["unique", "clashing", "absent"]))
+    messages = []
+    for i in range(n):
+        t = draw(st.one_of(st.integers(0, 24).map(lambda k: at(k * 10)), st.none()))
+        if t is not None and draw(st.integers(0, 9)) == 0:
+            t += timedelta(microseconds=draw(st.integers(-1, 1)))
+        event_id = {
+            "unique": n - i,
+            "clashing": draw(st.one_of(st.integers(0, 3), st.none())),
+            "absent": None,
+        }[event_ids]
+        messages.append(
+            Message(
+                message_id=draw(st.sampled_from(pool)),
+                send_time=t,
+                entity=draw(st.sampled_from([None, "", "q1", "q2"])) if with_entity else None,
+                partition_key=draw(keys),
+                session_id=draw(keys),
+                scheduled_enqueue_time=draw(st.one_of(st.none(), st.integers(0, 500).map(at))),
+                event_id=event_id,
+            )
+        )
+    return messages, with_entity, event_ids != "absent"

@@ -17,7 +17,7 @@ from dedup_lib.policy import (
     REASON_MISSING_TIME,
     too_long_reason,
 )
-from replay_kit import T0, at, engine_verdicts, frame, micros, oracle_verdicts
+from replay_kit import T0, at, engine_verdicts, frame, micros, oracle_verdicts, telemetry
 
 TEN_MIN = DedupPolicy("10m")
 PARTITIONED = DedupPolicy("10m", partitioning=True)
@@ -330,40 +330,6 @@ def test_result_columns_in_the_input_are_refused(spark):
 
 
 # Agreement with the broker model on generated telemetry.
-ids = st.sampled_from(["a", "b", "c", "a", "b", "", None, "x" * 129, "ünï/42", "é" * 100])
-keys = st.sampled_from([None, None, "", "p1", "p2", "a", "y" * 129])
-
-
-@st.composite
-def telemetry(draw):
-    n = draw(st.integers(0, 60))
-    pool = draw(st.lists(ids, min_size=1, max_size=4))
-    with_entity = draw(st.booleans())
-    event_ids = draw(st.sampled_from(["unique", "clashing", "absent"]))
-    messages = []
-    for i in range(n):
-        t = draw(st.one_of(st.integers(0, 24).map(lambda k: at(k * 10)), st.none()))
-        if t is not None and draw(st.integers(0, 9)) == 0:
-            t += timedelta(microseconds=draw(st.integers(-1, 1)))
-        event_id = {
-            "unique": n - i,
-            "clashing": draw(st.one_of(st.integers(0, 3), st.none())),
-            "absent": None,
-        }[event_ids]
-        messages.append(
-            Message(
-                message_id=draw(st.sampled_from(pool)),
-                send_time=t,
-                entity=draw(st.sampled_from([None, "", "q1", "q2"])) if with_entity else None,
-                partition_key=draw(keys),
-                session_id=draw(keys),
-                scheduled_enqueue_time=draw(st.one_of(st.none(), st.integers(0, 500).map(at))),
-                event_id=event_id,
-            )
-        )
-    return messages, with_entity, event_ids != "absent"
-
-
 @given(
     case=telemetry(),
     window=st.sampled_from(["PT20S", "30s", "1m", "90s"]),

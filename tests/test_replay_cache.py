@@ -1,0 +1,115 @@
+"""ReplayCache: the verdicts of any window from one Spark pass, exactly as detect_duplicates."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dedup_lib import (
+    DedupPolicy,
+    Message,
+    Scenario,
+    Sender,
+    detect_duplicates,
+    generate_telemetry,
+    ground_truth_summary,
+    summarize,
+)
+from dedup_lib.replay_cache import ReplayCache
+from replay_kit import at, frame, telemetry
+
+WINDOWS = ["PT1S", "PT20S", "PT10M", "P1D"]
+SCENARIO = Scenario(
+    datetime(2026, 3, 2, tzinfo=UTC),
+    timedelta(hours=6),
+    (
+        Sender("shop", ("q1", "q2"), 0.5, "order", "business", ack_loss=0.1, crashes_per_day=40,
+               unacked=15, replays_per_day=8, replay_batch=30, replay_min=600,
+               replay_median=1800, session_share=0.5, partition_key_share=0.7,
+               key_mismatch_share=0.05),
+        Sender("mail", ("mail",), 0.2, "mail", "guid_per_attempt", ack_loss=0.2),
+        Sender("legacy", ("q1",), 0.1, "legacy", "constant", ack_loss=0.05),
+        Sender("stock", ("stock",), 0.1, "stock", "reused", reused_pool=9, ack_loss=0.05),
+        Sender("audit", ("audit",), 0.1, "audit", "none", ack_loss=0.1),
+    ),
+    bursts_per_day=0,
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def sends(spark):
+    return generate_telemetry(spark, 6_000, seed=2, scenario=SCENARIO).persist()
+
+
+@pytest.mark.parametrize("partitioning", [False, True])
+def test_cache_agrees_with_the_engine_at_every_window(spark, sends, partitioning):
+    cache = ReplayCache.build(sends, partitioning, carry=("cause",))
+    assert cache.has_ground_truth
+    assert len(cache.repeated) > 500
+    for window in WINDOWS:
+        policy = DedupPolicy(window, partitioning=partitioning, bounds="none")
+        result = detect_duplicates(sends, policy).persist()
+        try:
+            pd.testing.assert_frame_equal(cache.summary(window), summarize(result))
+            pd.testing.assert_frame_equal(cache.truth_summary(window), ground_truth_summary(result))
+            verdicts = result.select("event_id", "verdict", "original_event_id").toPandas()
+        finally:
+            result.unpersist()
+        replay = cache.replay(window)
+        rows = cache.repeated.assign(
+            accepted=replay.accepted,
+            original=cache.repeated["event_id"].to_numpy()[replay.anchor],
+        ).merge(verdicts, on="event_id")
+        assert len(rows) == len(cache.repeated)
+        assert ((rows.verdict == "accepted") == rows.accepted).all(), window
+        dropped = rows[~rows.accepted]
+        assert (dropped.original == dropped.original_event_id).all(), window
+
+
+@settings(max_examples=max(10, settings().max_examples // 3))
+@given(
+    case=telemetry(),
+    window=st.sampled_from(["PT20S", "30s", "1m", "90s"]),
+    partitioning=st.booleans(),
+)
+def test_cache_agrees_with_the_engine_on_edge_cases(spark, case, window, partitioning):
+    messages, with_entity, with_event_id = case
+    df = frame(spark, messages, with_event_id=with_event_id, with_entity=with_entity)
+    policy = DedupPolicy(window, partitioning=partitioning)
+    cache = ReplayCache.build(df, partitioning, carry=("row",))
+    result = detect_duplicates(df, policy)
+    pd.testing.assert_frame_equal(cache.summary(window), summarize(result))
+    engine = result.select("row", "verdict").toPandas().set_index("row")["verdict"]
+    replay = cache.replay(window)
+    for row, accepted in zip(cache.repeated["row"], replay.accepted, strict=True):
+        assert engine[row] == ("accepted" if accepted else "duplicate")
+
+
+def test_boundary_is_half_open_and_duplicates_do_not_extend(spark):
+    messages = [
+        Message("a", at(0), event_id=1),
+        Message("a", at(59.999999), event_id=2),
+        Message("a", at(60), event_id=3),
+        Message("a", at(100), event_id=4),
+        Message("a", at(119.999999), event_id=5),
+        Message("a", at(120), event_id=6),
+    ]
+    cache = ReplayCache.build(frame(spark, messages), carry=("row",))
+    assert list(cache.replay("PT1M").accepted) == [True, False, True, False, False, True]
+    assert list(cache.replay("PT20S").accepted) == [True, True, False, True, False, True]
+
+
+def test_carry_names_missing_columns(spark):
+    with pytest.raises(ValueError, match=r"carry names column.*colour"):
+        ReplayCache.build(frame(spark, [Message("a", at(0))]), carry=("colour",))
+
+
+def test_truth_summary_needs_ground_truth(spark):
+    cache = ReplayCache.build(frame(spark, [Message("a", at(0)), Message("a", at(1))]))
+    assert not cache.has_ground_truth
+    with pytest.raises(ValueError, match="no ground truth"):
+        cache.truth_summary("PT1M")
