@@ -19,7 +19,7 @@ from dedup_lib import (
     ground_truth_summary,
     summarize,
 )
-from dedup_lib.replay_cache import ReplayCache
+from dedup_lib.replay_cache import ReplayCache, smallest_window, window_grid
 from replay_kit import at, frame, telemetry
 
 WINDOWS = ["PT1S", "PT20S", "PT10M", "P1D"]
@@ -50,11 +50,15 @@ def test_cache_agrees_with_the_engine_at_every_window(spark, sends, partitioning
     cache = ReplayCache.build(sends, partitioning, carry=("cause",))
     assert cache.has_ground_truth
     assert len(cache.repeated) > 500
+    sweep = cache.sweep(WINDOWS).set_index("window_s")
     for window in WINDOWS:
         policy = DedupPolicy(window, partitioning=partitioning, bounds="none")
         result = detect_duplicates(sends, policy).persist()
         try:
-            pd.testing.assert_frame_equal(cache.summary(window), summarize(result))
+            summary = summarize(result)
+            pd.testing.assert_frame_equal(cache.summary(window), summary)
+            seconds = DedupPolicy(window, bounds="none").window.total_seconds()
+            assert sweep.loc[seconds, "duplicates"] == summary.iloc[-1]["duplicates"]
             pd.testing.assert_frame_equal(cache.truth_summary(window), ground_truth_summary(result))
             verdicts = result.select("event_id", "verdict", "original_event_id").toPandas()
         finally:
@@ -113,3 +117,32 @@ def test_truth_summary_needs_ground_truth(spark):
     assert not cache.has_ground_truth
     with pytest.raises(ValueError, match="no ground truth"):
         cache.truth_summary("PT1M")
+
+
+def test_held_ids_resend_delays_and_the_smallest_window(spark):
+    messages = [
+        Message("a", at(0), event_id=1),
+        Message("a", at(5), event_id=2),
+        Message("a", at(30), event_id=3),
+        Message("b", at(2), event_id=4),
+        Message("c", at(3), event_id=5),
+        Message(None, at(4), event_id=6),
+    ]
+    cache = ReplayCache.build(frame(spark, messages), bucket="PT1S")
+    held = cache.held_over_time("PT20S").set_index("time")["held"]
+    # at the end of second 4 (time 5 s): a@0, b@2, c@3 are held; a@5 is a duplicate
+    assert held[at(5)] == 3
+    # a@0 expires at 20 s; a@30 is accepted again
+    assert held[at(21)] == 2
+    assert held[at(23)] == 1
+    assert held[at(31)] == 1
+    assert held.max() == 3
+    delays = cache.resend_delays()
+    assert list(delays["delay_s"]) == [5.0, 25.0]
+    assert list(delays["event_id"]) == [2, 3]
+    sweep = pd.DataFrame({"window_s": [20.0, 60.0, 600.0], "share_caught": [0.5, 0.99, 1.0]})
+    assert smallest_window(sweep)["window_s"] == 60.0
+    assert smallest_window(sweep, target=1.1) is None
+    assert window_grid()[0] == 20.0
+    assert window_grid()[-1] == 604800.0
+    assert len(window_grid()) == 50

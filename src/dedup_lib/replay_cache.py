@@ -35,6 +35,17 @@ _SAFE = 1 << 62
 
 
 @dataclass(frozen=True)
+class _TruthCodes:
+    message: np.ndarray
+    messages: int
+    message_entity: np.ndarray
+    entities: list[str]
+    elsewhere: np.ndarray
+    resend: np.ndarray
+    row_entity: np.ndarray
+
+
+@dataclass(frozen=True)
 class Replay:
     """The verdicts of one window over the repeated keys of a :class:`ReplayCache`."""
 
@@ -62,8 +73,12 @@ class ReplayCache:
         repeated: pd.DataFrame,
         fixed: pd.DataFrame,
         truth_fixed: pd.DataFrame | None,
+        bucket_us: int = 60_000_000,
     ) -> None:
         self.partitioning = partitioning
+        self.bucket_us = bucket_us
+        self._truth: _TruthCodes | None = None
+        self._replays: dict[int, Replay] = {}
         self.repeated = repeated
         self.fixed = fixed
         self.truth_fixed = truth_fixed
@@ -87,11 +102,17 @@ class ReplayCache:
 
     @classmethod
     def build(
-        cls, df: DataFrame, partitioning: bool = False, carry: Sequence[str] = ()
+        cls,
+        df: DataFrame,
+        partitioning: bool = False,
+        carry: Sequence[str] = (),
+        bucket: timedelta | float | str = "PT1M",
     ) -> ReplayCache:
         """One Spark pass over ``df`` (the input of ``detect_duplicates``); ``carry`` names
-        input columns to keep in :attr:`repeated` (``cause``, for example)."""
+        input columns to keep in :attr:`repeated` (``cause``, for example). Sends to keys
+        used once are counted per ``bucket`` of time, the resolution of time charts."""
         _validate(df)
+        bucket_us = _micros(bucket)
         columns = list(df.columns)
         missing = [c for c in carry if c not in columns]
         if missing:
@@ -139,7 +160,11 @@ class ReplayCache:
             repeated = classified.where(F.col("kind") == "repeated").drop("verdict", "reason")
             fixed = (
                 classified.where(F.col("kind") != "repeated")
-                .groupBy("entity", "kind")
+                .groupBy(
+                    "entity",
+                    "kind",
+                    (F.floor(F.col("time_us") / bucket_us) * bucket_us).alias("bucket_us"),
+                )
                 .agg(
                     F.count(F.lit(1)).alias("sends"),
                     *(
@@ -205,45 +230,45 @@ class ReplayCache:
         rows["segment"] = np.cumsum(change) - 1
         if truth and "accepted_elsewhere" in rows:
             rows["accepted_elsewhere"] = rows["accepted_elsewhere"].fillna(0).astype("int64")
-        return cls(partitioning, rows, fixed, truth_fixed)
+        return cls(partitioning, rows, fixed, truth_fixed, bucket_us)
 
     def replay(self, window: timedelta | float | str) -> Replay:
         """The anchor chain of every repeated key at ``window``: accepted or duplicate, and
         the row index of the accepted send that each send counts against."""
         micros = _micros(window)
+        if micros in self._replays:
+            return self._replays[micros]
         n = len(self._time)
         accepted = np.zeros(n, dtype=bool)
         anchor = np.arange(n, dtype=np.int64)
-        if n == 0:
-            return Replay(micros, accepted, anchor)
         # Keys side by side on one axis: segment * stride + time since the key's first send.
         stride = self._span + micros + 1
         per_chunk = max(1, _SAFE // stride)
-        for low in range(0, int(self._segment[-1]) + 1, per_chunk):
-            rows = np.flatnonzero((self._segment >= low) & (self._segment < low + per_chunk))
-            if len(rows) == 0:
-                continue
-            line = (self._segment[rows] - low) * stride + self._relative[rows]
-            current = np.flatnonzero(
-                np.r_[True, self._segment[rows][1:] != self._segment[rows][:-1]]
-            )
+        segments = int(self._segment[-1]) + 1 if n else 0
+        for low in range(0, segments, per_chunk):
+            if per_chunk >= segments:
+                rows = np.arange(n, dtype=np.int64)
+            else:
+                rows = np.flatnonzero((self._segment >= low) & (self._segment < low + per_chunk))
+            segment = self._segment[rows]
+            line = (segment - low) * stride + self._relative[rows]
+            current = np.flatnonzero(np.r_[True, segment[1:] != segment[:-1]])
             while len(current):
                 accepted[rows[current]] = True
                 following = np.searchsorted(line, line[current] + micros, side="left")
-                following = np.minimum(following, len(rows))
-                span_start = current
-                span_end = following
-                lengths = span_end - span_start
-                anchor[rows[np.repeat(span_start, lengths) + _ranges(lengths)]] = np.repeat(
+                lengths = following - current
+                anchor[rows[np.repeat(current, lengths) + _ranges(lengths)]] = np.repeat(
                     rows[current], lengths
                 )
                 inside = following < len(rows)
                 same = np.zeros(len(current), dtype=bool)
-                same[inside] = (
-                    self._segment[rows][following[inside]] == self._segment[rows][current[inside]]
-                )
+                same[inside] = segment[following[inside]] == segment[current[inside]]
                 current = following[same]
-        return Replay(micros, accepted, anchor)
+        replay = Replay(micros, accepted, anchor)
+        if len(self._replays) >= 8:
+            self._replays.pop(next(iter(self._replays)))
+        self._replays[micros] = replay
+        return replay
 
     def summary(self, window: timedelta | float | str) -> pd.DataFrame:
         """:func:`dedup_lib.summarize` of ``detect_duplicates`` at ``window``, without Spark."""
@@ -273,36 +298,135 @@ class ReplayCache:
         table = table.groupby(level=0).sum().rename_axis("entity").reset_index()
         return _finish(table, list(SUMMARY_COLUMNS))
 
+    def _truth_codes(self) -> _TruthCodes:
+        """Row-to-message and message-to-entity numbering, computed once."""
+        if self._truth is None:
+            rows = self.repeated
+            entity = rows["entity"].fillna(NO_ENTITY).to_numpy(dtype=object)
+            pairs = pd.MultiIndex.from_arrays([entity, rows["logical_id"].to_numpy()])
+            message, uniques = pd.factorize(pairs)
+            entities, message_entity = np.unique(
+                uniques.get_level_values(0).to_numpy(dtype=object), return_inverse=True
+            )
+            elsewhere = np.zeros(len(uniques))
+            elsewhere[message] = rows["accepted_elsewhere"].to_numpy(dtype=float)
+            self._truth = _TruthCodes(
+                message=message,
+                messages=len(uniques),
+                message_entity=message_entity,
+                entities=list(entities),
+                elsewhere=elsewhere,
+                resend=rows["attempt"].to_numpy() > 1,
+                row_entity=entity,
+            )
+        return self._truth
+
+    def resend_delays(self) -> pd.DataFrame:
+        """Each send to a repeated key after the key's first: ``entity``, ``key``, ``time_us``,
+        ``delay_s`` since the key's previous send, and the carried columns. The same at every
+        window: what a window of ``w`` does with it is decided by the anchor, not by this."""
+        rows = self.repeated
+        segment = self._segment
+        later = np.r_[False, segment[1:] == segment[:-1]] if len(segment) else np.zeros(0, bool)
+        previous = np.r_[0, self._time[:-1]] if len(segment) else np.zeros(0, np.int64)
+        delays = rows.loc[later].drop(columns=["segment", "pos"], errors="ignore")
+        return delays.assign(delay_s=(self._time - previous)[later] / 1e6).reset_index(drop=True)
+
+    def held_over_time(self, window: timedelta | float | str) -> pd.DataFrame:
+        """How many ids the duplicate history holds at the end of each time bucket, per entity:
+        every accepted send that has a MessageId is held for ``window`` (SPEC section 5).
+        Columns ``entity``, ``time`` (UTC), ``held``. At the cache's bucket resolution."""
+        micros = _micros(window)
+        replay = self.replay(micros / 1e6)
+        bucket = self.bucket_us
+        accepted = self.repeated.loc[replay.accepted, ["entity"]].assign(
+            bucket_us=(self._time[replay.accepted] // bucket) * bucket, sends=1
+        )
+        singles = self.fixed.loc[self.fixed["kind"] == "single", ["entity", "bucket_us", "sends"]]
+        events = pd.concat([accepted, singles], ignore_index=True)
+        if events.empty:
+            return pd.DataFrame({"entity": [], "time": [], "held": []})
+        events["entity"] = events["entity"].fillna(NO_ENTITY)
+        events["bucket_us"] = events["bucket_us"].astype("int64")
+        grid = np.arange(
+            events["bucket_us"].min(), events["bucket_us"].max() + bucket + micros, bucket
+        )
+        width = max(1, -(-micros // bucket))
+        frames = []
+        for entity, group in events.groupby("entity"):
+            counts = group.groupby("bucket_us")["sends"].sum().reindex(grid, fill_value=0)
+            held = counts.rolling(width, min_periods=1).sum().astype("int64")
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "entity": entity,
+                        "time": pd.to_datetime(grid + bucket, unit="us", utc=True),
+                        "held": held.to_numpy(),
+                    }
+                )
+            )
+        return pd.concat(frames, ignore_index=True)
+
+    def sweep(self, windows: Sequence[timedelta | float | str] | None = None) -> pd.DataFrame:
+        """One row per window (default :func:`window_grid`): ``window_s``, ``duplicates``,
+        ``share_caught`` (of judged sends), ``peak_held`` (most ids held at once, all
+        entities), and with ground truth ``resends``, ``resends_caught``,
+        ``share_resends_caught``, ``extra_deliveries`` and ``messages_lost``."""
+        rows = []
+        for window in windows if windows is not None else window_grid():
+            micros = _micros(window)
+            total = self.summary(micros / 1e6).iloc[-1]
+            held = self.held_over_time(micros / 1e6)
+            row: dict[str, float] = {
+                "window_s": micros / 1e6,
+                "duplicates": int(total["duplicates"]),
+                "share_caught": float(total["share_caught"]),
+                "peak_held": int(held.groupby("time")["held"].sum().max()) if len(held) else 0,
+            }
+            if self.has_ground_truth:
+                truth = self.truth_summary(micros / 1e6).iloc[-1]
+                resends = int(truth["resends"])
+                row |= {
+                    "resends": resends,
+                    "resends_caught": int(truth["resends_caught"]),
+                    "share_resends_caught": truth["resends_caught"] / resends
+                    if resends
+                    else float("nan"),
+                    "extra_deliveries": int(truth["extra_deliveries"]),
+                    "messages_lost": int(truth["messages_lost"]),
+                }
+            rows.append(row)
+        return pd.DataFrame(rows)
+
     def truth_summary(self, window: timedelta | float | str) -> pd.DataFrame:
         """:func:`dedup_lib.ground_truth_summary` of ``detect_duplicates`` at ``window``."""
         if self.truth_fixed is None:
             raise ValueError(
                 "truth_summary: the input has no ground truth columns (logical_id, attempt)"
             )
-        result = self.replay(window)
-        rows = self.repeated.assign(
-            entity=self.repeated["entity"].fillna(NO_ENTITY),
-            accepted=result.accepted,
-            resend=self.repeated["attempt"] > 1,
+        accepted = self.replay(window).accepted
+        duplicate = ~accepted
+        m = self._truth_codes()
+        count = m.messages
+
+        def per_message(values: np.ndarray) -> np.ndarray:
+            return np.bincount(m.message, weights=values, minlength=count)
+
+        def per_entity(values: np.ndarray) -> np.ndarray:
+            return np.bincount(m.message_entity, weights=values, minlength=len(m.entities))
+
+        delivered = per_message(accepted) + m.elsewhere
+        lost = (delivered == 0) & (per_message(duplicate) > 0)
+        moving = pd.DataFrame(
+            {
+                "resends_caught": per_entity(per_message(m.resend & duplicate)),
+                "extra_deliveries": per_entity(np.clip(delivered - 1, 0, None)),
+                "messages_lost": per_entity(lost.astype(float)),
+                "first_sends_dropped": per_entity(per_message(~m.resend & duplicate)),
+            },
+            index=pd.Index(m.entities, name="entity"),
         )
-        rows["caught"] = rows["resend"] & ~rows["accepted"]
-        rows["first_dropped"] = ~rows["resend"] & ~rows["accepted"]
-        per_message = rows.groupby(["entity", "logical_id"]).agg(
-            accepted=("accepted", "sum"),
-            duplicates=("accepted", lambda a: int((~a).sum())),
-            elsewhere=("accepted_elsewhere", "first"),
-            caught=("caught", "sum"),
-            first_dropped=("first_dropped", "sum"),
-        )
-        delivered = per_message["accepted"] + per_message["elsewhere"]
-        per_message["extra"] = (delivered - 1).clip(lower=0)
-        per_message["lost"] = (delivered == 0) & (per_message["duplicates"] > 0)
-        moving = per_message.groupby("entity").agg(
-            resends_caught=("caught", "sum"),
-            extra_deliveries=("extra", "sum"),
-            messages_lost=("lost", "sum"),
-            first_sends_dropped=("first_dropped", "sum"),
-        )
+        rows = pd.DataFrame({"entity": m.row_entity, "resend": m.resend})
         fixed = self.fixed.assign(entity=self.fixed["entity"].fillna(NO_ENTITY))
         sends = fixed.groupby("entity")[["sends", "resends"]].sum()
         repeated = rows.groupby("entity").agg(sends=("resend", "size"), resends=("resend", "sum"))
@@ -315,6 +439,24 @@ class ReplayCache:
         table["messages_rejected"] = settled["messages_rejected"].reindex(table.index).fillna(0)
         table = table.astype("int64").rename_axis("entity").reset_index()
         return _finish(table, list(TRUTH_SUMMARY_COLUMNS))
+
+
+def window_grid(points: int = 50, low: float = 20.0, high: float = 7 * 86400.0) -> list[float]:
+    """``points`` windows in seconds, evenly spaced on a log scale from ``low`` to ``high``
+    (the service's bounds by default), rounded to the microsecond."""
+    return [round(float(w), 6) for w in np.geomspace(low, high, points)]
+
+
+def smallest_window(
+    sweep: pd.DataFrame, target: float = 0.99, column: str | None = None
+) -> pd.Series | None:
+    """The first row of ``sweep`` whose share caught (of resends when there is ground truth)
+    reaches ``target``; None when no window does."""
+    column = column or (
+        "share_resends_caught" if "share_resends_caught" in sweep else "share_caught"
+    )
+    reached = sweep[sweep[column] >= target]
+    return None if reached.empty else reached.iloc[0]
 
 
 def _finish(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
