@@ -7,7 +7,7 @@ PORT ?= 8888
 # Jupyter refuses to run as root unless told to (containers, CI machines).
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help install lab test test-fast lint bench bench-synth samples clean
+.PHONY: help install lab test test-fast lint bench bench-synth samples notebooks postmortem clean
 
 help:
 	@echo "make lab     open JupyterLab on notebooks/ (installs on first use)"
@@ -16,6 +16,9 @@ help:
 	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000)"
 	@echo "make bench-synth  generator benchmark, 10 M sends against the same floor"
 	@echo "make samples regenerate data/samples/ (deterministic: same seed, same rows)"
+	@echo "make postmortem INPUT=sends.parquet [WINDOW=PT10M] [ENTITY=orders] [START=..] [END=..]"
+	@echo "             run the postmortem notebook headless; HTML report under reports/"
+	@echo "make notebooks  rewrite notebooks/ from tools/make_notebooks.py and store checked outputs"
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+"; exit 1; }
@@ -40,8 +43,8 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not spark"
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/ruff format --check src tests benchmarks tools
 	$(BIN)/mypy
 
 bench: $(STAMP)
@@ -61,6 +64,17 @@ samples: $(STAMP)
 		--format json --names python --columns $(CUT)
 	$(GENERATE) $(SAMPLES)/incident.parquet --scenario incident --rows 30000 --seed 0
 	@du -ch $(SAMPLES)/*.parquet $(SAMPLES)/*.gz | tail -1
+
+postmortem: $(STAMP)
+	@test -n "$(INPUT)" || { echo "usage: make postmortem INPUT=path/to/sends [WINDOW=PT10M] [PARTITIONING=1] [ENTITY=name] [START=iso] [END=iso]"; exit 2; }
+	@$(BIN)/python -m dedup_lib.spark
+	$(BIN)/dedup-lib postmortem "$(INPUT)" --window $(or $(WINDOW),PT10M) \
+		$(if $(PARTITIONING),--partitioning) $(if $(ENTITY),--entity "$(ENTITY)") \
+		$(if $(START),--start "$(START)") $(if $(END),--end "$(END)")
+
+notebooks: $(STAMP)
+	$(BIN)/python tools/make_notebooks.py
+	$(BIN)/python tools/store_checked_outputs.py notebooks/0*.ipynb
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis spark-warehouse metastore_db

@@ -5,10 +5,20 @@ The public API: notebooks and users import only these names.
 
 from __future__ import annotations
 
-from dedup_lib.analyses import ground_truth_summary, summarize
+from dedup_lib import charts
+from dedup_lib.analyses import (
+    ground_truth_summary,
+    id_quality,
+    most_reused_ids,
+    sends_over_time,
+    summarize,
+)
 from dedup_lib.broker import Broker, Message, Outcome, replay
 from dedup_lib.engine import detect_duplicates
+from dedup_lib.explorer import WindowExplorer
 from dedup_lib.policy import DedupPolicy, format_window, parse_window
+from dedup_lib.replay_cache import ReplayCache, smallest_window, window_grid
+from dedup_lib.report import run_postmortem, sample_path
 from dedup_lib.spark import JavaNotFoundError, check_java, get_spark
 from dedup_lib.synth import (
     Outage,
@@ -38,9 +48,12 @@ __all__ = [
     "Message",
     "Outage",
     "Outcome",
+    "ReplayCache",
     "Scenario",
     "Sender",
+    "WindowExplorer",
     "__version__",
+    "charts",
     "check_java",
     "day_scenario",
     "detect_duplicates",
@@ -48,10 +61,17 @@ __all__ = [
     "generate_telemetry",
     "get_spark",
     "ground_truth_summary",
+    "id_quality",
     "incident_scenario",
     "load_telemetry",
+    "most_reused_ids",
     "parse_window",
     "replay",
+    "run_postmortem",
+    "sample_path",
+    "sends_over_time",
+    "smallest_window",
     "summarize",
+    "window_grid",
     "write_telemetry",
 ]

@@ -137,3 +137,72 @@ def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
     )
     table = _with_total(counted, list(TRUTH_SUMMARY_COLUMNS[1:]))
     return table[list(TRUTH_SUMMARY_COLUMNS)]
+
+
+GUID_PATTERN = (
+    r"^\{?[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\}?$"
+)
+
+
+def sends_over_time(df: DataFrame, bucket: str = "PT1M") -> pd.DataFrame:
+    """Sends per entity and time bucket (``entity``, ``time`` UTC bucket start, ``sends``),
+    from loaded telemetry. One Spark job; rows without send_time are left out."""
+    from dedup_lib.policy import parse_window
+
+    seconds = int(parse_window(bucket).total_seconds())
+    start = F.timestamp_seconds(F.floor(F.unix_seconds(F.col("send_time")) / seconds) * seconds)
+    table = (
+        df.where(F.col("send_time").isNotNull())
+        .groupBy(_entity(df), start.alias("time"))
+        .agg(F.count(F.lit(1)).alias("sends"))
+        .toPandas()
+    )
+    table["time"] = pd.to_datetime(table["time"], utc=True)
+    return table.sort_values(["entity", "time"]).reset_index(drop=True)
+
+
+def id_quality(df: DataFrame) -> pd.DataFrame:
+    """Per entity plus ``(all)``: ``sends``, ``without_message_id`` (null or empty),
+    ``guid_like`` (ids shaped like a GUID: unique per send unless the sender reuses them),
+    ``distinct_ids`` and ``sends_per_id``. One Spark job."""
+    mid = F.col("message_id").cast("string")
+    missing = mid.isNull() | (mid == "")
+    counted = (
+        df.groupBy(_entity(df))
+        .agg(
+            F.count(F.lit(1)).alias("sends"),
+            _count_where(missing).alias("without_message_id"),
+            _count_where(mid.rlike(GUID_PATTERN)).alias("guid_like"),
+            F.countDistinct(F.when(~missing, mid)).alias("distinct_ids"),
+        )
+        .toPandas()
+    )
+    table = _with_total(counted, ["sends", "without_message_id", "guid_like", "distinct_ids"])
+    if len(table) > 1:
+        # Ids are per entity: the total counts (entity, id) pairs.
+        row = df.select(F.countDistinct(_entity(df), F.when(~missing, mid))).first()
+        total = table.index[table["entity"] == ALL_ENTITIES]
+        table.loc[total, "distinct_ids"] = 0 if row is None else int(row[0])
+    with_id = table["sends"] - table["without_message_id"]
+    table["sends_per_id"] = (
+        with_id / table["distinct_ids"].where(table["distinct_ids"] > 0)
+    ).round(3)
+    return table
+
+
+def most_reused_ids(df: DataFrame, n: int = 10) -> pd.DataFrame:
+    """The MessageIds sent most often per entity: ``entity``, ``message_id``, ``sends``,
+    ``first_send``, ``last_send``. A constant or reused id shows at the top."""
+    mid = F.col("message_id").cast("string")
+    return (
+        df.where(mid.isNotNull() & (mid != ""))
+        .groupBy(_entity(df), mid.alias("message_id"))
+        .agg(
+            F.count(F.lit(1)).alias("sends"),
+            F.min("send_time").alias("first_send"),
+            F.max("send_time").alias("last_send"),
+        )
+        .orderBy(F.col("sends").desc(), "entity", "message_id")
+        .limit(n)
+        .toPandas()
+    )

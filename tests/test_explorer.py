@@ -1,0 +1,76 @@
+"""WindowExplorer: update() answers from the caches and agrees with detect_duplicates."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.io as pio
+import pytest
+
+from dedup_lib import DedupPolicy, WindowExplorer, detect_duplicates, summarize
+from test_replay_cache import SCENARIO
+
+
+@pytest.fixture(scope="module")
+def explorer(spark):
+    from dedup_lib import generate_telemetry
+
+    previous, pio.renderers.default = pio.renderers.default, "json"
+    sends = generate_telemetry(spark, 4_000, seed=9, scenario=SCENARIO).persist()
+    explorer = WindowExplorer.from_frame(sends, window="PT10M")
+    yield explorer, sends
+    pio.renderers.default = previous
+    sends.unpersist()
+
+
+def _value(view, figure):
+    return view.numbers.set_index("figure").loc[figure, "value"]
+
+
+@pytest.mark.parametrize(("window", "partitioning"), [("PT20S", False), ("PT1H", True)])
+def test_update_agrees_with_the_engine(explorer, window, partitioning):
+    ex, sends = explorer
+    view = ex.update(window=window, partitioning=partitioning, entity="(all)", draw=False)
+    policy = DedupPolicy(window, partitioning=partitioning)
+    total = summarize(detect_duplicates(sends, policy)).iloc[-1]
+    assert _value(view, "sends") == f"{total.sends:,}"
+    assert _value(view, "dropped as duplicates") == f"{total.duplicates:,}"
+    assert _value(view, "rejected") == f"{total.rejected:,}"
+    assert view.window_s == policy.window.total_seconds()
+    assert ex.window_slider.value == pytest.approx(view.window_s)
+    assert ex.mode.value == ("enabled" if partitioning else "disabled")
+    for figure in (view.sends_over_time, view.resend_delays, view.ids_held):
+        assert figure.layout.title.text
+        assert figure.layout.xaxis.title.text
+
+
+def test_entity_and_time_range_narrow_the_view(explorer):
+    ex, _ = explorer
+    whole = ex.update(window="PT10M", entity="(all)", draw=False)
+    one = ex.update(entity="q1", draw=False)
+    assert ex.entity.value == "q1"
+    assert set(one.top_keys["entity"]) <= {"q1"}
+    assert int(_value(one, "sends").replace(",", "")) < int(_value(whole, "sends").replace(",", ""))
+    start = pd.Timestamp("2026-03-02T01:00", tz="UTC")
+    end = pd.Timestamp("2026-03-02T02:00", tz="UTC")
+    hour = ex.update(entity="(all)", time_range=(start, end), draw=False)
+    assert int(_value(hour, "sends").replace(",", "")) < int(
+        _value(whole, "sends").replace(",", "")
+    )
+    with pytest.raises(ValueError, match="unknown entity 'nope'"):
+        ex.update(entity="nope", draw=False)
+
+
+def test_the_controls_drive_update(explorer):
+    ex, _ = explorer
+    ex.update(window="PT10M", entity="(all)", draw=False)
+    ex.window_text.value = "PT5M"
+    assert ex.view is not None
+    assert ex.view.window_s == 300
+    assert ex.window_slider.value == pytest.approx(300)
+    ex.window_slider.value = 3600
+    assert ex.view.window_s == pytest.approx(3600)
+    ex.window_text.value = "PT5S"
+    assert "between 00:00:20" in ex.message.value
+    assert ex.view.window_s == pytest.approx(3600)
+    ex.mode.value = "enabled"
+    assert ex.view.partitioning

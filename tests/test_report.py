@@ -1,0 +1,37 @@
+"""The headless postmortem: papermill runs notebook 04, nbconvert writes one offline HTML."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from dedup_lib import run_postmortem, sample_path
+from dedup_lib.cli import main
+
+
+def test_postmortem_writes_a_self_contained_report(tmp_path):
+    report = run_postmortem(sample_path("incident.parquet"), window="PT20S", out_dir=str(tmp_path))
+    assert report.name == "postmortem-incident-PT20S.html"
+    html = report.read_text()
+    # the narrative and the figures of this window
+    assert "Incident postmortem" in html
+    assert "window 20s, partitioning disabled" in html
+    assert "3,458 resends: 2,900 caught, 558 reached consumers again" in html
+    # charts: three plotly figures, plotly.js inlined once, no CDN needed
+    assert len(re.findall(r'class="plotly-graph-div"', html)) == 3
+    assert html.count("plotly.js v") >= 1
+    assert not re.findall(r'<script[^>]*src="http', html)
+    # code is hidden, errors are absent
+    assert "Traceback" not in html
+    assert "cache = ReplayCache.build" not in html
+
+
+def test_postmortem_command_names_a_missing_input(capsys, tmp_path):
+    assert main(["postmortem", str(tmp_path / "none.parquet"), "--quiet"]) == 1
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_sample_path_lists_the_samples():
+    with pytest.raises(FileNotFoundError, match=r"incident\.parquet"):
+        sample_path("nope.parquet")
