@@ -7,7 +7,7 @@ PORT ?= 8888
 # Jupyter refuses to run as root unless told to (containers, CI machines).
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help install lab test test-fast lint bench bench-synth samples notebooks postmortem clean
+.PHONY: help install lab test test-fast lint bench bench-synth bench-explorer samples notebooks postmortem clean
 
 help:
 	@echo "make lab     open JupyterLab on notebooks/ (installs on first use)"
@@ -15,6 +15,7 @@ help:
 	@echo "make lint    ruff and mypy"
 	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000)"
 	@echo "make bench-synth  generator benchmark, 10 M sends against the same floor"
+	@echo "make bench-explorer  explorer and sweep against one detect_duplicates run (10 M)"
 	@echo "make samples regenerate data/samples/ (deterministic: same seed, same rows)"
 	@echo "make postmortem INPUT=sends.parquet [WINDOW=PT10M] [ENTITY=orders] [START=..] [END=..]"
 	@echo "             run the postmortem notebook headless; HTML report under reports/"
@@ -49,6 +50,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py --rows $(or $(ROWS),10000000)
+
+bench-explorer: $(STAMP)
+	$(BIN)/python benchmarks/bench_explorer.py --rows $(or $(ROWS),10000000)
 
 bench-synth: $(STAMP)
 	$(BIN)/python benchmarks/bench_synth.py --rows $(or $(ROWS),10000000)

@@ -6,7 +6,16 @@ import math
 
 import pytest
 
-from dedup_lib import DedupPolicy, Message, detect_duplicates, ground_truth_summary, summarize
+from dedup_lib import (
+    DedupPolicy,
+    Message,
+    detect_duplicates,
+    ground_truth_summary,
+    id_quality,
+    most_reused_ids,
+    sends_over_time,
+    summarize,
+)
 from dedup_lib.analyses import has_ground_truth
 from replay_kit import at, frame
 
@@ -86,3 +95,27 @@ def test_ground_truth_summary_needs_the_truth(spark):
     assert not has_ground_truth(result)
     with pytest.raises(ValueError, match="logical_id, attempt"):
         ground_truth_summary(result)
+
+
+def test_id_quality_and_most_reused_ids(spark):
+    guid = "0f8fad5b-d9cb-469f-a165-70867728950e"
+    messages = [
+        Message(None, at(0), entity="q", event_id=1),
+        Message("", at(1), entity="q", event_id=2),
+        Message(guid, at(2), entity="q", event_id=3),
+        Message("stock/1", at(3), entity="q", event_id=4),
+        Message("stock/1", at(4), entity="q", event_id=5),
+        Message("stock/1", at(5), entity="r", event_id=6),
+    ]
+    df = frame(spark, messages)
+    table = id_quality(df).set_index("entity")
+    q = table.loc["q"]
+    assert (q.sends, q.without_message_id, q.guid_like, q.distinct_ids) == (5, 2, 1, 2)
+    assert q.share_without_id == pytest.approx(0.4)
+    assert q.sends_per_id == pytest.approx(1.5)
+    assert table.loc["(all)", "distinct_ids"] == 3
+    top = most_reused_ids(df, n=2)
+    assert list(top.message_id) == ["stock/1", guid]
+    assert list(top.sends) == [2, 1]
+    over_time = sends_over_time(df, bucket="PT1M")
+    assert over_time.groupby("entity").sends.sum().to_dict() == {"q": 5, "r": 1}

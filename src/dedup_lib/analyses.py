@@ -162,9 +162,9 @@ def sends_over_time(df: DataFrame, bucket: str = "PT1M") -> pd.DataFrame:
 
 
 def id_quality(df: DataFrame) -> pd.DataFrame:
-    """Per entity plus ``(all)``: ``sends``, ``without_message_id`` (null or empty),
-    ``guid_like`` (ids shaped like a GUID: unique per send unless the sender reuses them),
-    ``distinct_ids`` and ``sends_per_id``. One Spark job."""
+    """Per entity plus ``(all)``: ``sends``, ``without_message_id`` (null or empty) and its
+    share, ``guid_like`` (ids shaped like a GUID) and its share, ``distinct_ids`` and
+    ``sends_per_id`` (well above 1: ids are reused). Two small Spark jobs."""
     mid = F.col("message_id").cast("string")
     missing = mid.isNull() | (mid == "")
     counted = (
@@ -184,9 +184,11 @@ def id_quality(df: DataFrame) -> pd.DataFrame:
         total = table.index[table["entity"] == ALL_ENTITIES]
         table.loc[total, "distinct_ids"] = 0 if row is None else int(row[0])
     with_id = table["sends"] - table["without_message_id"]
-    table["sends_per_id"] = (
-        with_id / table["distinct_ids"].where(table["distinct_ids"] > 0)
-    ).round(3)
+    sends = table["sends"].where(table["sends"] > 0)
+    table.insert(3, "share_without_id", (table["without_message_id"] / sends).round(4))
+    table.insert(5, "share_guid_like", (table["guid_like"] / sends).round(4))
+    distinct = table["distinct_ids"].where(table["distinct_ids"] > 0)
+    table["sends_per_id"] = (with_id / distinct).round(3)
     return table
 
 

@@ -1,0 +1,82 @@
+"""Benchmark: the window explorer and the sweep against one ``detect_duplicates`` run.
+
+Generates N sends of the day scenario (Parquet, once), then times in the same run: one
+``detect_duplicates`` to a no-op sink (the baseline), building the ReplayCache (the explorer's
+one Spark pass per mode), the 50-window sweep, and control changes answered by
+``WindowExplorer.update``. Targets: a control change under 0.5 s on 200 k sends and under
+2 s on 10 M; the sweep (cache build included) within 2x one detect_duplicates run.
+
+    make bench-explorer             # 10 M sends
+    .venv/bin/python benchmarks/bench_explorer.py --rows 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from dedup_lib import DedupPolicy, ReplayCache, WindowExplorer, detect_duplicates, get_spark
+from dedup_lib.synth import day_scenario, generate_telemetry, with_scenario
+
+
+def seconds(run) -> float:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=10_000_000, help="sends (default 10 M)")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+
+    spark = get_spark("dedup-bench-explorer", config={"spark.ui.enabled": "false"})
+    scenario = with_scenario(day_scenario(), malformed=0.0)
+    figures: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="dedup-bench-explorer-") as tmp:
+        generate_telemetry(spark, args.rows, scenario=scenario).write.parquet(f"{tmp}/sends")
+        sends = spark.read.parquet(f"{tmp}/sends")
+        policy = DedupPolicy("PT10M")
+
+        def detect() -> None:
+            detect_duplicates(sends, policy).write.format("noop").mode("overwrite").save()
+
+        detect()  # warm-up
+        figures["detect_duplicates"] = seconds(detect)
+        caches: dict[bool, ReplayCache] = {}
+        figures["cache build, one mode"] = seconds(
+            lambda: caches.setdefault(False, ReplayCache.build(sends, False, carry=("cause",)))
+        )
+        figures["sweep, 50 windows"] = seconds(lambda: caches[False].sweep())
+        figures["repeated-key rows in memory"] = float(len(caches[False].repeated))
+        explorer = WindowExplorer(caches, window="PT10M")
+        changes = [
+            {"window": "PT20S"}, {"window": "PT1H"}, {"entity": "orders"},
+            {"entity": "(all)", "window": "P1D"}, {"window": "PT10M"},
+        ]  # fmt: skip
+        times = [seconds(lambda c=c: explorer.update(**c, draw=False)) for c in changes]
+        figures["control change, worst"] = max(times)
+        figures["control change, median"] = sorted(times)[len(times) // 2]
+
+    base = figures["detect_duplicates"]
+    sweep_total = figures["cache build, one mode"] + figures["sweep, 50 windows"]
+    print(f"\n{args.rows:,} sends")
+    for name, value in figures.items():
+        unit = "" if name.startswith("repeated") else " s"
+        print(f"{name:30s} {value:12,.2f}{unit}")
+    print(f"sweep incl. build / detect    {sweep_total / base:5.2f}x   (target <= 2x)")
+    limit = 0.5 if args.rows <= 200_000 else 2.0
+    worst = figures["control change, worst"]
+    print(f"control change, worst         {worst:5.2f} s (target < {limit} s)")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+    return 0 if sweep_total / base <= 2 and worst < limit else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
