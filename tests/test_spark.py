@@ -59,3 +59,24 @@ def test_command_line_check_prints_one_line_without_traceback(tmp_path, monkeypa
     err = capsys.readouterr().err
     assert err.startswith("error: dedup_lib needs Java 17+")
     assert "Traceback" not in err
+
+
+def test_a_child_of_a_local_connect_run_still_gets_classic_spark():
+    """Kernels started by a test run that holds a local Connect server inherit its variables."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SPARK_CONNECT_MODE_ENABLED": "1", "SPARK_LOCAL_REMOTE": "1"}
+    env.pop("SPARK_REMOTE", None)
+    code = (
+        "from dedup_lib import get_spark\n"
+        "from dedup_lib.spark import is_connect\n"
+        "spark = get_spark(master='local[1]', config={'spark.ui.enabled': 'false'})\n"
+        "print(is_connect(spark), spark.range(3).count())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "3"]

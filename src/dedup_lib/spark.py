@@ -103,6 +103,12 @@ def get_spark(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     remote = remote or os.environ.get("SPARK_REMOTE") or None
+    if remote is None and SparkSession.getActiveSession() is None:
+        # A local Spark Connect server started by a parent process (a test run, a notebook
+        # server) leaves these set for its children; they would turn this classic session
+        # into a Connect one without a URL (CONNECT_URL_NOT_SET).
+        for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE"):
+            os.environ.pop(name, None)
     settings = {**LOCAL_DEFAULTS, **(config or {})}
     if remote is None or not remote.startswith("sc://"):
         check_java()
