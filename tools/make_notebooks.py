@@ -280,7 +280,7 @@ def during(table, column="time"):
     return table[keep]
 
 window_s = policy.window.total_seconds()
-delays = cache.resend_delays().assign(time=lambda d: pd.to_datetime(d["time_us"], unit="us", utc=True))
+delays = cache.resend_delays()
 charts.show(charts.sends_over_time(during(cache.over_time(window_s)), title=f"Sends and dropped duplicates during the incident, window {charts.duration_label(window_s)}"), embed=EMBED_CHARTS)
 charts.show(charts.resend_delays(during(delays), window_s), embed=EMBED_CHARTS)
 charts.show(charts.ids_held(during(cache.held_over_time(window_s)), window_s), embed=EMBED_CHARTS)

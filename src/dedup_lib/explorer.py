@@ -203,9 +203,7 @@ class WindowExplorer:
             return table
 
         over_time = pick(cache.over_time(seconds))
-        delays = cache.resend_delays()
-        delays = delays.assign(time=pd.to_datetime(delays["time_us"], unit="us", utc=True))
-        delays = pick(delays)
+        delays = pick(cache.resend_delays())
         held = pick(cache.held_over_time(seconds))
         sends = int(over_time["sends"].sum())
         duplicates = int(over_time["duplicates"].sum())

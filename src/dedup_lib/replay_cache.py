@@ -35,6 +35,19 @@ _SAFE = 1 << 62
 
 
 @dataclass(frozen=True)
+class _Codes:
+    names: list[str]
+    entity: np.ndarray
+    bucket: np.ndarray
+    low: int
+    fixed: pd.DataFrame
+    fixed_entity: np.ndarray
+    segment_sends: np.ndarray
+    segment_entity: np.ndarray
+    segment_key: np.ndarray
+
+
+@dataclass(frozen=True)
 class _TruthCodes:
     message: np.ndarray
     messages: int
@@ -79,6 +92,9 @@ class ReplayCache:
         self.bucket_us = bucket_us
         self._truth: _TruthCodes | None = None
         self._replays: dict[int, Replay] = {}
+        self._coded: _Codes | None = None
+        self._delays: pd.DataFrame | None = None
+        self._messages_per_segment: np.ndarray | None = None
         self.repeated = repeated
         self.fixed = fixed
         self.truth_fixed = truth_fixed
@@ -190,43 +206,41 @@ class ReplayCache:
                     how="left",
                 )
                 # Messages with no send in a repeated key: their fate does not depend on the
-                # window. Counted once here.
-                settled = per_message.where(F.col("repeated") == 0)
+                # window. Counted once here, in the same aggregation as all messages.
+                settled = F.col("repeated") == 0
                 truth_fixed = (
                     per_message.groupBy("entity")
-                    .agg(F.count(F.lit(1)).alias("messages"))
-                    .join(
-                        settled.groupBy("entity").agg(
-                            F.sum(F.greatest(F.col("accepted_elsewhere") - 1, F.lit(0))).alias(
-                                "extra_deliveries"
-                            ),
-                            F.count(F.when(F.col("rejected") == F.col("sends"), True)).alias(
-                                "messages_rejected"
-                            ),
-                        ),
-                        on="entity",
-                        how="left",
+                    .agg(
+                        F.count(F.lit(1)).alias("messages"),
+                        F.sum(
+                            F.when(settled, F.greatest(F.col("accepted_elsewhere") - 1, F.lit(0)))
+                        ).alias("extra_deliveries"),
+                        F.count(
+                            F.when(settled & (F.col("rejected") == F.col("sends")), True)
+                        ).alias("messages_rejected"),
                     )
                     .toPandas()
                 )
+                truth_fixed["extra_deliveries"] = truth_fixed["extra_deliveries"].fillna(0)
             rows = repeated.toPandas()
         finally:
             classified.unpersist()
-        rows = rows.sort_values(
-            ["entity", "key", "time_us", "event_id", "pos"],
-            na_position="last",
-            kind="stable",
-        ).reset_index(drop=True)
-        entity_null = rows["entity"].isna().to_numpy()
-        entities = rows["entity"].fillna("").to_numpy(dtype=object)
-        keys = rows["key"].to_numpy(dtype=object)
-        change = np.ones(len(rows), dtype=bool)
-        if len(rows) > 1:
-            change[1:] = (
-                (entities[1:] != entities[:-1])
-                | (entity_null[1:] != entity_null[:-1])
-                | (keys[1:] != keys[:-1])
+        # One number per (entity, key), null entity apart from "": only grouping matters, not
+        # the order of keys. Sorting numbers is much faster than sorting the strings.
+        if len(rows):
+            pairs = pd.MultiIndex.from_arrays(
+                [rows["entity"].isna(), rows["entity"].fillna(""), rows["key"]]
             )
+            rows["segment"] = pd.factorize(pairs)[0]
+        else:
+            rows["segment"] = np.zeros(0, dtype=np.int64)
+        rows = rows.sort_values(
+            ["segment", "time_us", "event_id", "pos"], na_position="last", kind="stable"
+        ).reset_index(drop=True)
+        # Renumber in row order, so segments are 0, 1, 2, ... down the table.
+        segment = rows["segment"].to_numpy()
+        change = np.ones(len(rows), dtype=bool)
+        change[1:] = segment[1:] != segment[:-1]
         rows["segment"] = np.cumsum(change) - 1
         if truth and "accepted_elsewhere" in rows:
             rows["accepted_elsewhere"] = rows["accepted_elsewhere"].fillna(0).astype("int64")
@@ -272,14 +286,18 @@ class ReplayCache:
 
     def summary(self, window: timedelta | float | str) -> pd.DataFrame:
         """:func:`dedup_lib.summarize` of ``detect_duplicates`` at ``window``, without Spark."""
-        result = self.replay(window)
-        rows = self.repeated.assign(accepted=result.accepted)
-        repeated = rows.groupby("entity", dropna=False).agg(
-            sends=("accepted", "size"), accepted=("accepted", "sum")
+        accepted = self.replay(window).accepted
+        c = self._codes()
+        count = len(c.names)
+        sends = np.bincount(c.entity, minlength=count)
+        kept = np.bincount(c.entity, weights=accepted, minlength=count).astype("int64")
+        repeated = pd.DataFrame(
+            {"sends": sends, "accepted": kept, "duplicates": sends - kept},
+            index=pd.Index(c.names, name="entity"),
         )
-        repeated["duplicates"] = repeated["sends"] - repeated["accepted"]
-        fixed = self.fixed.pivot_table(
-            index="entity", columns="kind", values="sends", aggfunc="sum", dropna=False
+        repeated = repeated[repeated["sends"] > 0]
+        fixed = self._codes().fixed.pivot_table(
+            index="entity", columns="kind", values="sends", aggfunc="sum"
         )
         table = pd.concat([repeated, fixed], axis=1).fillna(0)
         for kind in ("single", "no_id", "rejected"):
@@ -297,6 +315,37 @@ class ReplayCache:
         table.index = [NO_ENTITY if pd.isna(e) else e for e in table.index]
         table = table.groupby(level=0).sum().rename_axis("entity").reset_index()
         return _finish(table, list(SUMMARY_COLUMNS))
+
+    def _codes(self) -> _Codes:
+        """Entity and time-bucket numbering of the repeated rows, and the window-independent
+        counts, computed once."""
+        if self._coded is None:
+            bucket = self.bucket_us
+            repeated_entity = self.repeated["entity"].fillna(NO_ENTITY).to_numpy(dtype=object)
+            fixed = self.fixed.assign(entity=self.fixed["entity"].fillna(NO_ENTITY))
+            names = sorted(set(repeated_entity) | set(fixed["entity"]))
+            index = {name: i for i, name in enumerate(names)}
+            entity = np.array([index[e] for e in repeated_entity], dtype=np.int64)
+            starts = (self._time // bucket) * bucket
+            timed = fixed.dropna(subset=["bucket_us"])
+            lows = [int(starts.min())] if len(starts) else []
+            if len(timed):
+                lows.append(int(timed["bucket_us"].min()))
+            low = min(lows) if lows else 0
+            segment_sends = np.bincount(self._segment) if len(self._segment) else np.zeros(0)
+            first_row = self._starts
+            self._coded = _Codes(
+                names=names,
+                entity=entity,
+                bucket=(starts - low) // bucket,
+                low=low,
+                fixed=fixed,
+                fixed_entity=np.array([index[e] for e in fixed["entity"]], dtype=np.int64),
+                segment_sends=segment_sends,
+                segment_entity=entity[first_row] if len(first_row) else entity[:0],
+                segment_key=self.repeated["key"].to_numpy(dtype=object)[first_row],
+            )
+        return self._coded
 
     def _truth_codes(self) -> _TruthCodes:
         """Row-to-message and message-to-entity numbering, computed once."""
@@ -326,93 +375,117 @@ class ReplayCache:
         start), ``sends``, ``duplicates`` (dropped by the broker), ``rejected``. Sends without a
         send_time (rejected) have no bucket and are left out."""
         accepted = self.replay(window).accepted
-        bucket = self.bucket_us
-        repeated = pd.DataFrame(
+        c = self._codes()
+        timed = c.fixed.dropna(subset=["bucket_us"])
+        fixed_bucket = ((timed["bucket_us"].to_numpy() - c.low) // self.bucket_us).astype("int64")
+        fixed_entity = c.fixed_entity[c.fixed["bucket_us"].notna().to_numpy()]
+        buckets = int(max(c.bucket.max(initial=-1), fixed_bucket.max(initial=-1))) + 1
+        cells = len(c.names) * buckets
+        if cells == 0:
+            return pd.DataFrame(
+                {"entity": [], "time": [], "sends": [], "duplicates": [], "rejected": []}
+            )
+        repeated_cell = c.entity * buckets + c.bucket
+        fixed_cell = fixed_entity * buckets + fixed_bucket
+        sends = np.bincount(repeated_cell, minlength=cells) + np.bincount(
+            fixed_cell, weights=timed["sends"].to_numpy(), minlength=cells
+        )
+        duplicates = np.bincount(repeated_cell, weights=~accepted, minlength=cells)
+        rejected_rows = (timed["kind"] == "rejected").to_numpy()
+        rejected = np.bincount(
+            fixed_cell[rejected_rows], weights=timed["sends"].to_numpy()[rejected_rows],
+            minlength=cells,
+        )  # fmt: skip
+        used = np.flatnonzero(sends)
+        return pd.DataFrame(
             {
-                "entity": self.repeated["entity"].fillna(NO_ENTITY).to_numpy(dtype=object),
-                "bucket_us": (self._time // bucket) * bucket,
-                "sends": 1,
-                "duplicates": (~accepted).astype("int64"),
-                "rejected": 0,
+                "entity": np.asarray(c.names, dtype=object)[used // buckets],
+                "time": pd.to_datetime(
+                    c.low + (used % buckets) * self.bucket_us, unit="us", utc=True
+                ),
+                "sends": sends[used].astype("int64"),
+                "duplicates": duplicates[used].astype("int64"),
+                "rejected": rejected[used].astype("int64"),
             }
         )
-        fixed = self.fixed.dropna(subset=["bucket_us"])
-        fixed = pd.DataFrame(
-            {
-                "entity": fixed["entity"].fillna(NO_ENTITY).to_numpy(dtype=object),
-                "bucket_us": fixed["bucket_us"].astype("int64").to_numpy(),
-                "sends": fixed["sends"].to_numpy(),
-                "duplicates": 0,
-                "rejected": np.where(fixed["kind"] == "rejected", fixed["sends"], 0),
-            }
-        )
-        table = (
-            pd.concat([repeated, fixed], ignore_index=True)
-            .groupby(["entity", "bucket_us"], as_index=False)[["sends", "duplicates", "rejected"]]
-            .sum()
-        )
-        table.insert(1, "time", pd.to_datetime(table.pop("bucket_us"), unit="us", utc=True))
-        return table
 
     def top_keys(self, window: timedelta | float | str, n: int = 10) -> pd.DataFrame:
         """The keys with the most sends dropped as duplicates at ``window``: ``entity``,
         ``key``, ``sends``, ``duplicates``, and ``messages`` when there is ground truth (more
         than one means different messages share the key: a reused id)."""
         accepted = self.replay(window).accepted
-        rows = self.repeated.assign(
-            entity=self.repeated["entity"].fillna(NO_ENTITY), duplicates=~accepted
+        c = self._codes()
+        if len(c.segment_sends) == 0:
+            return pd.DataFrame({"entity": [], "key": [], "sends": [], "duplicates": []})
+        duplicates = np.bincount(self._segment, weights=~accepted).astype("int64")
+        names = np.asarray(c.names, dtype=object)
+        table = pd.DataFrame(
+            {
+                "entity": names[c.segment_entity],
+                "key": c.segment_key,
+                "sends": c.segment_sends.astype("int64"),
+                "duplicates": duplicates,
+            }
         )
-        agg: dict[str, tuple[str, str]] = {
-            "sends": ("duplicates", "size"),
-            "duplicates": ("duplicates", "sum"),
-        }
         if self.has_ground_truth:
-            agg["messages"] = ("logical_id", "nunique")
-        table = rows.groupby(["entity", "key"], as_index=False).agg(**agg)
-        table = table.sort_values(["duplicates", "entity", "key"], ascending=[False, True, True])
-        return table.head(n).reset_index(drop=True)
+            if self._messages_per_segment is None:
+                pairs = self.repeated[["segment", "logical_id"]].drop_duplicates()
+                self._messages_per_segment = np.bincount(pairs["segment"].to_numpy())
+            table["messages"] = self._messages_per_segment.astype("int64")
+        # Ties by entity and key, as a stable order: most duplicates first.
+        top = table.nlargest(max(n * 4, n), "duplicates", keep="all")
+        top = top.sort_values(["duplicates", "entity", "key"], ascending=[False, True, True])
+        return top.head(n).reset_index(drop=True)
 
     def resend_delays(self) -> pd.DataFrame:
         """Each send to a repeated key after the key's first: ``entity``, ``key``, ``time_us``,
-        ``delay_s`` since the key's previous send, and the carried columns. The same at every
-        window: what a window of ``w`` does with it is decided by the anchor, not by this."""
-        rows = self.repeated
-        segment = self._segment
-        later = np.r_[False, segment[1:] == segment[:-1]] if len(segment) else np.zeros(0, bool)
-        previous = np.r_[0, self._time[:-1]] if len(segment) else np.zeros(0, np.int64)
-        delays = rows.loc[later].drop(columns=["segment", "pos"], errors="ignore")
-        return delays.assign(delay_s=(self._time - previous)[later] / 1e6).reset_index(drop=True)
+        ``time`` (UTC), ``delay_s`` since the key's previous send, and the carried columns. The
+        same at every window (computed once): what a window does with a resend depends on the
+        anchor, not on this delay."""
+        if self._delays is None:
+            segment = self._segment
+            later = np.r_[False, segment[1:] == segment[:-1]] if len(segment) else np.zeros(0, bool)
+            previous = np.r_[0, self._time[:-1]] if len(segment) else np.zeros(0, np.int64)
+            delays = self.repeated.loc[later].drop(columns=["segment", "pos"], errors="ignore")
+            self._delays = delays.assign(
+                delay_s=(self._time - previous)[later] / 1e6,
+                time=pd.to_datetime(self._time[later], unit="us", utc=True),
+            ).reset_index(drop=True)
+        return self._delays
 
     def held_over_time(self, window: timedelta | float | str) -> pd.DataFrame:
         """How many ids the duplicate history holds at the end of each time bucket, per entity:
         every accepted send that has a MessageId is held for ``window`` (SPEC section 5).
         Columns ``entity``, ``time`` (UTC), ``held``. At the cache's bucket resolution."""
         micros = _micros(window)
-        replay = self.replay(micros / 1e6)
+        accepted = self.replay(micros / 1e6).accepted
         bucket = self.bucket_us
-        accepted = self.repeated.loc[replay.accepted, ["entity"]].assign(
-            bucket_us=(self._time[replay.accepted] // bucket) * bucket, sends=1
+        c = self._codes()
+        singles = c.fixed["kind"].to_numpy() == "single"
+        single_bucket = ((c.fixed["bucket_us"].to_numpy()[singles] - c.low) // bucket).astype(
+            "int64"
         )
-        singles = self.fixed.loc[self.fixed["kind"] == "single", ["entity", "bucket_us", "sends"]]
-        events = pd.concat([accepted, singles], ignore_index=True)
-        if events.empty:
+        entity = np.r_[c.entity[accepted], c.fixed_entity[singles]]
+        where = np.r_[c.bucket[accepted], single_bucket].astype("int64")
+        weight = np.r_[np.ones(int(accepted.sum())), c.fixed["sends"].to_numpy()[singles]]
+        if len(where) == 0:
             return pd.DataFrame({"entity": [], "time": [], "held": []})
-        events["entity"] = events["entity"].fillna(NO_ENTITY)
-        events["bucket_us"] = events["bucket_us"].astype("int64")
-        grid = np.arange(
-            events["bucket_us"].min(), events["bucket_us"].max() + bucket + micros, bucket
-        )
         width = max(1, -(-micros // bucket))
+        length = int(where.max()) + 1 + width
+        times = pd.to_datetime(c.low + (np.arange(length) + 1) * bucket, unit="us", utc=True)
         frames = []
-        for entity, group in events.groupby("entity"):
-            counts = group.groupby("bucket_us")["sends"].sum().reindex(grid, fill_value=0)
-            held = counts.rolling(width, min_periods=1).sum().astype("int64")
+        for code in np.unique(entity):
+            mine = entity == code
+            counts = np.bincount(where[mine], weights=weight[mine], minlength=length)
+            total = np.r_[0.0, np.cumsum(counts)]
+            held = total[1:] - total[np.maximum(np.arange(1, length + 1) - width, 0)]
+            first = int(where[mine].min())
             frames.append(
                 pd.DataFrame(
                     {
-                        "entity": entity,
-                        "time": pd.to_datetime(grid + bucket, unit="us", utc=True),
-                        "held": held.to_numpy(),
+                        "entity": c.names[code],
+                        "time": times[first:],
+                        "held": np.rint(held[first:]).astype("int64"),
                     }
                 )
             )
