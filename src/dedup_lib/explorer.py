@@ -97,8 +97,10 @@ class WindowExplorer:
         self.numbers = widgets.Output()
         self.charts = [widgets.Output() for _ in range(3)]
         self.keys = widgets.Output()
-        self.view: View | None = None
         self._syncing = False
+        # The first view computes what every later change reuses (resend delays, key
+        # numbering), so control changes answer from memory.
+        self.view: View | None = self._view(seconds, partitioning, ALL_ENTITIES, None)
 
         for control in (self.window_slider, self.mode, self.entity, self.time_range):
             if control is not None:

@@ -172,6 +172,7 @@ class ReplayCache:
             .otherwise(F.lit("single")),
         )
         classified = classified.persist()
+        persisted = [classified]
         try:
             repeated = classified.where(F.col("kind") == "repeated").drop("verdict", "reason")
             fixed = (
@@ -194,12 +195,17 @@ class ReplayCache:
             truth_fixed = None
             if truth:
                 always = F.col("kind").isin("single", "no_id")
-                per_message = classified.groupBy("entity", "logical_id").agg(
-                    F.count(F.when(always, True)).alias("accepted_elsewhere"),
-                    F.count(F.when(F.col("kind") == "repeated", True)).alias("repeated"),
-                    F.count(F.when(F.col("kind") == "rejected", True)).alias("rejected"),
-                    F.count(F.lit(1)).alias("sends"),
+                per_message = (
+                    classified.groupBy("entity", "logical_id")
+                    .agg(
+                        F.count(F.when(always, True)).alias("accepted_elsewhere"),
+                        F.count(F.when(F.col("kind") == "repeated", True)).alias("repeated"),
+                        F.count(F.when(F.col("kind") == "rejected", True)).alias("rejected"),
+                        F.count(F.lit(1)).alias("sends"),
+                    )
+                    .persist()
                 )
+                persisted.append(per_message)
                 repeated = repeated.join(
                     per_message.select("entity", "logical_id", "accepted_elsewhere"),
                     on=["entity", "logical_id"],
@@ -224,7 +230,8 @@ class ReplayCache:
                 truth_fixed["extra_deliveries"] = truth_fixed["extra_deliveries"].fillna(0)
             rows = repeated.toPandas()
         finally:
-            classified.unpersist()
+            for frame in persisted:
+                frame.unpersist()
         # One number per (entity, key), null entity apart from "": only grouping matters, not
         # the order of keys. Sorting numbers is much faster than sorting the strings.
         if len(rows):
