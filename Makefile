@@ -44,8 +44,8 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not spark"
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks tools
-	$(BIN)/ruff format --check src tests benchmarks tools
+	$(BIN)/ruff check src tests benchmarks tools notebooks
+	$(BIN)/ruff format --check src tests benchmarks tools notebooks
 	$(BIN)/mypy
 
 bench: $(STAMP)
@@ -78,6 +78,8 @@ postmortem: $(STAMP)
 
 notebooks: $(STAMP)
 	$(BIN)/python tools/make_notebooks.py
+	$(BIN)/ruff format --quiet notebooks
+	$(BIN)/ruff check --fix --quiet notebooks
 	$(BIN)/python tools/store_checked_outputs.py notebooks/0*.ipynb
 
 clean:

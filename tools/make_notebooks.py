@@ -187,7 +187,8 @@ from dedup_lib import charts, smallest_window
 for mode, sweep in sweeps.items():
     best = smallest_window(sweep, TARGET)
     title = f"Window sweep, partitioning {'enabled' if mode else 'disabled'}"
-    charts.show(charts.window_sweep(sweep, target=TARGET, chosen_s=None if best is None else best["window_s"], title=title))
+    chosen = None if best is None else best["window_s"]
+    charts.show(charts.window_sweep(sweep, target=TARGET, chosen_s=chosen, title=title))
 """),
         md(
             "The smallest window reaching the target, per mode, with what it loses and costs. When that window is hours long, the late resends are replays: catching them costs messages lost to reused ids and a large history. Often the better fix is in the sender (keep one MessageId per message, make replays idempotent downstream)."
@@ -197,10 +198,22 @@ for mode, sweep in sweeps.items():
             + """
 for mode, sweep in sweeps.items():
     best = smallest_window(sweep, TARGET)
-    reached = "no window reaches the target" if best is None else f"{charts.duration_label(best['window_s'])} catches {best['share_catchable_caught']:.1%} of {int(best['catchable_resends']):,} catchable resends ({best['share_resends_caught']:.1%} of all {int(best['resends']):,}); {int(best['messages_lost']):,} messages lost, {int(best['peak_held']):,} ids at the peak"
+    if best is None:
+        reached = "no window reaches the target"
+    else:
+        reached = (
+            f"{charts.duration_label(best['window_s'])} catches"
+            f" {best['share_catchable_caught']:.1%} of {int(best['catchable_resends']):,}"
+            f" catchable resends ({best['share_resends_caught']:.1%} of all"
+            f" {int(best['resends']):,}); {int(best['messages_lost']):,} messages lost,"
+            f" {int(best['peak_held']):,} ids at the peak"
+        )
     default = caches[mode].sweep(["PT10M"]).iloc[0]
     print(f"partitioning {'enabled ' if mode else 'disabled'}: {reached}")
-    print(f"  for comparison, 10m catches {default['share_catchable_caught']:.1%} and loses {int(default['messages_lost']):,} messages")
+    print(
+        f"  for comparison, 10m catches {default['share_catchable_caught']:.1%}"
+        f" and loses {int(default['messages_lost']):,} messages"
+    )
 """
         ),
     ],
@@ -239,12 +252,15 @@ path = INPUT or sample_path("incident.parquet")
 policy = DedupPolicy(WINDOW, partitioning=PARTITIONING)
 loaded = load_telemetry(spark, path)
 counts = loaded.counts()
-cache = ReplayCache.build(loaded.valid, PARTITIONING, carry=tuple(c for c in ("cause",) if c in loaded.valid.columns))
+carry = tuple(c for c in ("cause",) if c in loaded.valid.columns)
+cache = ReplayCache.build(loaded.valid, PARTITIONING, carry=carry)
 """),
         code(
             CHECK
             + """
-print(f"{path.rsplit('/', 1)[-1]}: {counts['read']:,} sends read, {counts['quarantined']:,} quarantined; {policy.describe()}")
+name = path.rsplit("/", 1)[-1]
+print(f"{name}: {counts['read']:,} sends read, {counts['quarantined']:,} quarantined")
+print(policy.describe())
 """
         ),
         md(
@@ -259,7 +275,11 @@ print(f"{path.rsplit('/', 1)[-1]}: {counts['read']:,} sends read, {counts['quara
             + """
 if cache.has_ground_truth:
     total = cache.truth_summary(policy.window).iloc[-1]
-    print(f"{total.resends:,} resends: {total.resends_caught:,} caught, {total.extra_deliveries:,} reached consumers again; {total.messages_lost:,} messages lost")
+    print(
+        f"{total.resends:,} resends: {total.resends_caught:,} caught,"
+        f" {total.extra_deliveries:,} reached consumers again;"
+        f" {total.messages_lost:,} messages lost"
+    )
 else:
     print("no ground truth in this input: see the delays chart for resends by timing")
 """
@@ -281,7 +301,8 @@ def during(table, column="time"):
 
 window_s = policy.window.total_seconds()
 delays = cache.resend_delays()
-charts.show(charts.sends_over_time(during(cache.over_time(window_s)), title=f"Sends and dropped duplicates during the incident, window {charts.duration_label(window_s)}"), embed=EMBED_CHARTS)
+title = f"Sends and dropped duplicates during the incident, window {charts.duration_label(window_s)}"
+charts.show(charts.sends_over_time(during(cache.over_time(window_s)), title=title), embed=EMBED_CHARTS)
 charts.show(charts.resend_delays(during(delays), window_s), embed=EMBED_CHARTS)
 charts.show(charts.ids_held(during(cache.held_over_time(window_s)), window_s), embed=EMBED_CHARTS)
 """),
@@ -290,7 +311,8 @@ charts.show(charts.ids_held(during(cache.held_over_time(window_s)), window_s), e
             CHECK
             + """
 sweep = cache.sweep(["PT20S", "PT1M", "PT5M", WINDOW, "PT1H", "P1D"]).drop_duplicates("window_s")
-columns = [c for c in ("window_s", "duplicates", "resends_caught", "extra_deliveries", "messages_lost", "peak_held") if c in sweep]
+wanted = ("window_s", "duplicates", "resends_caught", "extra_deliveries", "messages_lost", "peak_held")
+columns = [c for c in wanted if c in sweep]
 print(sweep[columns].to_string(index=False))
 """
         ),
