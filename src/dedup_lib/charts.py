@@ -157,23 +157,31 @@ def resend_delays(delays: pd.DataFrame, window_s: float, *, title: str | None = 
     return fig
 
 
-def ids_held(table: pd.DataFrame, window_s: float, *, title: str | None = None) -> go.Figure:
-    """Ids in the duplicate history over time, stacked per entity (``entity``, ``time``,
-    ``held``), from :meth:`ReplayCache.held_over_time`: the throughput cost of the window."""
+def _lines_per_entity(
+    table: pd.DataFrame, column: str, unit: str, *, stacked: bool = False
+) -> go.Figure:
+    """One line of ``column`` over ``time`` per entity, stacked if asked."""
     fig = go.Figure()
     for entity, group in table.groupby("entity"):
         fig.add_trace(
             go.Scatter(
                 x=group["time"],
-                y=group["held"],
+                y=group[column],
                 name=str(entity),
                 mode="lines",
-                stackgroup="held",
-                hovertemplate="%{x|%Y-%m-%d %H:%M} UTC<br>%{y:,} ids held<extra>"
+                stackgroup=column if stacked else None,
+                hovertemplate=f"%{{x|%Y-%m-%d %H:%M}} UTC<br>%{{y:,}} {unit}<extra>"
                 + str(entity)
                 + "</extra>",
             )
         )
+    return fig
+
+
+def ids_held(table: pd.DataFrame, window_s: float, *, title: str | None = None) -> go.Figure:
+    """Ids in the duplicate history over time, stacked per entity (``entity``, ``time``,
+    ``held``), from :meth:`ReplayCache.held_over_time`: the throughput cost of the window."""
+    fig = _lines_per_entity(table, "held", "ids held", stacked=True)
     fig.update_layout(
         title=title or f"Ids held in the duplicate history, window {duration_label(window_s)}",
         xaxis_title="time (UTC)",
@@ -252,19 +260,7 @@ def sends_per_entity(table: pd.DataFrame, *, title: str | None = None) -> go.Fig
     """Sends per time bucket, one line per entity (``entity``, ``time``, ``sends``), from
     :func:`dedup_lib.analyses.sends_over_time`."""
     step = _bucket_label(table["time"].drop_duplicates()) if len(table) else "bucket"
-    fig = go.Figure()
-    for entity, group in table.groupby("entity"):
-        fig.add_trace(
-            go.Scatter(
-                x=group["time"],
-                y=group["sends"],
-                name=str(entity),
-                mode="lines",
-                hovertemplate="%{x|%Y-%m-%d %H:%M} UTC<br>%{y:,} sends<extra>"
-                + str(entity)
-                + "</extra>",
-            )
-        )
+    fig = _lines_per_entity(table, "sends", "sends")
     fig.update_layout(
         title=title or "Sends over time, per entity",
         xaxis_title="time (UTC)",

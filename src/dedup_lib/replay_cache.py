@@ -66,10 +66,6 @@ class Replay:
     accepted: np.ndarray
     anchor: np.ndarray
 
-    @property
-    def duplicate(self) -> np.ndarray:
-        return ~self.accepted
-
 
 class ReplayCache:
     """Everything needed to give the verdicts of any window, for one partitioning mode.
@@ -519,7 +515,7 @@ class ReplayCache:
             if self.has_ground_truth:
                 truth = self.truth_summary(micros / 1e6).iloc[-1]
                 resends = int(truth["resends"])
-                catchable = int((self.repeated["attempt"] > 1).sum())
+                catchable = int(self._truth_codes().resend.sum())
                 row |= {
                     "resends": resends,
                     "catchable_resends": catchable,

@@ -302,11 +302,6 @@ class _SenderPlan:
     #: (cause, scenario seconds, delay in seconds) of each crash and replay drawn.
     events: list[tuple[str, float, float]] = field(default_factory=list)
 
-    def time_of(self, position: float) -> float:
-        """Scenario seconds at a position (in logical messages) of the sender's stream."""
-        levels = np.linspace(0.0, 1.0, _QUANTILES + 1)
-        return float(np.interp(position / self.count, levels, self.quantiles))
-
     def position_at(self, seconds: float) -> int:
         """How many of the sender's logical messages are surely sent before ``seconds``."""
         levels = np.linspace(0.0, 1.0, _QUANTILES + 1)
