@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from dedup_lib import DedupPolicy, Message, detect_duplicates, replay
-from dedup_lib.policy import parse_dedup_key
+from dedup_lib.policy import parse_dedup_key, policy_for
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -79,7 +79,7 @@ def frame(
 def engine_verdicts(
     spark: SparkSession,
     messages: list[Message],
-    policy: DedupPolicy,
+    policy: Any,
     *,
     with_event_id: bool = True,
     with_entity: bool = True,
@@ -120,7 +120,7 @@ def engine_verdicts(
                 r["reason"],
                 None
                 if r["dedup_key"] is None
-                else parse_dedup_key(r["dedup_key"], policy.partitioning),
+                else parse_dedup_key(r["dedup_key"], _partitioning(policy, messages[i].entity)),
                 original,
                 r["original_micros"],
             )
@@ -128,8 +128,13 @@ def engine_verdicts(
     return answers
 
 
+def _partitioning(policy: Any, entity: str | None) -> bool:
+    chosen = policy_for(policy, entity)
+    return isinstance(chosen, DedupPolicy) and chosen.partitioning
+
+
 def oracle_verdicts(
-    messages: list[Message], policy: DedupPolicy, *, with_event_id: bool = True
+    messages: list[Message], policy: Any, *, with_event_id: bool = True
 ) -> list[Verdict]:
     """The broker model's answers, in input order."""
     if not with_event_id:
@@ -184,3 +189,25 @@ def telemetry(draw):
             )
         )
     return messages, with_entity, event_ids != "absent"
+
+
+def mixed_scenario() -> Any:
+    """Six hours of senders with every id policy, crashes, replays, sessions and mismatched
+    keys, on several entities: small, but with every kind of duplicate and loss."""
+    from dedup_lib import Scenario, Sender
+
+    return Scenario(
+        datetime(2026, 3, 2, tzinfo=UTC),
+        timedelta(hours=6),
+        (
+            Sender("shop", ("q1", "q2"), 0.5, "order", "business", ack_loss=0.1,
+                   crashes_per_day=40, unacked=15, replays_per_day=8, replay_batch=30,
+                   replay_min=600, replay_median=1800, session_share=0.5,
+                   partition_key_share=0.7, key_mismatch_share=0.05),
+            Sender("mail", ("mail",), 0.2, "mail", "guid_per_attempt", ack_loss=0.2),
+            Sender("legacy", ("q1",), 0.1, "legacy", "constant", ack_loss=0.05),
+            Sender("stock", ("stock",), 0.1, "stock", "reused", reused_pool=9, ack_loss=0.05),
+            Sender("audit", ("audit",), 0.1, "audit", "none", ack_loss=0.1),
+        ),
+        bursts_per_day=0,
+    )  # fmt: skip

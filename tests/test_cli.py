@@ -109,7 +109,8 @@ def test_help_documents_every_option_with_examples():
 
 def test_samples_are_small_and_documented():
     files = sorted(p for p in SAMPLES.iterdir() if p.name != "README.md")
-    assert [p.name for p in files] == sorted([*DAY_SAMPLES, "incident.parquet"])
+    entities = ["entities-arm.json", "entities-az.json", "entities-emulator.json"]
+    assert [p.name for p in files] == sorted([*DAY_SAMPLES, "incident.parquet", *entities])
     assert sum(p.stat().st_size for p in files) < 20 * 1024 * 1024
     readme = (SAMPLES / "README.md").read_text()
     for p in files:

@@ -12,9 +12,11 @@ from pyspark.sql import functions as F
 
 from dedup_lib import DedupPolicy, Message, detect_duplicates
 from dedup_lib.policy import (
+    DETECTION_OFF_NOTE,
     NO_MESSAGE_ID_WARNING,
     REASON_KEY_MISMATCH,
     REASON_MISSING_TIME,
+    UNKNOWN_NO_ENTITY,
     too_long_reason,
 )
 from replay_kit import T0, at, engine_verdicts, frame, micros, oracle_verdicts, telemetry
@@ -348,3 +350,74 @@ def test_engine_agrees_with_broker_model(spark, case, window, partitioning, batc
         batch=batch,
     )
     assert engine == oracle_verdicts(messages, policy, with_event_id=with_event_id)
+
+
+# Per-entity settings: each entity replays with its own window and mode.
+def test_each_entity_uses_its_own_window_and_mode(spark):
+    policies = {
+        "orders": DedupPolicy("PT20S"),
+        "payments": DedupPolicy("PT1M", partitioning=True),
+        "audit": None,
+    }
+    messages = [
+        Message("m", at(0), entity="orders", event_id=0),
+        Message("m", at(30), entity="orders", event_id=1),
+        Message("m", at(0), entity="payments", partition_key="p1", event_id=2),
+        Message("m", at(30), entity="payments", partition_key="p1", event_id=3),
+        Message("m", at(31), entity="payments", partition_key="p2", event_id=4),
+        Message("m", at(0), entity="audit", event_id=5),
+        Message("m", at(1), entity="audit", event_id=6),
+        Message("m", at(2), entity="billing", event_id=7),
+        Message("m", at(3), entity=None, event_id=8),
+    ]
+    out = check(
+        spark,
+        messages,
+        policies,
+        ["accepted"] * 3 + ["duplicate"] + ["accepted"] * 3 + ["rejected"] * 2,
+    )
+    assert out[5].reason == out[6].reason == DETECTION_OFF_NOTE
+    assert out[5].key is None
+    assert out[7].reason == "no settings for entity 'billing': the broker answers " + (
+        "MessagingEntityNotFound"
+    )
+    assert out[8].reason == UNKNOWN_NO_ENTITY
+    assert out[4].key == ("p2", "m")
+
+
+def test_per_entity_policies_are_checked(spark):
+    df = frame(spark, sends(("a", at(0))))
+    with pytest.raises(TypeError, match=r"entity 'orders'.*DedupPolicy or None"):
+        detect_duplicates(df, {"orders": "PT10M"})
+    with pytest.raises(TypeError, match="DedupPolicy or a mapping"):
+        detect_duplicates(df, "PT10M")
+
+
+entity_policies = st.fixed_dictionaries(
+    {},
+    optional={
+        name: st.one_of(
+            st.none(),
+            st.builds(
+                DedupPolicy,
+                st.sampled_from(["PT20S", "30s", "1m", "90s"]),
+                partitioning=st.booleans(),
+            ),
+        )
+        for name in ("", "q1", "q2")
+    },
+)
+
+
+@given(case=telemetry(), policies=entity_policies, batch=st.sampled_from([1, 3, 10000]))
+def test_engine_agrees_with_broker_model_per_entity(spark, case, policies, batch):
+    messages, with_entity, with_event_id = case
+    engine = engine_verdicts(
+        spark,
+        messages,
+        policies,
+        with_event_id=with_event_id,
+        with_entity=with_entity,
+        batch=batch,
+    )
+    assert engine == oracle_verdicts(messages, policies, with_event_id=with_event_id)

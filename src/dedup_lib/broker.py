@@ -5,19 +5,23 @@ It is the oracle the Spark engine is tested against, so it favours plainness ove
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from dedup_lib.policy import (
     ACCEPTED,
+    DETECTION_OFF_NOTE,
     DUPLICATE,
     NO_MESSAGE_ID_WARNING,
     REJECTED,
     DedupPolicy,
+    check_policies,
     is_set,
+    policy_for,
     rejection_reasons,
+    unknown_entity_reason,
     uniqueness_key,
 )
 
@@ -46,10 +50,14 @@ class Outcome:
 
 
 class Broker:
-    """One namespace: a duplicate history per entity, fed sends in arrival order."""
+    """One namespace: a duplicate history per entity, fed sends in arrival order.
 
-    def __init__(self, policy: DedupPolicy) -> None:
-        self.policy = policy
+    ``policy`` is one policy for every entity, or a mapping of entity name to its own policy
+    (``None`` where detection is off); sends to entities the mapping lacks are rejected.
+    """
+
+    def __init__(self, policy: DedupPolicy | Mapping[str, DedupPolicy | None]) -> None:
+        self.policy = check_policies(policy)
         self._anchors: dict[tuple[str | None, tuple[str, ...]], Message] = {}
         self._clock: datetime | None = None
 
@@ -60,6 +68,9 @@ class Broker:
             message.partition_key,
             message.session_id,
         )
+        policy = policy_for(self.policy, message.entity)
+        if policy == "unknown":
+            reasons.append(unknown_entity_reason(message.entity))
         if reasons:
             return Outcome(REJECTED, "; ".join(reasons))
         now = message.send_time
@@ -67,6 +78,9 @@ class Broker:
         if self._clock is not None and now < self._clock:
             raise ValueError(f"sends must arrive in time order: {now} came after {self._clock}")
         self._clock = now
+        if policy is None:
+            return Outcome(ACCEPTED, DETECTION_OFF_NOTE)
+        assert isinstance(policy, DedupPolicy)
         if not is_set(message.message_id):
             return Outcome(ACCEPTED, NO_MESSAGE_ID_WARNING)
         assert message.message_id is not None
@@ -74,12 +88,12 @@ class Broker:
             message.message_id,
             message.partition_key,
             message.session_id,
-            self.policy.partitioning,
+            policy.partitioning,
         )
         anchor = self._anchors.get((message.entity, key))
         if anchor is not None:
             assert anchor.send_time is not None
-            if anchor.send_time <= now < anchor.send_time + self.policy.window:
+            if anchor.send_time <= now < anchor.send_time + policy.window:
                 return Outcome(DUPLICATE, None, key, anchor)
         self._anchors[(message.entity, key)] = message
         return Outcome(ACCEPTED, None, key)
@@ -103,7 +117,9 @@ def arrival_order(messages: Sequence[Message]) -> list[int]:
     return sorted(range(len(messages)), key=rank)
 
 
-def replay(messages: Iterable[Message], policy: DedupPolicy) -> list[Outcome]:
+def replay(
+    messages: Iterable[Message], policy: DedupPolicy | Mapping[str, DedupPolicy | None]
+) -> list[Outcome]:
     """Each message's outcome, in input order, however the input is sorted."""
     messages = list(messages)
     broker = Broker(policy)

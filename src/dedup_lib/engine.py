@@ -8,6 +8,7 @@ Uses the DataFrame API only, so it runs on classic Spark and on Spark Connect al
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyspark import cloudpickle
@@ -18,19 +19,23 @@ from pyspark.sql import types as T
 from dedup_lib import kernel
 from dedup_lib.policy import (
     ACCEPTED,
+    DETECTION_OFF_NOTE,
     MAX_PROPERTY_LENGTH,
     NO_MESSAGE_ID_WARNING,
     PROPERTY_NAMES,
     REASON_KEY_MISMATCH,
     REASON_MISSING_TIME,
     REJECTED,
+    UNKNOWN_ENTITY,
+    UNKNOWN_NO_ENTITY,
     DedupPolicy,
+    check_policies,
     too_long_reason,
 )
 from dedup_lib.spark import column
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
     import pyarrow as pa
     from pyspark.sql import DataFrame
@@ -41,6 +46,7 @@ _INTERNAL = "__dedup_"
 _POS = "__dedup_pos"
 _SPREAD = "__dedup_spread"
 _TIME = "__dedup_time"
+_WINDOW = "__dedup_window"
 
 # Ship the kernel by value, so a remote Spark Connect cluster needs no dedup_lib installed.
 cloudpickle.register_pickle_by_value(kernel)  # type: ignore[no-untyped-call]
@@ -99,46 +105,167 @@ def _validate(df: DataFrame) -> None:
         )
 
 
-def _reason_and_key(df: DataFrame, policy: DedupPolicy) -> tuple[Column, Column, Column]:
-    """Spark twins of :func:`policy.rejection_reasons` and :func:`policy.uniqueness_key`."""
+def _reason_and_key(
+    df: DataFrame, policies: DedupPolicy | Mapping[str, DedupPolicy | None]
+) -> tuple[Column, Column, Column]:
+    """Spark twins of :func:`policy.rejection_reasons` and :func:`policy.uniqueness_key`,
+    with the per-entity rules of :class:`broker.Broker`."""
     mid, pk, sid = (_text(df, c) for c in ("message_id", "partition_key", "session_id"))
-    checks = [(F.col("send_time").isNull(), REASON_MISSING_TIME)]
+    entity = _text(df, "entity")
+    checks = [(F.col("send_time").isNull(), F.lit(REASON_MISSING_TIME))]
     for name, value in (("message_id", mid), ("partition_key", pk), ("session_id", sid)):
         # No text of at most 128 bytes has more than 128 characters: count them only past that.
         longer = (F.octet_length(value) > MAX_PROPERTY_LENGTH) & (
             F.length(value) > MAX_PROPERTY_LENGTH
         )
-        checks.append((longer, too_long_reason(PROPERTY_NAMES[name])))
-    checks.append((_is_set(pk) & _is_set(sid) & (pk != sid), REASON_KEY_MISMATCH))
+        checks.append((longer, F.lit(too_long_reason(PROPERTY_NAMES[name]))))
+    checks.append((_is_set(pk) & _is_set(sid) & (pk != sid), F.lit(REASON_KEY_MISMATCH)))
+    off: Column = F.lit(False)
+    if not isinstance(policies, DedupPolicy):
+        known = entity.isin(list(policies)) if policies else F.lit(False)
+        unknown = F.when(entity.isNull(), F.lit(UNKNOWN_NO_ENTITY)).otherwise(
+            F.concat(F.lit(UNKNOWN_ENTITY[0]), entity, F.lit(UNKNOWN_ENTITY[1]))
+        )
+        checks.append((~F.coalesce(known, F.lit(False)), unknown))
+        off_names = [name for name, policy in policies.items() if policy is None]
+        if off_names:
+            off = F.coalesce(entity.isin(off_names), F.lit(False))
     rejected = F.coalesce(*(F.when(test, F.lit(True)) for test, _ in checks), F.lit(False))
-    rejection = F.concat_ws("; ", *(F.when(test, F.lit(text)) for test, text in checks))
+    rejection = F.concat_ws("; ", *(F.when(test, text) for test, text in checks))
     reason = (
         F.when(rejected, rejection)
+        .when(off, F.lit(DETECTION_OFF_NOTE))
         .when(~_is_set(mid), F.lit(NO_MESSAGE_ID_WARNING))
         .otherwise(F.lit(None).cast("string"))
     )
     verdict = (
         F.when(rejected, F.lit(REJECTED))
-        .when(~_is_set(mid), F.lit(ACCEPTED))
+        .when(off | ~_is_set(mid), F.lit(ACCEPTED))
         .otherwise(F.lit(None).cast("string"))
     )
-    if policy.partitioning:
-        effective = F.coalesce(F.when(_is_set(sid), sid), F.when(_is_set(pk), pk), mid)
+    effective = F.coalesce(F.when(_is_set(sid), sid), F.when(_is_set(pk), pk), mid)
+    partitioned = _partitioned(policies)
+    if partitioned is True:
         key = F.to_json(F.array(effective, mid))
-    else:
+    elif partitioned is False:
         key = mid
+    else:
+        key = F.when(entity.isin(partitioned), F.to_json(F.array(effective, mid))).otherwise(mid)
     return verdict, reason, F.when(verdict.isNull(), key).otherwise(F.lit(None).cast("string"))
 
 
-def detect_duplicates(df: DataFrame, policy: DedupPolicy | None = None) -> DataFrame:
+def _partitioned(policies: DedupPolicy | Mapping[str, DedupPolicy | None]) -> bool | list[str]:
+    """True or False when every checked entity is alike, else the partitioned entities."""
+    if isinstance(policies, DedupPolicy):
+        return policies.partitioning
+    modes = {name: p.partitioning for name, p in policies.items() if p is not None}
+    if len(set(modes.values())) <= 1:
+        return next(iter(modes.values()), False)
+    return [name for name, on in modes.items() if on]
+
+
+def _window(policies: DedupPolicy | Mapping[str, DedupPolicy | None]) -> int | dict[str, int]:
+    """The window in microseconds when every checked entity has the same, else per entity."""
+    if isinstance(policies, DedupPolicy):
+        return policies.window_micros
+    windows = {name: p.window_micros for name, p in policies.items() if p is not None}
+    if len(set(windows.values())) <= 1:
+        return next(iter(windows.values()), DedupPolicy().window_micros)
+    return windows
+
+
+def detect_duplicates(
+    df: DataFrame, policy: DedupPolicy | Mapping[str, DedupPolicy | None] | None = None
+) -> DataFrame:
     """Every input row once, with the verdict Service Bus would have given it.
 
     Adds ``verdict`` (accepted, duplicate, rejected), ``reason`` (why rejected, or a warning
     such as a missing MessageId), ``dedup_key``, and for duplicates ``original_send_time`` and
     ``original_event_id`` (the accepted send whose window caught it). An input without
     ``event_id`` gets one: the row's position in the input as Spark reads it.
+
+    ``policy`` is one policy for every entity, or per-entity settings (entity name to policy,
+    ``None`` where detection is off, as :func:`dedup_lib.load_entity_policies` returns): sends
+    to an entity without detection are all accepted with a note that they were not checked,
+    and sends to an entity the mapping lacks are rejected.
     """
-    policy = policy or DedupPolicy()
+    policy = check_policies(policy if policy is not None else DedupPolicy())
+    p = _prepare(df, policy)
+    group_key = F.col("message_id").cast("string") if p.by_id else F.col("dedup_key")
+    entity = F.col("entity") if p.has_entity else F.lit(None).cast("string")
+    # Eligible sends spread by key; the others (rejected, no MessageId) one by one, so that
+    # they never pile up in one partition. Sorting by this hash first gives Spark's sorter a
+    # radix-sortable prefix; the columns after it separate keys whose hashes collide.
+    spread = F.when(F.col("verdict").isNull(), F.xxhash64(entity, group_key)).otherwise(F.col(_POS))
+    ordered = (
+        p.frame.withColumn(_SPREAD, spread)
+        .repartition(_SPREAD)
+        .sortWithinPartitions(
+            _SPREAD,
+            F.col("verdict").asc_nulls_first(),
+            *(["entity"] if p.has_entity else []),
+            p.cols.key,
+            p.cols.send_time,
+            F.col("event_id").asc_nulls_last(),
+            _POS,
+        )
+        .drop(_POS, _SPREAD)
+    )
+    window = 0 if isinstance(p.window, dict) else p.window
+    cols = p.cols
+
+    def replay(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return kernel.replay_batches(batches, window, cols)
+
+    return _finish(ordered.mapInArrow(replay, _with_originals(ordered)), p)
+
+
+def detect_duplicates_by_count(
+    df: DataFrame, capacity: int, partitioning: bool = False
+) -> DataFrame:
+    """Every input row once, judged against a cache of the last ``capacity`` accepted ids of
+    its entity instead of a time window (ActiveMQ Artemis keeps 20,000; SPEC section 7).
+
+    The same columns and rules as :func:`detect_duplicates` (key, rejections, sends without
+    MessageId); only the history differs: it holds a fixed number of ids, for any time. One
+    entity's sends go through one Python worker in time order, so it is slower than the time
+    window's replay; a what-if, not the broker.
+    """
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+        raise ValueError(f"capacity: expected a positive number of ids, got {capacity!r}")
+    p = _prepare(df, DedupPolicy(partitioning=partitioning, bounds="none"))
+    ordered = (
+        (p.frame.repartition("entity") if p.has_entity else p.frame.repartition(1))
+        .sortWithinPartitions(
+            *(["entity"] if p.has_entity else []),
+            p.cols.send_time,
+            F.col("event_id").asc_nulls_last(),
+            _POS,
+        )
+        .drop(_POS)
+    )
+    cols = p.cols
+
+    def judge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return kernel.count_cache_batches(batches, capacity, cols)
+
+    return _finish(ordered.mapInArrow(judge, _with_originals(ordered)), p)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """Sends ready for a pass: verdicts of the sends not judged by key, keys, a position."""
+
+    frame: DataFrame
+    columns: list[str]
+    alias: dict[str, str]
+    cols: kernel.Columns
+    by_id: bool
+    has_entity: bool
+    window: int | dict[str, int]
+
+
+def _prepare(df: DataFrame, policy: DedupPolicy | Mapping[str, DedupPolicy | None]) -> _Prepared:
     _validate(df)
     columns = list(df.columns)
     df = df.withColumn(_POS, F.monotonically_increasing_id())
@@ -152,11 +279,17 @@ def detect_duplicates(df: DataFrame, policy: DedupPolicy | None = None) -> DataF
     utc_time = F.concat(F.col("send_time").cast("string"), F.lit("Z")).try_cast("timestamp")
 
     verdict, reason, key = _reason_and_key(df, policy)
-    entity = F.col("entity") if "entity" in columns else F.lit(None).cast("string")
     # Without partitioning the key is the MessageId itself: the pass reads it from there, and
     # dedup_key is written after it, so one string column fewer crosses into Python.
-    key_column = "dedup_key" if policy.partitioning else "message_id"
-    carried = [key.alias("dedup_key")] if policy.partitioning else []
+    by_id = _partitioned(policy) is False
+    key_column = "message_id" if by_id else "dedup_key"
+    carried = [] if by_id else [key.alias("dedup_key")]
+    window = _window(policy)
+    if isinstance(window, dict):
+        per_entity = F.create_map(*(F.lit(x) for pair in window.items() for x in pair))
+        carried.append(
+            F.coalesce(per_entity[_text(df, "entity")], F.lit(0)).cast("long").alias(_WINDOW)
+        )
     # mapInArrow resolves its input by unquoted name, so names with dots travel under an alias.
     alias = {c: f"__dedup_col{i}" if "." in c or "`" in c else c for i, c in enumerate(columns)}
     prepared = df.select(
@@ -167,49 +300,31 @@ def detect_duplicates(df: DataFrame, policy: DedupPolicy | None = None) -> DataF
         *carried,
         _POS,
     )
-    group_key = F.col("dedup_key") if policy.partitioning else F.col("message_id").cast("string")
-    # Eligible sends spread by key; the others (rejected, no MessageId) one by one, so that
-    # they never pile up in one partition. Sorting by this hash first gives Spark's sorter a
-    # radix-sortable prefix; the columns after it separate keys whose hashes collide.
-    spread = F.when(F.col("verdict").isNull(), F.xxhash64(entity, group_key)).otherwise(F.col(_POS))
-    ordered = (
-        prepared.withColumn(_SPREAD, spread)
-        .repartition(_SPREAD)
-        .sortWithinPartitions(
-            _SPREAD,
-            F.col("verdict").asc_nulls_first(),
-            *(["entity"] if "entity" in columns else []),
-            key_column,
-            time_name,
-            F.col("event_id").asc_nulls_last(),
-            _POS,
-        )
-        .drop(_POS, _SPREAD)
-    )
-
     cols = kernel.Columns(
         key=key_column,
         send_time=time_name,
         event_id="event_id",
         verdict="verdict",
         entity="entity" if "entity" in columns else None,
+        window=_WINDOW if isinstance(window, dict) else None,
     )
-    window = policy.window_micros
+    return _Prepared(prepared, columns, alias, cols, by_id, "entity" in columns, window)
 
-    def replay(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return kernel.replay_batches(batches, window, cols)
 
-    schema = T.StructType(
+def _with_originals(ordered: DataFrame) -> T.StructType:
+    return T.StructType(
         [
             *ordered.schema.fields,
             T.StructField("original_send_time", T.TimestampType(), True),
             T.StructField("original_event_id", ordered.schema["event_id"].dataType, True),
         ]
     )
-    replayed = ordered.mapInArrow(replay, schema)
-    if not policy.partitioning:
+
+
+def _finish(replayed: DataFrame, p: _Prepared) -> DataFrame:
+    if p.by_id:
         replayed = replayed.withColumn(
             "dedup_key",
             F.when(F.col("reason").isNull(), F.col("message_id").cast("string")),
         )
-    return replayed.select(*(F.col(alias[c]).alias(c) for c in columns), *OUTPUT_COLUMNS)
+    return replayed.select(*(F.col(p.alias[c]).alias(c) for c in p.columns), *OUTPUT_COLUMNS)

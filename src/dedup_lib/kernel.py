@@ -11,6 +11,7 @@ by one (SPEC section 1: the window is anchored on the accepted original).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,8 @@ class Columns:
     event_id: str
     verdict: str
     entity: str | None
+    #: Per-row window in microseconds, when entities differ; else the pass's single window.
+    window: str | None = None
 
 
 @dataclass
@@ -72,6 +75,9 @@ def _replay_batch(
         return _assemble(batch, verdict_in, send_time, event_id, cols), carry
 
     eligible = pc.is_null(verdict_in).to_numpy(zero_copy_only=False).astype(bool)
+    w: int | np.ndarray = window
+    if cols.window is not None:
+        w = pc.fill_null(batch.column(cols.window), 0).to_numpy(zero_copy_only=False)
     t = pc.fill_null(pc.cast(send_time, pa.int64()), 0).to_numpy(zero_copy_only=False)
     same = np.zeros(n, dtype=bool)
     if n > 1:
@@ -102,16 +108,17 @@ def _replay_batch(
     if continues:
         is_head[0] = False
 
-    duplicate = eligible & ~is_head & (t < head_t + window)
+    duplicate = eligible & ~is_head & (t < head_t + w)
     orig_ref = np.where(duplicate, head_ref, -1)
     tails = np.flatnonzero(eligible & ~is_head & ~duplicate)
     if tails.size:
         group_of = head_ref[tails].tolist()
         times = t[tails].tolist()
         rows = tails.tolist()
+        spans = np.broadcast_to(w, (n,))[tails].tolist()
         current_group, anchor_ref, anchor_t = -1, -1, 0
-        for i, g, ti in zip(rows, group_of, times, strict=True):
-            if g != current_group or ti >= anchor_t + window:
+        for i, g, ti, span in zip(rows, group_of, times, spans, strict=True):
+            if g != current_group or ti >= anchor_t + span:
                 current_group, anchor_ref, anchor_t = g, i + 1, ti
             else:
                 duplicate[i] = True
@@ -171,3 +178,55 @@ def _assemble(
         [*arrays, original_time, original_id],
         names=[*batch.schema.names, "original_send_time", "original_event_id"],
     )
+
+
+def count_cache_batches(
+    batches: Iterator[pa.RecordBatch], capacity: int, cols: Columns
+) -> Iterator[pa.RecordBatch]:
+    """Judge sends against a cache of the last ``capacity`` accepted ids per entity (as
+    ActiveMQ Artemis does), not a time window; sends arrive sorted by (entity, time).
+
+    The cache holds ids, not sends: memory is ``capacity`` entries whatever the traffic.
+    """
+    entity: Any = object()
+    held: dict[Any, tuple[int, Any]] = {}
+    order: deque[Any] = deque()
+    for batch in batches:
+        n = batch.num_rows
+        keys = batch.column(cols.key).to_pylist()
+        ents = batch.column(cols.entity).to_pylist() if cols.entity else [None] * n
+        eligible = pc.is_null(batch.column(cols.verdict)).to_numpy(zero_copy_only=False)
+        send_time = batch.column(cols.send_time)
+        times = pc.cast(send_time, pa.int64()).to_pylist()
+        ids = batch.column(cols.event_id).to_pylist()
+        duplicate = np.zeros(n, dtype=bool)
+        original_time: list[Any] = [None] * n
+        original_id: list[Any] = [None] * n
+        for i in range(n):
+            if ents[i] != entity:
+                entity = ents[i]
+                held.clear()
+                order.clear()
+            if not eligible[i]:
+                continue
+            key = keys[i]
+            if key in held:
+                duplicate[i] = True
+                original_time[i], original_id[i] = held[key]
+                continue
+            held[key] = (times[i], ids[i])
+            order.append(key)
+            if len(order) > capacity:
+                del held[order.popleft()]
+        verdict = pc.if_else(
+            pa.array(eligible),
+            pc.take(VERDICT_CODES, pa.array(duplicate.astype(np.int8))),
+            batch.column(cols.verdict),
+        )
+        yield _assemble(
+            batch,
+            verdict,
+            pa.array(original_time, pa.int64()).cast(send_time.type),
+            pa.array(original_id, batch.column(cols.event_id).type),
+            cols,
+        )

@@ -10,7 +10,10 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 #: Longest MessageId, PartitionKey or SessionId the SDKs accept (azure-servicebus, .NET).
 MAX_PROPERTY_LENGTH = 128
@@ -42,6 +45,19 @@ REASON_KEY_MISMATCH = "PartitionKey and SessionId differ: the SDK refuses to bui
 NO_MESSAGE_ID_WARNING = (
     "no MessageId: the service assigns a unique one, so duplicate detection cannot protect it"
 )
+
+DETECTION_OFF_NOTE = "duplicate detection is off on this entity: duplicates were not checked"
+
+
+UNKNOWN_ENTITY = ("no settings for entity '", "': the broker answers MessagingEntityNotFound")
+UNKNOWN_NO_ENTITY = "no entity, and the settings are per entity: cannot be judged"
+
+
+def unknown_entity_reason(entity: str | None) -> str:
+    """The rejection reason for a send to an entity the per-entity settings do not name."""
+    if entity is None:
+        return UNKNOWN_NO_ENTITY
+    return entity.join(UNKNOWN_ENTITY)
 
 
 def too_long_reason(prop: str) -> str:
@@ -173,6 +189,40 @@ class DedupPolicy:
     def describe(self) -> str:
         mode = "partitioning enabled" if self.partitioning else "partitioning disabled"
         return f"window {format_window(self.window)}, {mode}"
+
+
+def policy_for(
+    policies: DedupPolicy | Mapping[str, DedupPolicy | None], entity: str | None
+) -> DedupPolicy | None | Literal["unknown"]:
+    """The policy one entity replays with: the single policy, its own from a per-entity
+    mapping, ``None`` where detection is off, or ``"unknown"`` for an entity not in the mapping."""
+    if isinstance(policies, DedupPolicy):
+        return policies
+    if entity is None or entity not in policies:
+        return "unknown"
+    return policies[entity]
+
+
+def check_policies(
+    policies: DedupPolicy | Mapping[str, DedupPolicy | None],
+) -> DedupPolicy | Mapping[str, DedupPolicy | None]:
+    """Refuse anything but a policy or a mapping of entity names to policies or ``None``."""
+    if isinstance(policies, DedupPolicy):
+        return policies
+    if not hasattr(policies, "items"):
+        raise TypeError(
+            f"policy: expected a DedupPolicy or a mapping of entity name to DedupPolicy or None, "
+            f"got {type(policies).__name__}"
+        )
+    for name, value in policies.items():
+        if not isinstance(name, str):
+            raise TypeError(f"policy: entity names must be text, got {name!r}")
+        if value is not None and not isinstance(value, DedupPolicy):
+            raise TypeError(
+                f"policy for entity {name!r}: expected a DedupPolicy or None (detection off), "
+                f"got {value!r}"
+            )
+    return policies
 
 
 def is_set(value: str | None) -> bool:
