@@ -21,8 +21,8 @@ from dedup_lib.policy import (
     is_set,
     policy_for,
     rejection_reasons,
-    unknown_entity_reason,
     uniqueness_key,
+    unknown_entity_reason,
 )
 
 

@@ -193,7 +193,7 @@ class DedupPolicy:
 
 def policy_for(
     policies: DedupPolicy | Mapping[str, DedupPolicy | None], entity: str | None
-) -> DedupPolicy | None | Literal["unknown"]:
+) -> DedupPolicy | Literal["unknown"] | None:
     """The policy one entity replays with: the single policy, its own from a per-entity
     mapping, ``None`` where detection is off, or ``"unknown"`` for an entity not in the mapping."""
     if isinstance(policies, DedupPolicy):
