@@ -23,7 +23,8 @@ def _tables(output: str) -> str:
 def test_simulate_gives_identical_verdicts_on_every_sample_format(spark, capsys):
     reports = []
     for name in DAY_SAMPLES:
-        assert main(["simulate", str(SAMPLES / name), "--quiet"], spark=spark) == 0
+        argv = ["simulate", str(SAMPLES / name), "--quiet", "--no-diagnostics"]
+        assert main(argv, spark=spark) == 0
         reports.append(capsys.readouterr().out)
     assert _tables(reports[0]) == _tables(reports[1]) == _tables(reports[2])
     report = reports[0]
@@ -46,11 +47,29 @@ def test_simulate_writes_verdicts_and_honours_the_policy(spark, capsys, tmp_path
     # a longer window catches more: the restart resends come minutes after their first send
     caught = [
         int(line.split()[3]) for text in (short, long) for line in text.splitlines()
-        if line.strip().startswith("(all)") and len(line.split()) == 7
+        if line.strip().startswith("(all)") and len(line.split()) == 8
     ]  # fmt: skip
     assert caught[0] < caught[1]
     assert main([*args, "--out", str(out)], spark=spark) == 1
     assert "exists; pass --overwrite" in capsys.readouterr().err
+
+
+def test_simulate_with_the_entities_settings_and_diagnostics(spark, capsys):
+    argv = ["simulate", str(SAMPLES / "day.parquet"), "--quiet"]
+    assert main([*argv, "--entities", str(SAMPLES / "entities-arm.json")], spark=spark) == 0
+    report = capsys.readouterr().out
+    assert "per-entity settings: audit detection off; inventory window 1h" in report
+    assert "payments window 10m, partitioning enabled" in report
+    assert "Duplicates were not checked on audit: detection is off there" in report
+    misses = report.split("Missed resends", 1)[1].split("Collisions", 1)[0]
+    assert "detection off" in misses
+    assert "new MessageId" in misses
+    assert "or longer would catch every resend that came after the window" in misses
+    lost = report.split("Collisions: ", 1)[1]
+    assert "all-zero GUID" in lost
+    assert "legacy-export" in lost
+    assert main([*argv, "--content", "sender,logical_id"], spark=spark) == 0
+    assert "Missed resends" in capsys.readouterr().out
 
 
 def test_generate_writes_what_it_is_asked(spark, capsys, tmp_path):
@@ -78,6 +97,14 @@ def test_generate_writes_what_it_is_asked(spark, capsys, tmp_path):
             "mapping names column 'Nope'",
         ),
         (["generate", "no/such/dir/x", "--columns", "event_id,colour"], "unknown column(s) colour"),
+        (
+            ["simulate", str(SAMPLES / "day.parquet"), "--entities", str(SAMPLES / "README.md")],
+            "README.md",
+        ),
+        (
+            ["simulate", str(SAMPLES / "day.parquet"), "--content", "body"],
+            "content: column(s) body not in the telemetry",
+        ),
     ],
 )
 def test_errors_are_one_line_and_exit_1(spark, capsys, argv, message):

@@ -122,9 +122,10 @@ def test_collisions_are_drops_of_different_content(spark):
     }
     groups = collision_groups(lost)
     assert list(groups.columns) == [
-        "entity", "id_pattern", "messages_lost", "distinct_ids", "first", "last"
+        "entity", "id_pattern", "sends_dropped", "distinct_contents", "distinct_ids", "first",
+        "last",
     ]  # fmt: skip
-    assert groups["messages_lost"].tolist() == [1, 1, 1]
+    assert groups["sends_dropped"].tolist() == [1, 1, 1]
 
 
 def test_id_patterns(spark):

@@ -14,7 +14,21 @@ from dedup_lib.analyses import (
     summarize,
 )
 from dedup_lib.broker import Broker, Message, Outcome, replay
-from dedup_lib.engine import detect_duplicates
+from dedup_lib.config import (
+    EntityConfigError,
+    EntitySettings,
+    entity_policies,
+    load_entity_policies,
+    load_entity_settings,
+)
+from dedup_lib.diagnostics import (
+    collision_groups,
+    collisions,
+    id_pattern,
+    missed_resends,
+    missed_summary,
+)
+from dedup_lib.engine import detect_duplicates, detect_duplicates_by_count
 from dedup_lib.explorer import WindowExplorer
 from dedup_lib.policy import DedupPolicy, format_window, parse_window
 from dedup_lib.replay_cache import ReplayCache, smallest_window, window_grid
@@ -35,6 +49,7 @@ from dedup_lib.telemetry import (
     load_telemetry,
     write_telemetry,
 )
+from dedup_lib.whatif import by_content, compare_keys, count_sweep
 
 __version__ = "0.1.0"
 
@@ -43,6 +58,8 @@ __all__ = [
     "CANONICAL_COLUMNS",
     "Broker",
     "DedupPolicy",
+    "EntityConfigError",
+    "EntitySettings",
     "JavaNotFoundError",
     "LoadedTelemetry",
     "Message",
@@ -53,17 +70,29 @@ __all__ = [
     "Sender",
     "WindowExplorer",
     "__version__",
+    "by_content",
     "charts",
     "check_java",
+    "collision_groups",
+    "collisions",
+    "compare_keys",
+    "count_sweep",
     "day_scenario",
     "detect_duplicates",
+    "detect_duplicates_by_count",
+    "entity_policies",
     "format_window",
     "generate_telemetry",
     "get_spark",
     "ground_truth_summary",
+    "id_pattern",
     "id_quality",
     "incident_scenario",
+    "load_entity_policies",
+    "load_entity_settings",
     "load_telemetry",
+    "missed_resends",
+    "missed_summary",
     "most_reused_ids",
     "parse_window",
     "replay",

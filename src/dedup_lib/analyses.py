@@ -8,7 +8,13 @@ import pandas as pd
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from dedup_lib.policy import ACCEPTED, DUPLICATE, NO_MESSAGE_ID_WARNING, REJECTED
+from dedup_lib.policy import (
+    ACCEPTED,
+    DETECTION_OFF_NOTE,
+    DUPLICATE,
+    NO_MESSAGE_ID_WARNING,
+    REJECTED,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -22,6 +28,7 @@ SUMMARY_COLUMNS = (
     "duplicates",
     "rejected",
     "without_message_id",
+    "not_checked",
     "share_caught",
 )
 
@@ -49,8 +56,9 @@ def _with_total(table: pd.DataFrame, counts: list[str]) -> pd.DataFrame:
 
 def summarize(result: DataFrame) -> pd.DataFrame:
     """Per entity, plus a total row ``(all)``: sends, accepted, duplicates, rejected, sends
-    without MessageId, and ``share_caught``, the share of judged sends (accepted or duplicate)
-    that the broker dropped as duplicates. One Spark job; the table is small."""
+    without MessageId, ``not_checked`` (accepted unchecked: detection is off on the entity),
+    and ``share_caught``, the share of judged sends (accepted or duplicate) that the broker
+    dropped as duplicates. One Spark job; the table is small."""
     missing = [c for c in ("verdict", "reason") if c not in result.columns]
     if missing:
         raise ValueError(
@@ -65,13 +73,12 @@ def summarize(result: DataFrame) -> pd.DataFrame:
             _count_where(F.col("verdict") == DUPLICATE).alias("duplicates"),
             _count_where(F.col("verdict") == REJECTED).alias("rejected"),
             _count_where(F.col("reason") == NO_MESSAGE_ID_WARNING).alias("without_message_id"),
+            _count_where(F.col("reason") == DETECTION_OFF_NOTE).alias("not_checked"),
         )
         .toPandas()
     )
-    table = _with_total(
-        counted, ["sends", "accepted", "duplicates", "rejected", "without_message_id"]
-    )
-    judged = table["accepted"] + table["duplicates"]
+    table = _with_total(counted, list(SUMMARY_COLUMNS[1:-1]))
+    judged = table["accepted"] + table["duplicates"] - table["not_checked"]
     table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")
     return table[list(SUMMARY_COLUMNS)]
 

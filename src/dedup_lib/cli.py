@@ -1,4 +1,5 @@
-"""``dedup-lib``: the headless jobs, ``simulate`` (load, detect, summarize) and ``generate``.
+"""``dedup-lib``: the headless jobs: ``simulate`` (load, detect, summarize, diagnose),
+``generate`` and ``postmortem``.
 
 Errors are one line on stderr and a non-zero exit: 2 for a wrong command line, 1 for input the
 job cannot use. Progress goes to stderr: a line per step, and Spark's stage progress.
@@ -7,16 +8,26 @@ job cannot use. Progress goes to stderr: a line per step, and Spark's stage prog
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from dedup_lib.analyses import ground_truth_summary, has_ground_truth, summarize
+from dedup_lib.analyses import ALL_ENTITIES, ground_truth_summary, has_ground_truth, summarize
+from dedup_lib.config import load_entity_policies
+from dedup_lib.diagnostics import (
+    MISS_AFTER_WINDOW,
+    collision_groups,
+    collisions,
+    missed_resends,
+    missed_summary,
+)
 from dedup_lib.engine import detect_duplicates
-from dedup_lib.policy import DedupPolicy
+from dedup_lib.policy import WINDOW_BOUNDS, DedupPolicy, format_window
 from dedup_lib.spark import JavaNotFoundError, get_spark, is_connect
 from dedup_lib.synth import (
     SCENARIOS,
@@ -28,7 +39,7 @@ from dedup_lib.synth import (
 from dedup_lib.telemetry import NAMING_STYLES, load_telemetry, write_telemetry
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from pyspark.sql import DataFrame, SparkSession
 
@@ -39,6 +50,8 @@ examples:
   dedup-lib simulate data/samples/day.parquet
   dedup-lib simulate data/samples/day-azure.csv.gz --window PT1M --partitioning
   dedup-lib simulate sends/ --map Id=message_id --map Timestamp=send_time --out verdicts.parquet
+  dedup-lib simulate data/samples/day.parquet --entities data/samples/entities-arm.json
+  dedup-lib simulate sends/ --content Body,Subject --no-diagnostics
 """
 GENERATE_EXAMPLES = """\
 examples:
@@ -98,20 +111,51 @@ def _mapping(pairs: Sequence[str]) -> dict[str, str]:
     return mapping
 
 
+def _duration(seconds: float) -> str:
+    """Seconds as a readable duration, whole seconds from a minute up (``11h50m41s``)."""
+    if pd.isna(seconds):
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.3g}s"
+    return format_window(timedelta(seconds=math.ceil(seconds)))
+
+
 def _table(df: pd.DataFrame) -> str:
     shown = df.copy()
     for name in shown.columns:
         if name.startswith("share"):
             shown[name] = shown[name].map(lambda v: "-" if pd.isna(v) else f"{v:.1%}")
+        elif name.endswith(("delay", "caught_from")):
+            shown[name] = shown[name].map(_duration)
+        elif name in ("first", "last"):
+            shown[name] = shown[name].map(lambda t: t.strftime("%Y-%m-%d %H:%M:%S"))
     return shown.to_string(index=False)
+
+
+def _policies(args: argparse.Namespace) -> DedupPolicy | dict[str, DedupPolicy | None]:
+    if args.entities:
+        return load_entity_policies(*args.entities)
+    try:
+        return DedupPolicy(args.window, partitioning=args.partitioning, bounds=args.bounds)
+    except ValueError as exc:
+        raise CommandError(f"--window {args.window}: {exc}") from exc
+
+
+def describe(policy: DedupPolicy | Mapping[str, DedupPolicy | None]) -> str:
+    """One line for a policy, or for per-entity settings: each entity's window and mode."""
+    if isinstance(policy, DedupPolicy):
+        return policy.describe()
+    each = [
+        f"{name} {'detection off' if p is None else p.describe()}"
+        for name, p in sorted(policy.items())
+    ]
+    return "per-entity settings: " + "; ".join(each)
 
 
 def simulate(args: argparse.Namespace) -> int:
     progress = _Progress(args.quiet)
-    try:
-        policy = DedupPolicy(args.window, partitioning=args.partitioning, bounds=args.bounds)
-    except ValueError as exc:
-        raise CommandError(f"--window {args.window}: {exc}") from exc
+    policy = _policies(args)
+    content = [c.strip() for c in args.content.split(",") if c.strip()] if args.content else None
     if args.out and os.path.exists(args.out) and not args.overwrite:
         raise CommandError(f"--out {args.out} exists; pass --overwrite to replace it")
     if "://" not in args.input and not os.path.exists(args.input):
@@ -124,7 +168,7 @@ def simulate(args: argparse.Namespace) -> int:
         f"read {counts['read']:,} rows ({loaded.format}): {counts['valid']:,} valid, "
         f"{counts['quarantined']:,} quarantined"
     )
-    progress.step(f"replaying duplicate detection: {policy.describe()}")
+    progress.step(f"replaying duplicate detection: {describe(policy)}")
     result = detect_duplicates(loaded.valid, policy)
     persisted = not args.out
     if args.out:
@@ -136,6 +180,13 @@ def simulate(args: argparse.Namespace) -> int:
     try:
         _report(args.input, counts, loaded.quarantine_reasons if counts["quarantined"] else None,
                 policy, result)  # fmt: skip
+        if args.diagnostics and (content or "payload_hash" in result.columns):
+            progress.step("looking for missed resends and collisions by content")
+            _diagnose(result, content)
+        elif args.diagnostics:
+            print()
+            print("No content column (payload_hash), so missed resends and collisions are not")
+            print("looked for; name the columns that say what a message carries with --content.")
     finally:
         if persisted:
             result.unpersist()
@@ -147,19 +198,26 @@ def _report(
     source: str,
     counts: dict[str, int],
     reasons: Callable[[], pd.DataFrame] | None,
-    policy: DedupPolicy,
+    policy: DedupPolicy | Mapping[str, DedupPolicy | None],
     result: DataFrame,
 ) -> None:
     print(
         f"{source}: {counts['read']:,} rows read, {counts['valid']:,} replayed, "
-        f"{counts['quarantined']:,} quarantined. {policy.describe()}."
+        f"{counts['quarantined']:,} quarantined. {describe(policy)}."
     )
     if reasons is not None:
         listed = ", ".join(f"{r.reason}: {r.count:,}" for r in reasons().itertuples())
         print(f"Quarantined (not replayed): {listed}")
     print()
     print("Verdicts per entity")
-    print(_table(summarize(result)))
+    table = summarize(result)
+    print(_table(table))
+    unchecked = table[(table["not_checked"] > 0) & (table["entity"] != ALL_ENTITIES)]
+    if len(unchecked):
+        print(
+            f"Duplicates were not checked on {', '.join(unchecked['entity'])}: detection is off "
+            "there, so every send was accepted."
+        )
     if has_ground_truth(result):
         truth = ground_truth_summary(result)
         total = truth.iloc[-1]
@@ -172,6 +230,29 @@ def _report(
             f"{total.extra_deliveries:,} slipped through (reached consumers again); "
             f"{total.messages_lost:,} distinct messages were dropped without a trace."
         )
+
+
+def _diagnose(result: DataFrame, content: list[str] | None) -> None:
+    misses = missed_resends(result, content)
+    print()
+    print("Missed resends: the same content accepted again (reached consumers twice)")
+    table = missed_summary(misses)
+    print(_table(table) if len(table) else "(none)")
+    late = table[table["miss_cause"] == MISS_AFTER_WINDOW]
+    if len(late):
+        longest = late["longest_caught_from"].max()
+        limit = WINDOW_BOUNDS["service"][1].total_seconds()
+        beyond = " (beyond the service's 7-day limit)" if longest > limit else ""
+        print(
+            f"A window of {_duration(longest)} or longer would catch every resend that came "
+            f"after the window{beyond}."
+        )
+    lost = collision_groups(collisions(result, content))
+    print()
+    print("Collisions: different content dropped as a duplicate (lost without a signal)")
+    print(_table(lost.head(20)) if len(lost) else "(none)")
+    if len(lost) > 20:
+        print(f"... and {len(lost) - 20} more groups")
 
 
 def generate(args: argparse.Namespace) -> int:
@@ -324,6 +405,27 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         metavar="SOURCE=CANONICAL",
         help="rename a column, e.g. --map Id=message_id (repeatable)",
+    )
+    sim.add_argument(
+        "--entities",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the entities' real settings: an ARM template or Bicep-compiled JSON, 'az "
+        "servicebus queue/topic show' output, or the emulator's Config.json (repeatable); "
+        "each entity replays with its own window and mode, instead of --window/--partitioning",
+    )
+    sim.add_argument(
+        "--content",
+        metavar="COL,COL,...",
+        help="columns that say what a message carries, for missed resends and collisions "
+        "(default: payload_hash when the telemetry has it)",
+    )
+    sim.add_argument(
+        "--no-diagnostics",
+        dest="diagnostics",
+        action="store_false",
+        help="skip looking for missed resends and collisions (saves two Spark passes)",
     )
     sim.add_argument("--out", help="write every replayed row with its verdict here, as Parquet")
     sim.add_argument("--overwrite", action="store_true", help="replace --out if it exists")

@@ -12,6 +12,8 @@ compares MessageIds only (SPEC section 1), so content tells what the ids hide:
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -53,7 +55,8 @@ def content_key(df: DataFrame, content: str | Sequence[str] | None = None) -> Co
     if len(names) == 1:
         return F.col(names[0]).cast("string")
     packed = F.to_json(F.struct(*(F.col(n) for n in names)))
-    return F.when(F.coalesce(*(F.col(n) for n in names)).isNotNull(), F.sha2(packed, 256))
+    present = functools.reduce(operator.or_, (F.col(n).isNotNull() for n in names))
+    return F.when(present, F.sha2(packed, 256))
 
 
 def _content_columns(df: DataFrame, content: str | Sequence[str] | None) -> list[str]:
@@ -236,25 +239,25 @@ def collisions(result: DataFrame, content: str | Sequence[str] | None = None) ->
 
 def collision_groups(lost: DataFrame) -> pd.DataFrame:
     """:func:`collisions` grouped by entity, sender (when the telemetry names one) and id
-    pattern: ``messages_lost``, ``distinct_ids``, and the ``first`` and ``last`` loss, most
-    losses first. A small pandas table."""
+    pattern: ``sends_dropped``, ``distinct_contents`` among them (the different messages
+    hit), ``distinct_ids``, and the ``first`` and ``last`` drop; most drops first. A small
+    pandas table."""
     by = ["entity", *(["sender"] if "sender" in lost.columns else []), "id_pattern"]
+    counts = ["sends_dropped", "distinct_contents", "distinct_ids"]
     table = (
         lost.groupBy(*by)
         .agg(
-            F.count(F.lit(1)).alias("messages_lost"),
+            F.count(F.lit(1)).alias("sends_dropped"),
+            F.count_distinct(CONTENT).alias("distinct_contents"),
             F.count_distinct("message_id").alias("distinct_ids"),
             F.min("send_time").alias("first"),
             F.max("send_time").alias("last"),
         )
         .toPandas()
     )
-    table[["messages_lost", "distinct_ids"]] = table[["messages_lost", "distinct_ids"]].astype(
-        "int64"
-    )
-    return table.sort_values(
-        ["messages_lost", *by], ascending=[False] + [True] * len(by)
-    ).reset_index(drop=True)
+    table[counts] = table[counts].astype("int64")
+    order = table.sort_values(["sends_dropped", *by], ascending=[False] + [True] * len(by))
+    return order.reset_index(drop=True)
 
 
 def missed_summary(misses: DataFrame) -> pd.DataFrame:

@@ -313,6 +313,7 @@ class ReplayCache:
                 "duplicates": table["duplicates"],
                 "rejected": table["rejected"],
                 "without_message_id": table["no_id"],
+                "not_checked": 0,
             }
         ).astype("int64")
         table.index = [NO_ENTITY if pd.isna(e) else e for e in table.index]
