@@ -99,3 +99,22 @@ def test_duration_labels_are_short():
     assert charts.duration_label(4.5) == "4.5 s"
     assert charts.duration_label(600) == "10m"
     assert charts.duration_label(87.32) == "1m27s"
+
+
+def test_counts_over_time_stacks_one_trace_per_group_summed_over_entities():
+    table = pd.DataFrame(
+        {
+            "time": [TIMES[0], TIMES[0], TIMES[1], TIMES[2]],
+            "entity": ["a", "b", "a", "a"],
+            "miss_cause": ["new MessageId", "new MessageId", "after the window", "new MessageId"],
+            "sends": [2, 3, 1, 4],
+        }
+    )
+    fig = charts.counts_over_time(table, "miss_cause", title="Missed resends", what="resends")
+    assert [t.name for t in fig.data] == ["after the window", "new MessageId"]
+    late, fresh = fig.data
+    assert list(late.y) == [1]
+    assert list(fresh.y) == [5, 4]
+    assert fig.layout.barmode == "stack"
+    assert _titles(fig) == ("Missed resends", "time (UTC)", "resends per 1m")
+    assert "new MessageId" in fresh.hovertemplate

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from dedup_lib import DedupPolicy, Message, detect_duplicates, generate_telemetry
+from dedup_lib import DedupPolicy, Message, detect_duplicates, generate_telemetry, narrow
 from dedup_lib.diagnostics import (
     ALL_ZERO_GUID,
     GUID,
@@ -20,6 +20,7 @@ from dedup_lib.diagnostics import (
     MISS_PARTITION_KEY,
     collision_groups,
     collisions,
+    counts_over_time,
     id_pattern,
     missed_resends,
     missed_summary,
@@ -198,3 +199,20 @@ def test_diagnostics_equal_the_ground_truth(spark, sends, window, partitioning):
         misses.unpersist()
     finally:
         judged.unpersist()
+
+
+def test_counts_over_time_and_narrowing(spark):
+    rows = [(ZERO, t, f"h{t}", "q", None, None) for t in (0, 10, 70, 130)]
+    rows += [(ZERO, 5, "x", "r", None, None), (ZERO, 6, "y", "r", None, None)]
+    lost = collisions(result(spark, rows)).persist()
+    table = counts_over_time(lost, "id_pattern", "1m")
+    assert table[["entity", "sends"]].values.tolist() == [["q", 1], ["r", 1], ["q", 1], ["q", 1]]
+    assert (table["time"].dt.second == 0).all()
+    assert set(table["id_pattern"]) == {ALL_ZERO_GUID}
+    with pytest.raises(ValueError, match="no column 'sender'"):
+        counts_over_time(lost, "sender")
+    assert narrow(lost, "r").count() == 1
+    assert narrow(lost, "(all)", start=at(60).isoformat(), end=at(130)).count() == 2
+    assert narrow(lost, None, start="2024-03-01T12:01:00").count() == 2
+    with pytest.raises(ValueError, match="start: cannot read 'soon'; expected ISO 8601"):
+        narrow(lost, start="soon")

@@ -150,8 +150,106 @@ print(view.numbers.to_string(index=False))
             "The keys with the most dropped sends. A key carrying many different messages (`messages` > 1) is a reused id: those drops are data loss."
         ),
         code(CHECK + "print(view.top_keys.head(5).to_string(index=False))"),
+        md("""
+## What detection misses, and what it destroys
+
+The broker compares MessageIds only, and says nothing either way. Comparing content (here the
+`payload_hash` column; pass `content=[...]` to name your own columns) shows the two silent
+failures at 10 minutes:
+
+- **missed resends**: the same content accepted twice, so it reached consumers twice, with
+  why: a new MessageId per attempt, no MessageId, another partition key, detection off, or a
+  resend after the window (`longest_caught_from`: the window from which on all of them are caught);
+- **collisions**: a different message dropped because it reused an id: data loss.
+
+This runs Spark again (about half a minute on the sample).
+"""),
+        code("""
+from dedup_lib import DedupPolicy, collisions, detect_duplicates, missed_resends
+
+judged = detect_duplicates(loaded.valid, DedupPolicy("PT10M")).persist()
+misses = missed_resends(judged).persist()
+lost = collisions(judged).persist()
+"""),
+        code(
+            CHECK
+            + """
+from dedup_lib import missed_summary
+
+print(missed_summary(misses).drop(columns="median_delay").to_string(index=False))
+"""
+        ),
+        code("""
+from dedup_lib import charts, counts_over_time
+
+title = "Missed resends at a 10-minute window, by cause"
+by_cause = counts_over_time(misses, "miss_cause", "PT30M")
+charts.show(charts.counts_over_time(by_cause, "miss_cause", title=title, what="resends"))
+"""),
+        code(
+            CHECK
+            + """
+from dedup_lib import collision_groups
+
+print(collision_groups(lost).to_string(index=False))
+"""
+        ),
+        code("""
+title = "Different messages dropped as duplicates (collisions), by id pattern"
+by_pattern = counts_over_time(lost, "id_pattern", "PT30M")
+charts.show(charts.counts_over_time(by_pattern, "id_pattern", title=title, what="messages lost"))
+"""),
+        md("""
+## Replay with the entities' real settings
+
+Each entity can have its own window, partitioning, or no detection at all. Point
+`load_entity_policies` at your Resource Manager template (or Bicep compiled to JSON), at the
+output of `az servicebus queue show` / `topic show`, or at the emulator's `Config.json`; it
+checks the settings as the service would. Entities without detection accept everything, and
+the `not_checked` column says so.
+"""),
+        code(
+            CHECK
+            + """
+from dedup_lib import load_entity_policies, summarize
+
+policies = load_entity_policies(sample_path("entities-arm.json"))
+for name, p in sorted(policies.items()):
+    print(f"{name:14s} {'detection off' if p is None else p.describe()}")
+print()
+print(summarize(detect_duplicates(loaded.valid, policies)).to_string(index=False))
+"""
+        ),
+        md("""
+## What other brokers would have done
+
+- **By content** (as Amazon SQS FIFO can): the key is the content, not the MessageId.
+  `only_by_content` are resends Service Bus let through; `only_by_id` are drops content would
+  have spared (mostly collisions).
+- **By count** (as ActiveMQ Artemis does, 20,000 ids by default): the history keeps the last N
+  accepted ids of each entity, for any time. Compare its memory (`ids_held`) with the time
+  windows' peak below it.
+"""),
+        code(
+            CHECK
+            + """
+from dedup_lib import by_content, compare_keys
+
+print(compare_keys(by_content(loaded.valid, DedupPolicy("PT10M"))).to_string(index=False))
+"""
+        ),
+        code(
+            CHECK
+            + """
+from dedup_lib import count_sweep
+
+print(count_sweep(loaded.valid, (1_000, 20_000, 100_000)).to_string(index=False))
+windows = explorer.caches[False].sweep(["PT1M", "PT10M", "PT1H", "P1D"])
+print(windows[["window_s", "peak_held", "duplicates", "resends_caught", "messages_lost"]].to_string(index=False))
+"""
+        ),
         md(
-            "**What to do next:** note the window where the resends you care about fall left of the line and the ids held stay affordable, then check it with `03_window_sizing`."
+            "**What to do next:** note the window where the resends you care about fall left of the line and the ids held stay affordable, then check it with `03_window_sizing`. Missed resends with a new MessageId, and collisions, are fixed in the sender, not by any window."
         ),
     ],
 )
@@ -305,6 +403,40 @@ title = f"Sends and dropped duplicates during the incident, window {charts.durat
 charts.show(charts.sends_over_time(during(cache.over_time(window_s)), title=title), embed=EMBED_CHARTS)
 charts.show(charts.resend_delays(during(delays), window_s), embed=EMBED_CHARTS)
 charts.show(charts.ids_held(during(cache.held_over_time(window_s)), window_s), embed=EMBED_CHARTS)
+"""),
+        md("""
+## What reached consumers twice, by content, and what was destroyed
+
+Without relying on ground truth: sends whose content (`payload_hash`) had already been
+delivered (missed resends, with why), and different messages dropped because they reused an
+id (collisions). Over the incident's entity and time range.
+"""),
+        code(
+            CHECK
+            + """
+from dedup_lib import collision_groups, collisions, detect_duplicates, missed_resends, missed_summary, narrow
+
+if "payload_hash" in loaded.valid.columns:
+    judged = detect_duplicates(loaded.valid, policy).persist()
+    misses = narrow(missed_resends(judged), ENTITY, START, END).persist()
+    lost = narrow(collisions(judged), ENTITY, START, END)
+    print(missed_summary(misses).drop(columns="median_delay").to_string(index=False))
+    print()
+    groups = collision_groups(lost)
+    print(groups.to_string(index=False) if len(groups) else "no collisions: no message was lost to a reused id")
+else:
+    misses = None
+    print("no payload_hash column: name the content columns with missed_resends(..., content=[...])")
+"""
+        ),
+        code("""
+from dedup_lib import counts_over_time
+
+if misses is not None:
+    title = f"Resends that reached consumers again, by cause, window {charts.duration_label(window_s)}"
+    by_cause = counts_over_time(misses, "miss_cause", "PT5M")
+    fig = charts.counts_over_time(by_cause, "miss_cause", title=title, what="resends")
+    charts.show(fig, embed=EMBED_CHARTS)
 """),
         md("## Would another window have helped?"),
         code(

@@ -10,6 +10,7 @@ from dedup_lib.analyses import (
     ground_truth_summary,
     id_quality,
     most_reused_ids,
+    narrow,
     sends_over_time,
     summarize,
 )
@@ -24,6 +25,7 @@ from dedup_lib.config import (
 from dedup_lib.diagnostics import (
     collision_groups,
     collisions,
+    counts_over_time,
     id_pattern,
     missed_resends,
     missed_summary,
@@ -77,6 +79,7 @@ __all__ = [
     "collisions",
     "compare_keys",
     "count_sweep",
+    "counts_over_time",
     "day_scenario",
     "detect_duplicates",
     "detect_duplicates_by_count",
@@ -94,6 +97,7 @@ __all__ = [
     "missed_resends",
     "missed_summary",
     "most_reused_ids",
+    "narrow",
     "parse_window",
     "replay",
     "run_postmortem",

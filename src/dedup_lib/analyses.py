@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -215,3 +216,36 @@ def most_reused_ids(df: DataFrame, n: int = 10) -> pd.DataFrame:
         .limit(n)
         .toPandas()
     )
+
+
+def narrow(
+    df: DataFrame,
+    entity: str | None = ALL_ENTITIES,
+    start: str | datetime | None = None,
+    end: str | datetime | None = None,
+) -> DataFrame:
+    """Rows of one entity (``(all)`` or None: every entity) sent in ``[start, end]`` (ISO 8601,
+    UTC when no offset is given; None: open). For looking at part of a result: verdicts
+    must be computed over all the data first, as the broker saw it."""
+    if entity not in (None, ALL_ENTITIES):
+        if "entity" not in df.columns:
+            raise ValueError(f"entity {entity!r}: the data has no entity column")
+        df = df.where(F.col("entity") == entity)
+    if start is not None:
+        df = df.where(F.col("send_time") >= F.lit(_utc(start, "start")))
+    if end is not None:
+        df = df.where(F.col("send_time") <= F.lit(_utc(end, "end")))
+    return df
+
+
+def _utc(value: str | datetime, name: str) -> datetime:
+    if isinstance(value, datetime):
+        moment = value
+    else:
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(
+                f"{name}: cannot read {value!r}; expected ISO 8601, e.g. 2026-11-03T21:00"
+            ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -111,6 +111,32 @@ def sends_over_time(table: pd.DataFrame, *, title: str | None = None) -> go.Figu
     return fig
 
 
+def counts_over_time(table: pd.DataFrame, by: str, *, title: str, what: str = "sends") -> go.Figure:
+    """Stacked bars per time bucket, one colour per value of ``by`` (``time``, ``by``,
+    ``sends``, summed over entities), from :func:`dedup_lib.diagnostics.counts_over_time`."""
+    step = _bucket_label(pd.Series(table["time"].unique()))
+    fig = go.Figure()
+    for name, rows in table.groupby(by, sort=True):
+        per_time = rows.groupby("time", as_index=False)["sends"].sum()
+        fig.add_trace(
+            go.Bar(
+                x=per_time["time"],
+                y=per_time["sends"],
+                name=str(name),
+                hovertemplate=f"%{{x|%Y-%m-%d %H:%M}} UTC<br>%{{y:,}} {what}<br>{name}"
+                "<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=title,
+        barmode="stack",
+        xaxis_title="time (UTC)",
+        yaxis_title=f"{what} per {step}",
+        **_LAYOUT,
+    )
+    return fig
+
+
 def _bucket_label(times: pd.Series) -> str:
     if len(times) < 2:
         return "bucket"

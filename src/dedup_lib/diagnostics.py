@@ -27,6 +27,7 @@ from dedup_lib.policy import (
     DETECTION_OFF_NOTE,
     DUPLICATE,
     NO_MESSAGE_ID_WARNING,
+    parse_window,
 )
 
 if TYPE_CHECKING:
@@ -281,3 +282,26 @@ def missed_summary(misses: DataFrame) -> pd.DataFrame:
         .reset_index(drop=True)
         .fillna({"entity": NO_ENTITY})
     )
+
+
+def counts_over_time(found: DataFrame, by: str, bucket: str = "PT1M") -> pd.DataFrame:
+    """Rows of :func:`missed_resends` or :func:`collisions` counted per time ``bucket`` (an
+    ISO 8601 duration or shorthand), entity and the column ``by`` (``miss_cause``,
+    ``id_pattern``, ``sender``): ``time``, ``entity``, ``by``, ``sends``. Small: one row per
+    bucket and group that has any."""
+    if by not in found.columns:
+        raise ValueError(f"counts_over_time: no column {by!r}; it has {', '.join(found.columns)}")
+    seconds = int(parse_window(bucket).total_seconds())
+    if seconds < 1:
+        raise ValueError(f"bucket: expected at least a second, got {bucket!r}")
+    start = F.timestamp_seconds(
+        F.floor(F.unix_seconds("send_time") / seconds).cast("long") * seconds
+    )
+    table = (
+        found.groupBy(start.alias("time"), "entity", F.col(by).cast("string").alias(by))
+        .agg(F.count(F.lit(1)).alias("sends"))
+        .toPandas()
+    )
+    table["sends"] = table["sends"].astype("int64")
+    table["time"] = pd.to_datetime(table["time"], utc=True)
+    return table.sort_values(["time", "entity", by]).reset_index(drop=True)
