@@ -331,27 +331,6 @@ def test_result_columns_in_the_input_are_refused(spark):
         detect_duplicates(frame(spark, []).withColumn("__dedup_col0", F.lit(1)), TEN_MIN)
 
 
-# Agreement with the broker model on generated telemetry.
-@given(
-    case=telemetry(),
-    window=st.sampled_from(["PT20S", "30s", "1m", "90s"]),
-    partitioning=st.booleans(),
-    batch=st.sampled_from([1, 2, 5, 10000]),
-)
-def test_engine_agrees_with_broker_model(spark, case, window, partitioning, batch):
-    messages, with_entity, with_event_id = case
-    policy = DedupPolicy(window, partitioning=partitioning)
-    engine = engine_verdicts(
-        spark,
-        messages,
-        policy,
-        with_event_id=with_event_id,
-        with_entity=with_entity,
-        batch=batch,
-    )
-    assert engine == oracle_verdicts(messages, policy, with_event_id=with_event_id)
-
-
 # Per-entity settings: each entity replays with its own window and mode.
 def test_each_entity_uses_its_own_window_and_mode(spark):
     policies = {
@@ -393,31 +372,27 @@ def test_per_entity_policies_are_checked(spark):
         detect_duplicates(df, "PT10M")
 
 
+WINDOWS = st.sampled_from(["PT20S", "30s", "1m", "90s"])
+one_policy = st.builds(DedupPolicy, WINDOWS, partitioning=st.booleans())
 entity_policies = st.fixed_dictionaries(
-    {},
-    optional={
-        name: st.one_of(
-            st.none(),
-            st.builds(
-                DedupPolicy,
-                st.sampled_from(["PT20S", "30s", "1m", "90s"]),
-                partitioning=st.booleans(),
-            ),
-        )
-        for name in ("", "q1", "q2")
-    },
+    {}, optional={name: st.one_of(st.none(), one_policy) for name in ("", "q1", "q2")}
 )
 
 
-@given(case=telemetry(), policies=entity_policies, batch=st.sampled_from([1, 3, 10000]))
-def test_engine_agrees_with_broker_model_per_entity(spark, case, policies, batch):
+# Agreement with the broker model on generated telemetry: one policy, or one per entity.
+@given(
+    case=telemetry(),
+    policy=st.one_of(one_policy, entity_policies),
+    batch=st.sampled_from([1, 2, 5, 10000]),
+)
+def test_engine_agrees_with_broker_model(spark, case, policy, batch):
     messages, with_entity, with_event_id = case
     engine = engine_verdicts(
         spark,
         messages,
-        policies,
+        policy,
         with_event_id=with_event_id,
         with_entity=with_entity,
         batch=batch,
     )
-    assert engine == oracle_verdicts(messages, policies, with_event_id=with_event_id)
+    assert engine == oracle_verdicts(messages, policy, with_event_id=with_event_id)

@@ -309,6 +309,28 @@ _AZ_TYPES = {
 _AZ_ID = re.compile(r"/namespaces/[^/]+/(queues|topics)/[^/]+$", re.IGNORECASE)
 
 
+def _service_entity(
+    value: Callable[[str], Any],
+    name: str,
+    kind: str,
+    where: str,
+    source: str,
+    tier: str | None = None,
+) -> EntitySettings:
+    """An entity of the service (Resource Manager or az), its properties read by ``value``."""
+    return EntitySettings(
+        name=name,
+        kind=kind,
+        requires_duplicate_detection=_flag(value(_DETECTION), where, _DETECTION),
+        window=_duration(value(_WINDOW), where, _WINDOW),
+        partitioning=_flag(value(_PARTITIONING), where, _PARTITIONING),
+        requires_session=_flag(value(_SESSIONS), where, _SESSIONS),
+        source=source,
+        bounds="service",
+        tier=tier,
+    )
+
+
 def _az_kind(obj: Mapping[str, Any]) -> str | None:
     """``"queue"`` or ``"topic"`` from the object's ``type`` (or, without one, its ``id``)."""
     kind = _get(obj, "type")
@@ -345,18 +367,7 @@ def _read_az(doc: Any, path: str) -> list[EntitySettings]:
             found = _get(obj, key)
             return _get(nested, key) if found is None else found
 
-        settings.append(
-            EntitySettings(
-                name=name,
-                kind=kind,
-                requires_duplicate_detection=_flag(value(_DETECTION), where, _DETECTION),
-                window=_duration(value(_WINDOW), where, _WINDOW),
-                partitioning=_flag(value(_PARTITIONING), where, _PARTITIONING),
-                requires_session=_flag(value(_SESSIONS), where, _SESSIONS),
-                source=source,
-                bounds="service",
-            )
-        )
+        settings.append(_service_entity(value, name, kind, where, source))
     return settings
 
 
@@ -711,19 +722,7 @@ def _read_arm(doc: Any, path: str) -> list[EntitySettings]:
                     "defaultValue"
                 ) from None
 
-        settings.append(
-            EntitySettings(
-                name=name,
-                kind=kind,
-                requires_duplicate_detection=_flag(value(_DETECTION), where, _DETECTION),
-                window=_duration(value(_WINDOW), where, _WINDOW),
-                partitioning=_flag(value(_PARTITIONING), where, _PARTITIONING),
-                requires_session=_flag(value(_SESSIONS), where, _SESSIONS),
-                source=source,
-                bounds="service",
-                tier=tier,
-            )
-        )
+        settings.append(_service_entity(value, name, kind, where, source, tier))
     if not settings:
         nested = any(r.full_type == "microsoft.resources/deployments" for r in resources)
         raise EntityConfigError(
