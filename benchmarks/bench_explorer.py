@@ -2,7 +2,7 @@
 
 Generates N sends of the day scenario (Parquet, once), then times in the same run: one
 ``detect_duplicates`` to a no-op sink (the baseline), building the ReplayCache (the explorer's
-one Spark pass per mode), the 50-window sweep, and control changes answered by
+Spark passes, once per mode), the 50-window sweep, and control changes answered by
 ``WindowExplorer.update``. Targets: a control change under 0.5 s on 200 k sends and under
 2 s on 10 M; the sweep (cache build included) within 2x one detect_duplicates run.
 

@@ -19,7 +19,7 @@ from dedup_lib import (
     ground_truth_summary,
     summarize,
 )
-from dedup_lib.replay_cache import ReplayCache, smallest_window, window_grid
+from dedup_lib.replay_cache import ReplayCache, _in_replay_order, smallest_window, window_grid
 from replay_kit import at, frame, telemetry
 
 WINDOWS = ["PT1S", "PT20S", "PT10M", "P1D"]
@@ -146,3 +146,23 @@ def test_held_ids_resend_delays_and_the_smallest_window(spark):
     assert window_grid()[0] == 20.0
     assert window_grid()[-1] == 604800.0
     assert len(window_grid()) == 50
+
+
+def test_rows_out_of_order_are_sorted_by_key_and_rank():
+    # Spark returns each key's sends together and ranked; any other order is sorted here.
+    ordered = pd.DataFrame(
+        {
+            "entity": ["q", "q", "q", None, None, "", "q"],
+            "key": ["a", "a", "a", "a", "a", "a", "b"],
+            "time_us": [1, 2, 3, 1, 5, 4, 9],
+            "__dedup_rank": [1, 2, 3, 1, 2, 1, 1],
+        }
+    )
+    expected = _in_replay_order(ordered.copy())
+    assert list(expected["segment"]) == [0, 0, 0, 1, 1, 2, 3]
+    shuffled = _in_replay_order(ordered.iloc[[4, 6, 2, 0, 5, 3, 1]].reset_index(drop=True))
+    # Keys numbered in order of first appearance; a null entity is not "".
+    assert list(shuffled["segment"]) == [0, 0, 1, 2, 2, 2, 3]
+    assert list(shuffled["entity"]) == [None, None, "q", "q", "q", "q", ""]
+    assert list(shuffled["time_us"]) == [1, 5, 9, 1, 2, 3, 4]
+    assert "__dedup_rank" not in shuffled

@@ -1,9 +1,10 @@
 """``ReplayCache``: the verdicts of any window, answered from a compact snapshot in memory.
 
-Only keys sent more than once can ever see a duplicate. One Spark pass collects the eligible
-sends of those keys (entity, key, time, tie order, ground truth) into numpy arrays and counts
-everything else per entity: sends to keys used once (always accepted), sends without a
-MessageId (accepted, unprotected) and rejected sends (never judged). A window's verdicts are
+Only keys sent more than once can ever see a duplicate. One shuffle by key collects the
+eligible sends of those keys (entity, key, time, tie order, ground truth) into numpy arrays, in
+replay order; small aggregations count everything else per entity: sends to keys used once
+(always accepted), sends without a MessageId (accepted, unprotected) and rejected sends (never
+judged), and with ground truth the sends of each message. A window's verdicts are
 then the anchor chain of each repeated key, walked for all keys at once with ``searchsorted``:
 the same rule and the same order as :func:`dedup_lib.detect_duplicates`, so the figures agree
 exactly, in milliseconds instead of a Spark job. Used by the window explorer and the sweep.
@@ -23,14 +24,17 @@ from pyspark.sql import types as T
 
 from dedup_lib.analyses import NO_ENTITY, SUMMARY_COLUMNS, TRUTH_SUMMARY_COLUMNS, _with_total
 from dedup_lib.engine import _reason_and_key, _validate
-from dedup_lib.policy import NO_MESSAGE_ID_WARNING, REJECTED, DedupPolicy, parse_window
+from dedup_lib.policy import REJECTED, DedupPolicy, parse_window
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
 _POS = "__dedup_pos"
+_RANK = "__dedup_rank"
+_NEXT = "__dedup_next"
 _SAFE = 1 << 62
 
 
@@ -45,6 +49,10 @@ class _Codes:
     segment_sends: np.ndarray
     segment_entity: np.ndarray
     segment_key: np.ndarray
+    sends: np.ndarray
+    single: np.ndarray
+    no_id: np.ndarray
+    rejected: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,9 @@ class _TruthCodes:
     elsewhere: np.ndarray
     resend: np.ndarray
     row_entity: np.ndarray
+    row_entity_code: np.ndarray
+    rows_per_message: np.ndarray
+    fixed: pd.DataFrame
 
 
 @dataclass(frozen=True)
@@ -70,11 +81,12 @@ class Replay:
 class ReplayCache:
     """Everything needed to give the verdicts of any window, for one partitioning mode.
 
-    ``repeated`` has one row per eligible send of a key sent more than once, in replay order
-    (entity, key, send time, event_id, input position): ``entity``, ``key``, ``segment`` (one
-    number per entity and key), ``time_us`` and ``event_id``, plus ``logical_id``, ``attempt``
-    and ``accepted_elsewhere`` when the input has ground truth. ``fixed`` counts the rest per
-    entity. Build it with :meth:`build`."""
+    ``repeated`` has one row per eligible send of a key sent more than once, each key's sends
+    together and in replay order (send time, event_id, input position): ``entity``, ``key``,
+    ``segment`` (one number per entity and key, 0, 1, 2, ... down the table), ``time_us``,
+    ``event_id`` and ``pos``, plus ``logical_id``, ``attempt`` and ``accepted_elsewhere`` when
+    the input has ground truth, and the carried columns. ``fixed`` counts the rest per entity
+    (``(none)`` for sends without one). Build it with :meth:`build`."""
 
     def __init__(
         self,
@@ -120,9 +132,15 @@ class ReplayCache:
         carry: Sequence[str] = (),
         bucket: timedelta | float | str = "PT1M",
     ) -> ReplayCache:
-        """One Spark pass over ``df`` (the input of ``detect_duplicates``); ``carry`` names
+        """Spark passes over ``df`` (the input of ``detect_duplicates``); ``carry`` names
         input columns to keep in :attr:`repeated` (``cause``, for example). Sends to keys
-        used once are counted per ``bucket`` of time, the resolution of time charts."""
+        used once are counted per ``bucket`` of time, the resolution of time charts.
+
+        One shuffle by key finds the repeated keys and returns their sends in replay order;
+        one aggregation counts sends per entity, kind and bucket, and with ground truth one
+        counts sends per message. Neither aggregation needs to know which keys repeat: the
+        driver takes off the repeated sends it holds. ``df`` is read once per pass, so it must
+        give the same rows each time (files, or a persisted frame)."""
         _validate(df)
         bucket_us = _micros(bucket)
         columns = list(df.columns)
@@ -141,112 +159,82 @@ class ReplayCache:
             )
         else:
             time = F.unix_micros(F.col("send_time"))
-        verdict, reason, key = _reason_and_key(df, DedupPolicy(partitioning=partitioning))
+        verdict, _, key = _reason_and_key(df, DedupPolicy(partitioning=partitioning))
         truth = all(c in columns for c in ("logical_id", "attempt"))
-        entity = F.col("entity").cast("string") if "entity" in columns else F.lit(None)
-        base = df.select(
-            entity.cast("string").alias("entity"),
-            key.alias("key"),
-            verdict.alias("verdict"),
-            reason.alias("reason"),
-            time.alias("time_us"),
-            F.col("event_id"),
-            F.col(_POS).alias("pos"),
-            *(
-                [F.col("logical_id"), F.col("attempt").cast("int").alias("attempt")]
-                if truth
-                else []
-            ),
-            *(F.col(c) for c in carry if c not in ("logical_id", "attempt", "event_id")),
+        entity = (F.col("entity") if "entity" in columns else F.lit(None)).cast("string")
+        named = F.coalesce(entity, F.lit(NO_ENTITY))
+        truth_columns = (
+            [F.col("logical_id"), F.col("attempt").cast("int").alias("attempt")] if truth else []
         )
-        sends_per_key = F.count(F.lit(1)).over(Window.partitionBy("entity", "key"))
-        classified = base.withColumn(
-            "kind",
-            F.when(F.col("verdict") == REJECTED, F.lit("rejected"))
-            .when(F.col("reason") == NO_MESSAGE_ID_WARNING, F.lit("no_id"))
-            .when(sends_per_key > 1, F.lit("repeated"))
-            .otherwise(F.lit("single")),
+        # Eligible sends only, spread and sorted by a hash of the key first (a radix-sortable
+        # prefix, as in detect_duplicates), then in replay order within each key.
+        by_key = Window.partitionBy(F.xxhash64("entity", "key"), "entity", "key").orderBy(
+            "time_us", F.col("event_id").asc_nulls_last(), "pos"
         )
-        classified = classified.persist()
-        persisted = [classified]
-        try:
-            repeated = classified.where(F.col("kind") == "repeated").drop("verdict", "reason")
-            fixed = (
-                classified.where(F.col("kind") != "repeated")
+        rank = F.row_number().over(by_key)
+        repeated = (
+            df.select(
+                entity.alias("entity"),
+                key.alias("key"),
+                time.alias("time_us"),
+                F.col("event_id"),
+                F.col(_POS).alias("pos"),
+                *truth_columns,
+                *(F.col(c) for c in carry if c not in ("logical_id", "attempt", "event_id")),
+            )
+            .where(F.col("key").isNotNull())
+            .select("*", rank.alias(_RANK), F.lead("pos").over(by_key).alias(_NEXT))
+            .where((F.col(_RANK) > 1) | F.col(_NEXT).isNotNull())
+            .drop(_NEXT)
+        )
+        kind = (
+            F.when(verdict == REJECTED, F.lit("rejected"))
+            .when(verdict.isNull(), F.lit("eligible"))
+            .otherwise(F.lit("no_id"))
+        )
+        counted = (
+            df.groupBy(
+                named.alias("entity"),
+                kind.alias("kind"),
+                (time - F.pmod(time, F.lit(bucket_us))).alias("bucket_us"),
+            )
+            .agg(
+                F.count(F.lit(1)).alias("sends"),
+                *(
+                    [F.count(F.when(F.col("attempt").cast("int") > 1, True)).alias("resends")]
+                    if truth
+                    else []
+                ),
+            )
+            .toPandas()
+        )
+        messages: pa.Table | None = None
+        if truth:
+            # Per message, the sends that are not rejected. Only messages with two or more
+            # of them can be delivered more than once: those come back one by one, the others
+            # as one count per entity.
+            unrejected = F.count(F.lit(1)) - F.count(F.when(verdict == REJECTED, True))
+            several = F.col("unrejected") >= 2
+            messages = (
+                df.groupBy(named.alias("entity"), F.col("logical_id"))
+                .agg(unrejected.alias("unrejected"))
                 .groupBy(
                     "entity",
-                    "kind",
-                    (F.floor(F.col("time_us") / bucket_us) * bucket_us).alias("bucket_us"),
+                    several.alias("several"),
+                    F.when(several, F.col("logical_id")).alias("logical_id"),
                 )
                 .agg(
-                    F.count(F.lit(1)).alias("sends"),
-                    *(
-                        [F.count(F.when(F.col("attempt") > 1, True)).alias("resends")]
-                        if truth
-                        else []
-                    ),
+                    F.count(F.lit(1)).alias("messages"),
+                    F.count(F.when(F.col("unrejected") == 0, True)).alias("messages_rejected"),
+                    F.max("unrejected").alias("unrejected"),
                 )
-                .toPandas()
+                .toArrow()
             )
-            truth_fixed = None
-            if truth:
-                always = F.col("kind").isin("single", "no_id")
-                per_message = (
-                    classified.groupBy("entity", "logical_id")
-                    .agg(
-                        F.count(F.when(always, True)).alias("accepted_elsewhere"),
-                        F.count(F.when(F.col("kind") == "repeated", True)).alias("repeated"),
-                        F.count(F.when(F.col("kind") == "rejected", True)).alias("rejected"),
-                        F.count(F.lit(1)).alias("sends"),
-                    )
-                    .persist()
-                )
-                persisted.append(per_message)
-                repeated = repeated.join(
-                    per_message.select("entity", "logical_id", "accepted_elsewhere"),
-                    on=["entity", "logical_id"],
-                    how="left",
-                )
-                # Messages with no send in a repeated key: their fate does not depend on the
-                # window. Counted once here, in the same aggregation as all messages.
-                settled = F.col("repeated") == 0
-                truth_fixed = (
-                    per_message.groupBy("entity")
-                    .agg(
-                        F.count(F.lit(1)).alias("messages"),
-                        F.sum(
-                            F.when(settled, F.greatest(F.col("accepted_elsewhere") - 1, F.lit(0)))
-                        ).alias("extra_deliveries"),
-                        F.count(
-                            F.when(settled & (F.col("rejected") == F.col("sends")), True)
-                        ).alias("messages_rejected"),
-                    )
-                    .toPandas()
-                )
-                truth_fixed["extra_deliveries"] = truth_fixed["extra_deliveries"].fillna(0)
-            rows = repeated.toPandas()
-        finally:
-            for frame in persisted:
-                frame.unpersist()
-        # One number per (entity, key), null entity apart from "": only grouping matters, not
-        # the order of keys. Sorting numbers is much faster than sorting the strings.
-        if len(rows):
-            pairs = pd.MultiIndex.from_arrays(
-                [rows["entity"].isna(), rows["entity"].fillna(""), rows["key"]]
-            )
-            rows["segment"] = pd.factorize(pairs)[0]
-        else:
-            rows["segment"] = np.zeros(0, dtype=np.int64)
-        rows = rows.sort_values(
-            ["segment", "time_us", "event_id", "pos"], na_position="last", kind="stable"
-        ).reset_index(drop=True)
-        # Renumber in row order, so segments are 0, 1, 2, ... down the table.
-        segment = rows["segment"].to_numpy()
-        change = np.ones(len(rows), dtype=bool)
-        change[1:] = segment[1:] != segment[:-1]
-        rows["segment"] = np.cumsum(change) - 1
-        if truth and "accepted_elsewhere" in rows:
-            rows["accepted_elsewhere"] = rows["accepted_elsewhere"].fillna(0).astype("int64")
+        rows = _in_replay_order(repeated.toPandas())
+        fixed = _fixed(counted, rows, bucket_us, truth)
+        truth_fixed = None
+        if messages is not None:
+            rows["accepted_elsewhere"], truth_fixed = _accepted_elsewhere(rows, messages)
         return cls(partitioning, rows, fixed, truth_fixed, bucket_us)
 
     def replay(self, window: timedelta | float | str) -> Replay:
@@ -257,30 +245,32 @@ class ReplayCache:
             return self._replays[micros]
         n = len(self._time)
         accepted = np.zeros(n, dtype=bool)
-        anchor = np.arange(n, dtype=np.int64)
         # Keys side by side on one axis: segment * stride + time since the key's first send.
         stride = self._span + micros + 1
         per_chunk = max(1, _SAFE // stride)
         segments = int(self._segment[-1]) + 1 if n else 0
         for low in range(0, segments, per_chunk):
             if per_chunk >= segments:
-                rows = np.arange(n, dtype=np.int64)
+                rows = slice(None)
+                current = self._starts
             else:
-                rows = np.flatnonzero((self._segment >= low) & (self._segment < low + per_chunk))
+                rows = slice(*np.searchsorted(self._segment, [low, low + per_chunk]))
+                current = None
             segment = self._segment[rows]
             line = (segment - low) * stride + self._relative[rows]
-            current = np.flatnonzero(np.r_[True, segment[1:] != segment[:-1]])
+            if current is None:
+                current = np.flatnonzero(np.r_[True, segment[1:] != segment[:-1]])
+            hit = accepted[rows]
+            # Each key's accepted sends, one step of its chain per pass: the first send at or
+            # after the end of the current one's window, in the same key.
             while len(current):
-                accepted[rows[current]] = True
+                hit[current] = True
                 following = np.searchsorted(line, line[current] + micros, side="left")
-                lengths = following - current
-                anchor[rows[np.repeat(current, lengths) + _ranges(lengths)]] = np.repeat(
-                    rows[current], lengths
-                )
-                inside = following < len(rows)
-                same = np.zeros(len(current), dtype=bool)
-                same[inside] = segment[following[inside]] == segment[current[inside]]
-                current = following[same]
+                inside = following < len(line)
+                current, following = current[inside], following[inside]
+                current = following[segment[following] == segment[current]]
+        # Every send counts against the last accepted send of its key at or before it.
+        anchor = np.maximum.accumulate(np.where(accepted, np.arange(n, dtype=np.int64), 0))
         replay = Replay(micros, accepted, anchor)
         if len(self._replays) >= 8:
             self._replays.pop(next(iter(self._replays)))
@@ -291,33 +281,18 @@ class ReplayCache:
         """:func:`dedup_lib.summarize` of ``detect_duplicates`` at ``window``, without Spark."""
         accepted = self.replay(window).accepted
         c = self._codes()
-        count = len(c.names)
-        sends = np.bincount(c.entity, minlength=count)
-        kept = np.bincount(c.entity, weights=accepted, minlength=count).astype("int64")
-        repeated = pd.DataFrame(
-            {"sends": sends, "accepted": kept, "duplicates": sends - kept},
-            index=pd.Index(c.names, name="entity"),
-        )
-        repeated = repeated[repeated["sends"] > 0]
-        fixed = self._codes().fixed.pivot_table(
-            index="entity", columns="kind", values="sends", aggfunc="sum"
-        )
-        table = pd.concat([repeated, fixed], axis=1).fillna(0)
-        for kind in ("single", "no_id", "rejected"):
-            if kind not in table:
-                table[kind] = 0
+        kept = np.bincount(c.entity, weights=accepted, minlength=len(c.names)).astype("int64")
         table = pd.DataFrame(
             {
-                "sends": table["sends"] + table["single"] + table["no_id"] + table["rejected"],
-                "accepted": table["accepted"] + table["single"] + table["no_id"],
-                "duplicates": table["duplicates"],
-                "rejected": table["rejected"],
-                "without_message_id": table["no_id"],
+                "entity": c.names,
+                "sends": c.sends + c.single + c.no_id + c.rejected,
+                "accepted": kept + c.single + c.no_id,
+                "duplicates": c.sends - kept,
+                "rejected": c.rejected,
+                "without_message_id": c.no_id,
                 "not_checked": 0,
             }
-        ).astype("int64")
-        table.index = [NO_ENTITY if pd.isna(e) else e for e in table.index]
-        table = table.groupby(level=0).sum().rename_axis("entity").reset_index()
+        )
         return _finish(table, list(SUMMARY_COLUMNS))
 
     def _codes(self) -> _Codes:
@@ -338,16 +313,27 @@ class ReplayCache:
             low = min(lows) if lows else 0
             segment_sends = np.bincount(self._segment) if len(self._segment) else np.zeros(0)
             first_row = self._starts
+            fixed_entity = np.array([index[e] for e in fixed["entity"]], dtype=np.int64)
+
+            def fixed_sends(kind: str) -> np.ndarray:
+                mine = (fixed["kind"] == kind).to_numpy()
+                counts = fixed["sends"].to_numpy()[mine]
+                return np.bincount(fixed_entity[mine], weights=counts, minlength=len(names))
+
             self._coded = _Codes(
                 names=names,
                 entity=entity,
                 bucket=(starts - low) // bucket,
                 low=low,
                 fixed=fixed,
-                fixed_entity=np.array([index[e] for e in fixed["entity"]], dtype=np.int64),
+                fixed_entity=fixed_entity,
                 segment_sends=segment_sends,
                 segment_entity=entity[first_row] if len(first_row) else entity[:0],
                 segment_key=self.repeated["key"].to_numpy(dtype=object)[first_row],
+                sends=np.bincount(entity, minlength=len(names)),
+                single=fixed_sends("single").astype("int64"),
+                no_id=fixed_sends("no_id").astype("int64"),
+                rejected=fixed_sends("rejected").astype("int64"),
             )
         return self._coded
 
@@ -355,22 +341,39 @@ class ReplayCache:
         """Row-to-message and message-to-entity numbering, computed once."""
         if self._truth is None:
             rows = self.repeated
-            entity = rows["entity"].fillna(NO_ENTITY).to_numpy(dtype=object)
-            pairs = pd.MultiIndex.from_arrays([entity, rows["logical_id"].to_numpy()])
-            message, uniques = pd.factorize(pairs)
-            entities, message_entity = np.unique(
-                uniques.get_level_values(0).to_numpy(dtype=object), return_inverse=True
-            )
-            elsewhere = np.zeros(len(uniques))
+            c = self._codes()
+            entity = np.asarray(c.names, dtype=object)[c.entity]
+            message, first = _message_codes(c.entity, rows["logical_id"])
+            message_entity = c.entity[first]
+            elsewhere = np.zeros(len(first))
             elsewhere[message] = rows["accepted_elsewhere"].to_numpy(dtype=float)
+            resend = rows["attempt"].to_numpy() > 1
+            # What does not depend on the window: messages and sends per entity, and the
+            # messages with no send in a repeated key.
+            assert self.truth_fixed is not None
+            frame = pd.DataFrame({"entity": entity, "resend": resend})
+            fixed = self.fixed.assign(entity=self.fixed["entity"].fillna(NO_ENTITY))
+            sends = fixed.groupby("entity")[["sends", "resends"]].sum()
+            repeated = frame.groupby("entity").agg(
+                sends=("resend", "size"), resends=("resend", "sum")
+            )
+            sends = sends.add(repeated, fill_value=0)
+            settled = self.truth_fixed.assign(entity=self.truth_fixed["entity"].fillna(NO_ENTITY))
+            settled = settled.set_index("entity")
+            table = pd.concat([settled[["messages"]], sends], axis=1)
+            table["settled_extra"] = settled["extra_deliveries"].reindex(table.index).fillna(0)
+            table["messages_rejected"] = settled["messages_rejected"].reindex(table.index).fillna(0)
             self._truth = _TruthCodes(
                 message=message,
-                messages=len(uniques),
+                messages=len(first),
                 message_entity=message_entity,
-                entities=list(entities),
+                entities=c.names,
                 elsewhere=elsewhere,
-                resend=rows["attempt"].to_numpy() > 1,
+                resend=resend,
                 row_entity=entity,
+                row_entity_code=c.entity,
+                rows_per_message=np.bincount(message, minlength=len(first)),
+                fixed=table,
             )
         return self._truth
 
@@ -495,6 +498,26 @@ class ReplayCache:
             )
         return pd.concat(frames, ignore_index=True)
 
+    def _peak_held(self, micros: int) -> int:
+        """The most ids held at once at ``micros``, all entities together: the peak of the
+        sum over entities of :meth:`held_over_time`."""
+        accepted = self.replay(micros / 1e6).accepted
+        bucket = self.bucket_us
+        c = self._codes()
+        singles = c.fixed["kind"].to_numpy() == "single"
+        single_bucket = ((c.fixed["bucket_us"].to_numpy()[singles] - c.low) // bucket).astype(
+            "int64"
+        )
+        where = np.r_[c.bucket[accepted], single_bucket].astype("int64")
+        if len(where) == 0:
+            return 0
+        weight = np.r_[np.ones(int(accepted.sum())), c.fixed["sends"].to_numpy()[singles]]
+        width = max(1, -(-micros // bucket))
+        length = int(where.max()) + 1 + width
+        total = np.r_[0.0, np.cumsum(np.bincount(where, weights=weight, minlength=length))]
+        held = total[1:] - total[np.maximum(np.arange(1, length + 1) - width, 0)]
+        return int(np.rint(held[int(where.min()) :].max()))
+
     def sweep(self, windows: Sequence[timedelta | float | str] | None = None) -> pd.DataFrame:
         """One row per window (default :func:`window_grid`): ``window_s``, ``duplicates``,
         ``share_caught`` (of judged sends), ``peak_held`` (most ids held at once, all
@@ -506,12 +529,11 @@ class ReplayCache:
         for window in windows if windows is not None else window_grid():
             micros = _micros(window)
             total = self.summary(micros / 1e6).iloc[-1]
-            held = self.held_over_time(micros / 1e6)
             row: dict[str, float] = {
                 "window_s": micros / 1e6,
                 "duplicates": int(total["duplicates"]),
                 "share_caught": float(total["share_caught"]),
-                "peak_held": int(held.groupby("time")["held"].sum().max()) if len(held) else 0,
+                "peak_held": self._peak_held(micros),
             }
             if self.has_ground_truth:
                 truth = self.truth_summary(micros / 1e6).iloc[-1]
@@ -542,36 +564,29 @@ class ReplayCache:
         accepted = self.replay(window).accepted
         duplicate = ~accepted
         m = self._truth_codes()
-        count = m.messages
+        entities = len(m.entities)
 
-        def per_message(values: np.ndarray) -> np.ndarray:
-            return np.bincount(m.message, weights=values, minlength=count)
+        def per_entity(codes: np.ndarray, where: np.ndarray) -> np.ndarray:
+            return np.bincount(codes[where], minlength=entities)
 
-        def per_entity(values: np.ndarray) -> np.ndarray:
-            return np.bincount(m.message_entity, weights=values, minlength=len(m.entities))
-
-        delivered = per_message(accepted) + m.elsewhere
-        lost = (delivered == 0) & (per_message(duplicate) > 0)
+        kept = np.bincount(m.message[accepted], minlength=m.messages)
+        delivered = kept + m.elsewhere
+        lost = (delivered == 0) & (m.rows_per_message > kept)
+        extra = np.bincount(
+            m.message_entity, weights=np.clip(delivered - 1, 0, None), minlength=entities
+        )
         moving = pd.DataFrame(
             {
-                "resends_caught": per_entity(per_message(m.resend & duplicate)),
-                "extra_deliveries": per_entity(np.clip(delivered - 1, 0, None)),
-                "messages_lost": per_entity(lost.astype(float)),
-                "first_sends_dropped": per_entity(per_message(~m.resend & duplicate)),
+                "resends_caught": per_entity(m.row_entity_code, m.resend & duplicate),
+                "extra_deliveries": extra,
+                "messages_lost": per_entity(m.message_entity, lost),
+                "first_sends_dropped": per_entity(m.row_entity_code, ~m.resend & duplicate),
             },
             index=pd.Index(m.entities, name="entity"),
         )
-        rows = pd.DataFrame({"entity": m.row_entity, "resend": m.resend})
-        fixed = self.fixed.assign(entity=self.fixed["entity"].fillna(NO_ENTITY))
-        sends = fixed.groupby("entity")[["sends", "resends"]].sum()
-        repeated = rows.groupby("entity").agg(sends=("resend", "size"), resends=("resend", "sum"))
-        sends = sends.add(repeated, fill_value=0)
-        settled = self.truth_fixed.assign(entity=self.truth_fixed["entity"].fillna(NO_ENTITY))
-        settled = settled.set_index("entity")
-        table = pd.concat([settled[["messages"]], sends], axis=1)
-        table = table.join(moving, how="left").fillna(0)
-        table["extra_deliveries"] += settled["extra_deliveries"].reindex(table.index).fillna(0)
-        table["messages_rejected"] = settled["messages_rejected"].reindex(table.index).fillna(0)
+        table = m.fixed[["messages", "sends", "resends"]].join(moving, how="left").fillna(0)
+        table["extra_deliveries"] += m.fixed["settled_extra"]
+        table["messages_rejected"] = m.fixed["messages_rejected"]
         table = table.astype("int64").rename_axis("entity").reset_index()
         return _finish(table, list(TRUTH_SUMMARY_COLUMNS))
 
@@ -604,14 +619,103 @@ def _finish(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return table[columns]
 
 
-def _ranges(lengths: np.ndarray) -> np.ndarray:
-    """``[0..l0), [0..l1), ...`` concatenated."""
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    ends = np.cumsum(lengths)
-    ranges: np.ndarray = np.arange(total, dtype=np.int64) - np.repeat(ends - lengths, lengths)
-    return ranges
+def _in_replay_order(rows: pd.DataFrame) -> pd.DataFrame:
+    """The repeated sends numbered by key (``segment``), in replay order.
+
+    Spark returns each key's sends together and in order, with their rank in the key: checked
+    here, in one vectorised pass. Should the rows come back in another order, they are sorted
+    by key and rank instead."""
+    rank = rows.pop(_RANK).to_numpy(dtype=np.int64)
+    entity = rows["entity"].to_numpy(dtype=object)
+    key = rows["key"].to_numpy(dtype=object)
+    first = rank == 1
+    ordered = len(rows) == 0 or bool(
+        first[0]
+        and np.all(
+            first[1:]
+            | ((rank[1:] == rank[:-1] + 1) & (entity[1:] == entity[:-1]) & (key[1:] == key[:-1]))
+        )
+    )
+    if not ordered:
+        pairs = pd.MultiIndex.from_arrays([rows["entity"].isna(), rows["entity"].fillna(""), key])
+        order = np.lexsort((rank, pd.factorize(pairs)[0]))
+        rows = rows.take(order).reset_index(drop=True)
+        first = rank[order] == 1
+    rows["segment"] = np.cumsum(first) - 1
+    return rows
+
+
+def _fixed(counted: pd.DataFrame, rows: pd.DataFrame, bucket_us: int, truth: bool) -> pd.DataFrame:
+    """Sends per entity, kind (``single``, ``no_id``, ``rejected``) and time bucket outside
+    repeated keys: from ``counted``, the same for all sends, with the repeated ones taken off
+    the eligible (``single``) counts."""
+    counts = ["sends", "resends"] if truth else ["sends"]
+    time = rows["time_us"].to_numpy(dtype=np.int64)
+    repeated = (
+        pd.DataFrame(
+            {
+                "entity": rows["entity"].fillna(NO_ENTITY).to_numpy(dtype=object),
+                "bucket_us": time - time % bucket_us,
+                "sends": 1,
+                **({"resends": (rows["attempt"] > 1).to_numpy(dtype=np.int64)} if truth else {}),
+            }
+        )
+        .groupby(["entity", "bucket_us"], as_index=False)[counts]
+        .sum()
+        .assign(kind="eligible")
+    )
+    keys = ["entity", "kind", "bucket_us"]
+    fixed = counted.merge(repeated, on=keys, how="left", suffixes=("", "_repeated"))
+    for name in counts:
+        fixed[name] = fixed[name] - fixed.pop(f"{name}_repeated").fillna(0).astype("int64")
+    fixed = fixed[fixed["sends"] > 0].reset_index(drop=True)
+    fixed["kind"] = fixed["kind"].replace("eligible", "single")
+    return fixed[[*keys, *counts]]
+
+
+def _message_codes(entity: np.ndarray, logical_id: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """One number per message (entity and logical_id, a null id being one message as in
+    Spark's grouping), in order of first appearance, and the first row of each message."""
+    entity_code, _ = pd.factorize(entity)
+    id_code, ids = pd.factorize(logical_id, use_na_sentinel=False)
+    code, firsts = pd.factorize(entity_code.astype(np.int64) * max(len(ids), 1) + id_code)
+    first = np.zeros(len(firsts), dtype=np.int64)
+    first[code[::-1]] = np.arange(len(code) - 1, -1, -1)
+    return code, first
+
+
+def _accepted_elsewhere(rows: pd.DataFrame, messages: pa.Table) -> tuple[np.ndarray, pd.DataFrame]:
+    """Per repeated send, the sends of its message that are accepted whatever the window
+    (outside repeated keys, not rejected); and per entity the messages, the extra deliveries
+    of messages with no send in a repeated key, and the messages whose every send was
+    rejected. ``messages`` has one row per message with several sends not rejected, one per
+    entity for the others."""
+    entity = rows["entity"].fillna(NO_ENTITY).to_numpy(dtype=object)
+    code, first = _message_codes(entity, rows["logical_id"])
+    held = pd.DataFrame(
+        {
+            "entity": entity[first],
+            "logical_id": rows["logical_id"].to_numpy()[first],
+            "repeated": np.bincount(code, minlength=len(first)),
+            "message": np.arange(len(first)),
+        }
+    )
+    # Filtered before leaving Arrow: integer ids without the nulls of the other rows stay
+    # integers, exact.
+    several = messages.filter(messages["several"]).to_pandas()
+    matched = several.merge(held, on=["entity", "logical_id"], how="left")
+    hit = matched["message"].notna().to_numpy()
+    elsewhere = np.zeros(len(first), dtype=np.int64)
+    elsewhere[matched["message"].to_numpy()[hit].astype(np.int64)] = (
+        matched["unrejected"].to_numpy()[hit] - matched["repeated"].to_numpy()[hit]
+    )
+    # A message with no send in a repeated key is delivered once per send not rejected.
+    settled = matched[~hit]
+    extra = (settled["unrejected"] - 1).groupby(settled["entity"]).sum()
+    totals = messages.select(["entity", "messages", "messages_rejected"]).to_pandas()
+    totals = totals.groupby("entity")[["messages", "messages_rejected"]].sum()
+    totals.insert(1, "extra_deliveries", extra.reindex(totals.index, fill_value=0))
+    return elsewhere[code], totals.astype("int64").reset_index()
 
 
 def _micros(window: timedelta | float | str) -> int:
