@@ -7,7 +7,7 @@ import plotly.io as pio
 import pytest
 
 from dedup_lib import DedupPolicy, WindowExplorer, detect_duplicates, summarize
-from test_replay_cache import SCENARIO
+from replay_kit import mixed_scenario
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +15,7 @@ def explorer(spark):
     from dedup_lib import generate_telemetry
 
     previous, pio.renderers.default = pio.renderers.default, "json"
-    sends = generate_telemetry(spark, 4_000, seed=9, scenario=SCENARIO).persist()
+    sends = generate_telemetry(spark, 4_000, seed=9, scenario=mixed_scenario()).persist()
     explorer = WindowExplorer.from_frame(sends, window="PT10M")
     yield explorer, sends
     pio.renderers.default = previous

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -12,32 +10,16 @@ from hypothesis import strategies as st
 from dedup_lib import (
     DedupPolicy,
     Message,
-    Scenario,
-    Sender,
     detect_duplicates,
     generate_telemetry,
     ground_truth_summary,
     summarize,
 )
 from dedup_lib.replay_cache import ReplayCache, _in_replay_order, smallest_window, window_grid
-from replay_kit import at, frame, telemetry
+from replay_kit import at, frame, mixed_scenario, telemetry
 
 WINDOWS = ["PT1S", "PT20S", "PT10M", "P1D"]
-SCENARIO = Scenario(
-    datetime(2026, 3, 2, tzinfo=UTC),
-    timedelta(hours=6),
-    (
-        Sender("shop", ("q1", "q2"), 0.5, "order", "business", ack_loss=0.1, crashes_per_day=40,
-               unacked=15, replays_per_day=8, replay_batch=30, replay_min=600,
-               replay_median=1800, session_share=0.5, partition_key_share=0.7,
-               key_mismatch_share=0.05),
-        Sender("mail", ("mail",), 0.2, "mail", "guid_per_attempt", ack_loss=0.2),
-        Sender("legacy", ("q1",), 0.1, "legacy", "constant", ack_loss=0.05),
-        Sender("stock", ("stock",), 0.1, "stock", "reused", reused_pool=9, ack_loss=0.05),
-        Sender("audit", ("audit",), 0.1, "audit", "none", ack_loss=0.1),
-    ),
-    bursts_per_day=0,
-)  # fmt: skip
+SCENARIO = mixed_scenario()
 
 
 @pytest.fixture(scope="module")
