@@ -465,18 +465,11 @@ class ReplayCache:
         every accepted send that has a MessageId is held for ``window`` (SPEC section 5).
         Columns ``entity``, ``time`` (UTC), ``held``. At the cache's bucket resolution."""
         micros = _micros(window)
-        accepted = self.replay(micros / 1e6).accepted
-        bucket = self.bucket_us
-        c = self._codes()
-        singles = c.fixed["kind"].to_numpy() == "single"
-        single_bucket = ((c.fixed["bucket_us"].to_numpy()[singles] - c.low) // bucket).astype(
-            "int64"
-        )
-        entity = np.r_[c.entity[accepted], c.fixed_entity[singles]]
-        where = np.r_[c.bucket[accepted], single_bucket].astype("int64")
-        weight = np.r_[np.ones(int(accepted.sum())), c.fixed["sends"].to_numpy()[singles]]
+        entity, where, weight = self._held_ids(micros)
         if len(where) == 0:
             return pd.DataFrame({"entity": [], "time": [], "held": []})
+        bucket = self.bucket_us
+        c = self._codes()
         width = max(1, -(-micros // bucket))
         length = int(where.max()) + 1 + width
         times = pd.to_datetime(c.low + (np.arange(length) + 1) * bucket, unit="us", utc=True)
@@ -498,21 +491,25 @@ class ReplayCache:
             )
         return pd.concat(frames, ignore_index=True)
 
+    def _held_ids(self, micros: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The accepted sends with a MessageId at ``micros``: entity code, bucket number and
+        weight (1 for a repeated key's send, the count for a bucket of single-send keys)."""
+        accepted = self.replay(micros / 1e6).accepted
+        c = self._codes()
+        singles = c.fixed["kind"].to_numpy() == "single"
+        single_bucket = (c.fixed["bucket_us"].to_numpy()[singles] - c.low) // self.bucket_us
+        entity = np.r_[c.entity[accepted], c.fixed_entity[singles]]
+        where = np.r_[c.bucket[accepted], single_bucket].astype("int64")
+        weight = np.r_[np.ones(int(accepted.sum())), c.fixed["sends"].to_numpy()[singles]]
+        return entity, where, weight
+
     def _peak_held(self, micros: int) -> int:
         """The most ids held at once at ``micros``, all entities together: the peak of the
         sum over entities of :meth:`held_over_time`."""
-        accepted = self.replay(micros / 1e6).accepted
-        bucket = self.bucket_us
-        c = self._codes()
-        singles = c.fixed["kind"].to_numpy() == "single"
-        single_bucket = ((c.fixed["bucket_us"].to_numpy()[singles] - c.low) // bucket).astype(
-            "int64"
-        )
-        where = np.r_[c.bucket[accepted], single_bucket].astype("int64")
+        _, where, weight = self._held_ids(micros)
         if len(where) == 0:
             return 0
-        weight = np.r_[np.ones(int(accepted.sum())), c.fixed["sends"].to_numpy()[singles]]
-        width = max(1, -(-micros // bucket))
+        width = max(1, -(-micros // self.bucket_us))
         length = int(where.max()) + 1 + width
         total = np.r_[0.0, np.cumsum(np.bincount(where, weights=weight, minlength=length))]
         held = total[1:] - total[np.maximum(np.arange(1, length + 1) - width, 0)]
