@@ -21,7 +21,7 @@ import pandas as pd
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
-from dedup_lib.analyses import NO_ENTITY
+from dedup_lib.analyses import NO_ENTITY, _entity
 from dedup_lib.policy import (
     ACCEPTED,
     DETECTION_OFF_NOTE,
@@ -91,12 +91,6 @@ def _check_result(result: DataFrame, what: str) -> None:
         )
 
 
-def _entity_of(result: DataFrame) -> Column:
-    if "entity" not in result.columns:
-        return F.lit(NO_ENTITY)
-    return F.coalesce(F.col("entity").cast("string"), F.lit(NO_ENTITY))
-
-
 def _ride_along(result: DataFrame, taken: Sequence[str]) -> list[Column]:
     """The telemetry's other columns, after the diagnostic's own; the engine's, and any that
     share a name with the diagnostic's own, are left out of this view."""
@@ -131,7 +125,7 @@ def missed_resends(result: DataFrame, content: str | Sequence[str] | None = None
     """
     _check_result(result, "missed_resends")
     keyed = result.withColumn(CONTENT, content_key(result, content)).withColumn(
-        "__entity", _entity_of(result)
+        "__entity", _entity(result)
     )
     first_of_key = (
         keyed.where(F.col("dedup_key").isNotNull())
@@ -200,7 +194,7 @@ def collisions(result: DataFrame, content: str | Sequence[str] | None = None) ->
     """
     _check_result(result, "collisions")
     keyed = result.withColumn(CONTENT, content_key(result, content)).withColumn(
-        "__entity", _entity_of(result)
+        "__entity", _entity(result)
     )
     originals = keyed.where(F.col("verdict") == ACCEPTED).select(
         "__entity",
