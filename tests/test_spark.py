@@ -80,3 +80,13 @@ def test_a_child_of_a_local_connect_run_still_gets_classic_spark():
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["False", "3"]
+
+
+def test_the_session_skips_the_per_row_arrow_batch_size_check(spark):
+    """Below Int.MaxValue, Spark measures each Arrow batch after every row it adds: that made
+    the replay pass cost 0.5x the shuffle-and-sort floor (benchmarks/bench_engine.py)."""
+    from dedup_lib.spark import SESSION_SETTINGS
+
+    assert "spark.sql.execution.arrow.maxBytesPerBatch" in SESSION_SETTINGS
+    value = spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch")
+    assert int(str(value).rstrip("b")) == 2**31 - 1

@@ -1,25 +1,31 @@
 """``detect_duplicates``: Service Bus duplicate detection replayed exactly, on Spark.
 
 One shuffle by (entity, key), a sort by time within each partition, then one streaming pass
-of :mod:`dedup_lib.kernel` over Arrow batches. Rejections and missing MessageIds are decided
-in Spark SQL before the pass; the pass only walks the anchor chain of each key.
-Uses the DataFrame API only, so it runs on classic Spark and on Spark Connect alike.
+of :mod:`dedup_lib.kernel` over Arrow batches, as a scalar iterator Arrow UDF: only the key,
+entity, time, event id and a flag cross into Python; the other columns stay in the JVM.
+Rejections and missing MessageIds are decided in Spark SQL before the pass; the pass only
+walks the anchor chain of each key. Uses the DataFrame API only, so it runs on classic Spark
+and on Spark Connect alike.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from pyspark import cloudpickle
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.functions import arrow_udf
 
 from dedup_lib import kernel
 from dedup_lib.policy import (
     ACCEPTED,
     DETECTION_OFF_NOTE,
+    DUPLICATE,
     MAX_PROPERTY_LENGTH,
     NO_MESSAGE_ID_WARNING,
     PROPERTY_NAMES,
@@ -35,14 +41,14 @@ from dedup_lib.policy import (
 from dedup_lib.spark import column
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Mapping
 
-    import pyarrow as pa
     from pyspark.sql import DataFrame
 
 REQUIRED = ("message_id", "send_time")
 OUTPUT_COLUMNS = ("verdict", "reason", "dedup_key", "original_send_time", "original_event_id")
 _INTERNAL = "__dedup_"
+_JUDGED = "__dedup_judged"
 _POS = "__dedup_pos"
 _SPREAD = "__dedup_spread"
 _TIME = "__dedup_time"
@@ -204,20 +210,19 @@ def detect_duplicates(
             _SPREAD,
             F.col("verdict").asc_nulls_first(),
             *(["entity"] if p.has_entity else []),
-            p.cols.key,
-            p.cols.send_time,
+            p.key,
+            p.send_time,
             F.col("event_id").asc_nulls_last(),
             _POS,
         )
-        .drop(_POS, _SPREAD)
     )
     window = 0 if isinstance(p.window, dict) else p.window
-    cols = p.cols
+    has_entity, has_window = p.has_entity, isinstance(p.window, dict)
 
-    def replay(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return kernel.replay_batches(batches, window, cols)
+    def replay(batches: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
+        return kernel.replay(batches, window, has_entity, has_window)
 
-    return _finish(ordered.mapInArrow(replay, _with_originals(ordered)), p)
+    return _finish(_judged(ordered, p, replay), p)
 
 
 def detect_duplicates_by_count(
@@ -235,21 +240,19 @@ def detect_duplicates_by_count(
         raise ValueError(f"capacity: expected a positive number of ids, got {capacity!r}")
     p = _prepare(df, DedupPolicy(partitioning=partitioning, bounds="none"))
     ordered = (
-        (p.frame.repartition("entity") if p.has_entity else p.frame.repartition(1))
-        .sortWithinPartitions(
-            *(["entity"] if p.has_entity else []),
-            p.cols.send_time,
-            F.col("event_id").asc_nulls_last(),
-            _POS,
-        )
-        .drop(_POS)
+        p.frame.repartition("entity") if p.has_entity else p.frame.repartition(1)
+    ).sortWithinPartitions(
+        *(["entity"] if p.has_entity else []),
+        p.send_time,
+        F.col("event_id").asc_nulls_last(),
+        _POS,
     )
-    cols = p.cols
+    has_entity = p.has_entity
 
-    def judge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return kernel.count_cache_batches(batches, capacity, cols)
+    def judge(batches: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
+        return kernel.count_cache(batches, capacity, has_entity)
 
-    return _finish(ordered.mapInArrow(judge, _with_originals(ordered)), p)
+    return _finish(_judged(ordered, p, judge), p)
 
 
 @dataclass(frozen=True)
@@ -259,10 +262,23 @@ class _Prepared:
     frame: DataFrame
     columns: list[str]
     alias: dict[str, str]
-    cols: kernel.Columns
+    #: Names, in ``frame``, of the key the pass groups by and of the send time it reads.
+    key: str
+    send_time: str
     by_id: bool
     has_entity: bool
     window: int | dict[str, int]
+
+    def arguments(self) -> list[Column]:
+        """What the kernel takes: key, [entity], time, event id, decided, [window]."""
+        return [
+            F.col(self.key),
+            *([F.col("entity")] if self.has_entity else []),
+            F.col(self.send_time),
+            F.col("event_id"),
+            F.col("verdict").isNotNull(),
+            *([F.col(_WINDOW)] if isinstance(self.window, dict) else []),
+        ]
 
 
 def _prepare(df: DataFrame, policy: DedupPolicy | Mapping[str, DedupPolicy | None]) -> _Prepared:
@@ -300,31 +316,52 @@ def _prepare(df: DataFrame, policy: DedupPolicy | Mapping[str, DedupPolicy | Non
         *carried,
         _POS,
     )
-    cols = kernel.Columns(
-        key=key_column,
-        send_time=time_name,
-        event_id="event_id",
-        verdict="verdict",
-        entity="entity" if "entity" in columns else None,
-        window=_WINDOW if isinstance(window, dict) else None,
+    return _Prepared(
+        prepared, columns, alias, key_column, time_name, by_id, "entity" in columns, window
     )
-    return _Prepared(prepared, columns, alias, cols, by_id, "entity" in columns, window)
 
 
-def _with_originals(ordered: DataFrame) -> T.StructType:
-    return T.StructType(
+def _judged(
+    ordered: DataFrame,
+    p: _Prepared,
+    judge: Callable[[Iterator[tuple[pa.Array, ...]]], Iterator[pa.Array]],
+) -> DataFrame:
+    """``ordered`` with the kernel's answer per send, in a struct column.
+
+    A scalar iterator Arrow UDF, not ``mapInArrow``: Spark keeps each row in the JVM and sends
+    Python only the arguments, in the partition's order, one iterator per partition. It is
+    marked nondeterministic because its answer depends on the rows before it: Spark must
+    neither move it below the sort nor evaluate it twice.
+    """
+    originals = T.StructType(
         [
-            *ordered.schema.fields,
-            T.StructField("original_send_time", T.TimestampType(), True),
-            T.StructField("original_event_id", ordered.schema["event_id"].dataType, True),
+            T.StructField(kernel.ORIGINAL_FIELDS[0], T.TimestampType(), True),
+            T.StructField(kernel.ORIGINAL_FIELDS[1], ordered.schema["event_id"].dataType, True),
         ]
     )
+    # The eval type comes from the type hints of ``judge`` (Iterator[tuple[pa.Array, ...]] ->
+    # Iterator[pa.Array]), which Spark reads from this module's names.
+    udf = arrow_udf(judge, originals).asNondeterministic()  # type: ignore[call-overload]
+    return ordered.withColumn(_JUDGED, udf(*p.arguments()))
 
 
-def _finish(replayed: DataFrame, p: _Prepared) -> DataFrame:
-    if p.by_id:
-        replayed = replayed.withColumn(
-            "dedup_key",
-            F.when(F.col("reason").isNull(), F.col("message_id").cast("string")),
-        )
-    return replayed.select(*(F.col(p.alias[c]).alias(c) for c in p.columns), *OUTPUT_COLUMNS)
+def _finish(judged: DataFrame, p: _Prepared) -> DataFrame:
+    found = F.col(_JUDGED)
+    original_time = found.getField(kernel.ORIGINAL_FIELDS[0])
+    verdict = F.coalesce(
+        F.col("verdict"),
+        F.when(original_time.isNotNull(), F.lit(DUPLICATE)).otherwise(F.lit(ACCEPTED)),
+    )
+    dedup_key = (
+        F.when(F.col("reason").isNull(), F.col("message_id").cast("string"))
+        if p.by_id
+        else F.col("dedup_key")
+    )
+    return judged.select(
+        *(F.col(p.alias[c]).alias(c) for c in p.columns),
+        verdict.alias("verdict"),
+        F.col("reason"),
+        dedup_key.alias("dedup_key"),
+        original_time.alias("original_send_time"),
+        found.getField(kernel.ORIGINAL_FIELDS[1]).alias("original_event_id"),
+    )

@@ -1,8 +1,10 @@
 """The replay kernel: one pass over sends sorted by (entity, key, time), in Arrow batches.
 
-It runs inside Spark's Python workers through ``mapInArrow``, so it depends on pyarrow and
-numpy only (the engine ships it to a remote cluster by value). Its state between batches is
-one anchor, never a whole key's sends, so a hot key costs time, not memory.
+It runs inside Spark's Python workers as a scalar iterator Arrow UDF over the few columns it
+needs (key, entity, time, event id, whether Spark SQL already decided the send), so the other
+columns never leave the JVM. It depends on pyarrow and numpy only (the engine ships it to a
+remote cluster by value). Its state between batches is one anchor, never a whole key's sends,
+so a hot key costs time, not memory.
 
 Per group of sends with one key, every send before the head's window ends is a duplicate of
 the head, decided in bulk; only the sends after the first expiry walk the anchor chain one
@@ -20,20 +22,30 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-VERDICT_CODES = pa.array(["accepted", "duplicate"], pa.string())
+#: Field names of the struct the kernel returns per send: null for sends it accepted or did
+#: not judge, the original's time and event id for duplicates.
+ORIGINAL_FIELDS = ("original_send_time", "original_event_id")
 
 
 @dataclass(frozen=True)
-class Columns:
-    """Where the kernel finds its inputs, by name."""
+class Inputs:
+    """One batch of the kernel's arguments, in the order the engine passes them."""
 
-    key: str
-    send_time: str
-    event_id: str
-    verdict: str
-    entity: str | None
-    #: Per-row window in microseconds, when entities differ; else the pass's single window.
-    window: str | None = None
+    key: pa.Array
+    entity: pa.Array
+    send_time: pa.Array
+    event_id: pa.Array
+    decided: pa.Array
+    window: pa.Array | None
+
+    @classmethod
+    def unpack(cls, arrays: tuple[pa.Array, ...], has_entity: bool, has_window: bool) -> Inputs:
+        """``arrays`` is (key, [entity], send_time, event_id, decided, [window])."""
+        values = list(arrays)
+        key = values.pop(0)
+        entity = values.pop(0) if has_entity else pa.nulls(len(key), pa.string())
+        send_time, event_id, decided = values[0], values[1], values[2]
+        return cls(key, entity, send_time, event_id, decided, values[3] if has_window else None)
 
 
 @dataclass
@@ -48,36 +60,46 @@ class _Anchor:
 def _same(a: pa.Array, b: pa.Array) -> np.ndarray:
     """Element-wise equality where two nulls are equal."""
     eq = pc.fill_null(pc.equal(a, b), False).to_numpy(zero_copy_only=False)
+    if a.null_count == 0 and b.null_count == 0:
+        return np.asarray(eq, dtype=bool)
     both_null = pc.and_(pc.is_null(a), pc.is_null(b)).to_numpy(zero_copy_only=False)
     return np.asarray(eq | both_null, dtype=bool)
 
 
-def replay_batches(
-    batches: Iterator[pa.RecordBatch], window_micros: int, cols: Columns
-) -> Iterator[pa.RecordBatch]:
-    """Fill ``verdict`` where it is null and add the original's time and id, batch by batch."""
+def _originals(time: pa.Array, event_id: pa.Array) -> pa.StructArray:
+    return pa.StructArray.from_arrays([time, event_id], names=list(ORIGINAL_FIELDS))
+
+
+def replay(
+    batches: Iterator[tuple[pa.Array, ...]],
+    window_micros: int,
+    has_entity: bool,
+    has_window: bool = False,
+) -> Iterator[pa.StructArray]:
+    """Per send, its original's time and event id when it is a duplicate, else nulls.
+
+    ``window_micros`` is the window of every send, unless ``has_window``: then the last
+    argument holds each send's window in microseconds (entities with different settings).
+    """
     carry: _Anchor | None = None
-    for batch in batches:
-        out, carry = _replay_batch(batch, window_micros, cols, carry)
-        yield out
+    for arrays in batches:
+        inputs = Inputs.unpack(arrays, has_entity, has_window)
+        time, event_id, carry = _replay_batch(inputs, window_micros, carry)
+        yield _originals(time, event_id)
 
 
 def _replay_batch(
-    batch: pa.RecordBatch, window: int, cols: Columns, carry: _Anchor | None
-) -> tuple[pa.RecordBatch, _Anchor | None]:
-    n = batch.num_rows
-    key = batch.column(cols.key)
-    ent = batch.column(cols.entity) if cols.entity else pa.nulls(n, pa.string())
-    send_time = batch.column(cols.send_time)
-    event_id = batch.column(cols.event_id)
-    verdict_in = batch.column(cols.verdict)
+    x: Inputs, window: int, carry: _Anchor | None
+) -> tuple[pa.Array, pa.Array, _Anchor | None]:
+    n = len(x.key)
+    key, ent, send_time, event_id = x.key, x.entity, x.send_time, x.event_id
     if n == 0:
-        return _assemble(batch, verdict_in, send_time, event_id, cols), carry
+        return pa.nulls(0, send_time.type), pa.nulls(0, event_id.type), carry
 
-    eligible = pc.is_null(verdict_in).to_numpy(zero_copy_only=False).astype(bool)
+    eligible = ~np.asarray(pc.fill_null(x.decided, True).to_numpy(zero_copy_only=False), dtype=bool)
     w: int | np.ndarray = window
-    if cols.window is not None:
-        w = pc.fill_null(batch.column(cols.window), 0).to_numpy(zero_copy_only=False)
+    if x.window is not None:
+        w = pc.fill_null(x.window, 0).to_numpy(zero_copy_only=False)
     t = pc.fill_null(pc.cast(send_time, pa.int64()), 0).to_numpy(zero_copy_only=False)
     same = np.zeros(n, dtype=bool)
     if n > 1:
@@ -147,16 +169,12 @@ def _replay_batch(
     else:
         new_carry = None
 
-    verdict = pc.if_else(
-        pa.array(eligible), pc.take(VERDICT_CODES, pa.array(duplicate.astype(np.int8))), verdict_in
-    )
+    if not duplicate.any():
+        return pa.nulls(n, send_time.type), pa.nulls(n, event_id.type), new_carry
     indices = pa.array(orig_ref, mask=orig_ref < 0)
     ext_time = _with_carry(send_time, carry.send_time if carry else None)
     ext_id = _with_carry(event_id, carry.event_id if carry else None)
-    return (
-        _assemble(batch, verdict, pc.take(ext_time, indices), pc.take(ext_id, indices), cols),
-        new_carry,
-    )
+    return pc.take(ext_time, indices), pc.take(ext_id, indices), new_carry
 
 
 def _with_carry(values: pa.Array, carried: pa.Scalar | None) -> pa.Array:
@@ -164,42 +182,26 @@ def _with_carry(values: pa.Array, carried: pa.Scalar | None) -> pa.Array:
     return pa.concat_arrays([head, values])
 
 
-def _assemble(
-    batch: pa.RecordBatch,
-    verdict: pa.Array,
-    original_time: pa.Array,
-    original_id: pa.Array,
-    cols: Columns,
-) -> pa.RecordBatch:
-    arrays = [
-        verdict if name == cols.verdict else batch.column(name) for name in batch.schema.names
-    ]
-    return pa.RecordBatch.from_arrays(
-        [*arrays, original_time, original_id],
-        names=[*batch.schema.names, "original_send_time", "original_event_id"],
-    )
-
-
-def count_cache_batches(
-    batches: Iterator[pa.RecordBatch], capacity: int, cols: Columns
-) -> Iterator[pa.RecordBatch]:
+def count_cache(
+    batches: Iterator[tuple[pa.Array, ...]], capacity: int, has_entity: bool
+) -> Iterator[pa.StructArray]:
     """Judge sends against a cache of the last ``capacity`` accepted ids per entity (as
     ActiveMQ Artemis does), not a time window; sends arrive sorted by (entity, time).
 
-    The cache holds ids, not sends: memory is ``capacity`` entries whatever the traffic.
+    Takes and returns what :func:`replay` does. The cache holds ids, not sends: memory is
+    ``capacity`` entries whatever the traffic.
     """
     entity: Any = object()
     held: dict[Any, tuple[int, Any]] = {}
     order: deque[Any] = deque()
-    for batch in batches:
-        n = batch.num_rows
-        keys = batch.column(cols.key).to_pylist()
-        ents = batch.column(cols.entity).to_pylist() if cols.entity else [None] * n
-        eligible = pc.is_null(batch.column(cols.verdict)).to_numpy(zero_copy_only=False)
-        send_time = batch.column(cols.send_time)
-        times = pc.cast(send_time, pa.int64()).to_pylist()
-        ids = batch.column(cols.event_id).to_pylist()
-        duplicate = np.zeros(n, dtype=bool)
+    for arrays in batches:
+        x = Inputs.unpack(arrays, has_entity, has_window=False)
+        n = len(x.key)
+        keys = x.key.to_pylist()
+        ents = x.entity.to_pylist()
+        decided = pc.fill_null(x.decided, True).to_pylist()
+        times = pc.cast(x.send_time, pa.int64()).to_pylist()
+        ids = x.event_id.to_pylist()
         original_time: list[Any] = [None] * n
         original_id: list[Any] = [None] * n
         for i in range(n):
@@ -207,26 +209,17 @@ def count_cache_batches(
                 entity = ents[i]
                 held.clear()
                 order.clear()
-            if not eligible[i]:
+            if decided[i]:
                 continue
             key = keys[i]
             if key in held:
-                duplicate[i] = True
                 original_time[i], original_id[i] = held[key]
                 continue
             held[key] = (times[i], ids[i])
             order.append(key)
             if len(order) > capacity:
                 del held[order.popleft()]
-        verdict = pc.if_else(
-            pa.array(eligible),
-            pc.take(VERDICT_CODES, pa.array(duplicate.astype(np.int8))),
-            batch.column(cols.verdict),
-        )
-        yield _assemble(
-            batch,
-            verdict,
-            pa.array(original_time, pa.int64()).cast(send_time.type),
-            pa.array(original_id, batch.column(cols.event_id).type),
-            cols,
+        yield _originals(
+            pa.array(original_time, pa.int64()).cast(x.send_time.type),
+            pa.array(original_id, x.event_id.type),
         )
