@@ -49,6 +49,7 @@ REQUIRED = ("message_id", "send_time")
 OUTPUT_COLUMNS = ("verdict", "reason", "dedup_key", "original_send_time", "original_event_id")
 _INTERNAL = "__dedup_"
 _JUDGED = "__dedup_judged"
+_DECIDED = "__dedup_decided"
 _POS = "__dedup_pos"
 _SPREAD = "__dedup_spread"
 _TIME = "__dedup_time"
@@ -111,11 +112,26 @@ def _validate(df: DataFrame) -> None:
         )
 
 
-def _reason_and_key(
-    df: DataFrame, policies: DedupPolicy | Mapping[str, DedupPolicy | None]
-) -> tuple[Column, Column, Column]:
+@dataclass(frozen=True)
+class _Rules:
+    """The rules decided in Spark SQL, over one frame's columns."""
+
+    #: True for sends the pass does not judge: rejected, without MessageId, detection off.
+    decided: Column
+    #: Their verdict and reason (null for the sends the pass judges).
+    verdict: Column
+    reason: Column
+    #: The uniqueness key, null for decided sends.
+    key: Column
+
+
+def _rules(df: DataFrame, policies: DedupPolicy | Mapping[str, DedupPolicy | None]) -> _Rules:
     """Spark twins of :func:`policy.rejection_reasons` and :func:`policy.uniqueness_key`,
-    with the per-entity rules of :class:`broker.Broker`."""
+    with the per-entity rules of :class:`broker.Broker`.
+
+    Built twice per replay: before the pass for ``decided`` and the key, after it for the
+    texts, so that no verdict or reason strings travel through the shuffle and the sort.
+    """
     mid, pk, sid = (_text(df, c) for c in ("message_id", "partition_key", "session_id"))
     entity = _text(df, "entity")
     checks = [(F.col("send_time").isNull(), F.lit(REASON_MISSING_TIME))]
@@ -149,6 +165,7 @@ def _reason_and_key(
         .when(off | ~_is_set(mid), F.lit(ACCEPTED))
         .otherwise(F.lit(None).cast("string"))
     )
+    decided = rejected | off | ~F.coalesce(_is_set(mid), F.lit(False))
     effective = F.coalesce(F.when(_is_set(sid), sid), F.when(_is_set(pk), pk), mid)
     partitioned = _partitioned(policies)
     if partitioned is True:
@@ -157,7 +174,7 @@ def _reason_and_key(
         key = mid
     else:
         key = F.when(entity.isin(partitioned), F.to_json(F.array(effective, mid))).otherwise(mid)
-    return verdict, reason, F.when(verdict.isNull(), key).otherwise(F.lit(None).cast("string"))
+    return _Rules(decided, verdict, reason, F.when(~decided, key))
 
 
 def _partitioned(policies: DedupPolicy | Mapping[str, DedupPolicy | None]) -> bool | list[str]:
@@ -202,13 +219,13 @@ def detect_duplicates(
     # Eligible sends spread by key; the others (rejected, no MessageId) one by one, so that
     # they never pile up in one partition. Sorting by this hash first gives Spark's sorter a
     # radix-sortable prefix; the columns after it separate keys whose hashes collide.
-    spread = F.when(F.col("verdict").isNull(), F.xxhash64(entity, group_key)).otherwise(F.col(_POS))
+    spread = F.when(~F.col(_DECIDED), F.xxhash64(entity, group_key)).otherwise(F.col(_POS))
     ordered = (
         p.frame.withColumn(_SPREAD, spread)
         .repartition(_SPREAD)
         .sortWithinPartitions(
             _SPREAD,
-            F.col("verdict").asc_nulls_first(),
+            _DECIDED,
             *(["entity"] if p.has_entity else []),
             p.key,
             p.send_time,
@@ -268,6 +285,7 @@ class _Prepared:
     by_id: bool
     has_entity: bool
     window: int | dict[str, int]
+    policy: DedupPolicy | Mapping[str, DedupPolicy | None]
 
     def arguments(self) -> list[Column]:
         """What the kernel takes: key, [entity], time, event id, decided, [window]."""
@@ -276,7 +294,7 @@ class _Prepared:
             *([F.col("entity")] if self.has_entity else []),
             F.col(self.send_time),
             F.col("event_id"),
-            F.col("verdict").isNotNull(),
+            F.col(_DECIDED),
             *([F.col(_WINDOW)] if isinstance(self.window, dict) else []),
         ]
 
@@ -294,12 +312,12 @@ def _prepare(df: DataFrame, policy: DedupPolicy | Mapping[str, DedupPolicy | Non
     time_name = _TIME if ntz else "send_time"
     utc_time = F.concat(F.col("send_time").cast("string"), F.lit("Z")).try_cast("timestamp")
 
-    verdict, reason, key = _reason_and_key(df, policy)
+    rules = _rules(df, policy)
     # Without partitioning the key is the MessageId itself: the pass reads it from there, and
     # dedup_key is written after it, so one string column fewer crosses into Python.
     by_id = _partitioned(policy) is False
     key_column = "message_id" if by_id else "dedup_key"
-    carried = [] if by_id else [key.alias("dedup_key")]
+    carried = [] if by_id else [rules.key.alias("dedup_key")]
     window = _window(policy)
     if isinstance(window, dict):
         per_entity = F.create_map(*(F.lit(x) for pair in window.items() for x in pair))
@@ -311,13 +329,12 @@ def _prepare(df: DataFrame, policy: DedupPolicy | Mapping[str, DedupPolicy | Non
     prepared = df.select(
         *(column(c).alias(alias[c]) for c in columns),
         *([utc_time.alias(_TIME)] if ntz else []),
-        verdict.alias("verdict"),
-        reason.alias("reason"),
+        rules.decided.alias(_DECIDED),
         *carried,
         _POS,
     )
     return _Prepared(
-        prepared, columns, alias, key_column, time_name, by_id, "entity" in columns, window
+        prepared, columns, alias, key_column, time_name, by_id, "entity" in columns, window, policy
     )
 
 
@@ -348,19 +365,16 @@ def _judged(
 def _finish(judged: DataFrame, p: _Prepared) -> DataFrame:
     found = F.col(_JUDGED)
     original_time = found.getField(kernel.ORIGINAL_FIELDS[0])
+    rules = _rules(judged, p.policy)
     verdict = F.coalesce(
-        F.col("verdict"),
+        rules.verdict,
         F.when(original_time.isNotNull(), F.lit(DUPLICATE)).otherwise(F.lit(ACCEPTED)),
     )
-    dedup_key = (
-        F.when(F.col("reason").isNull(), F.col("message_id").cast("string"))
-        if p.by_id
-        else F.col("dedup_key")
-    )
+    dedup_key = rules.key if p.by_id else F.col("dedup_key")
     return judged.select(
         *(F.col(p.alias[c]).alias(c) for c in p.columns),
         verdict.alias("verdict"),
-        F.col("reason"),
+        rules.reason.alias("reason"),
         dedup_key.alias("dedup_key"),
         original_time.alias("original_send_time"),
         found.getField(kernel.ORIGINAL_FIELDS[1]).alias("original_event_id"),

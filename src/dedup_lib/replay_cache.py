@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dedup_lib.analyses import NO_ENTITY, SUMMARY_COLUMNS, TRUTH_SUMMARY_COLUMNS, _with_total
-from dedup_lib.engine import _reason_and_key, _validate
+from dedup_lib.engine import _rules, _validate
 from dedup_lib.policy import REJECTED, DedupPolicy, parse_window
 
 if TYPE_CHECKING:
@@ -159,7 +159,8 @@ class ReplayCache:
             )
         else:
             time = F.unix_micros(F.col("send_time"))
-        verdict, _, key = _reason_and_key(df, DedupPolicy(partitioning=partitioning))
+        rules = _rules(df, DedupPolicy(partitioning=partitioning))
+        verdict, key = rules.verdict, rules.key
         truth = all(c in columns for c in ("logical_id", "attempt"))
         entity = (F.col("entity") if "entity" in columns else F.lit(None)).cast("string")
         named = F.coalesce(entity, F.lit(NO_ENTITY))
