@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from dedup_lib import DedupPolicy, Message, detect_duplicates
+from dedup_lib import DedupPolicy, Message, detect_duplicates, engine
 from dedup_lib.policy import (
     DETECTION_OFF_NOTE,
     NO_MESSAGE_ID_WARNING,
@@ -121,6 +121,32 @@ def test_entities_never_see_each_others_ids(spark):
         TEN_MIN,
         ["accepted", "accepted", "duplicate", "accepted", "duplicate", "accepted"],
     )
+
+
+# The pass tells keys apart by two hashes of (entity, key): keys that collide on either one
+# must still be judged apart (the sort orders by the texts after the first hash).
+@pytest.mark.parametrize("colliding", [0, 1], ids=["first hash", "second hash"])
+def test_keys_whose_hashes_collide_are_judged_apart(spark, monkeypatch, colliding):
+    real = engine._key_hashes
+
+    def one_hash_for_all(entity, key):
+        hashes = list(real(entity, key))
+        hashes[colliding] = F.lit(7).cast("long")
+        return hashes[0], hashes[1]
+
+    monkeypatch.setattr(engine, "_key_hashes", one_hash_for_all)
+    messages = [
+        Message("a", at(0), entity="orders", event_id=0),
+        Message("b", at(1), entity="orders", event_id=1),
+        Message("a", at(2), entity="orders", event_id=2),
+        Message("a", at(3), entity="payments", event_id=3),
+        Message("b", at(4), entity="orders", event_id=4),
+        Message("a", at(5), entity="payments", event_id=5),
+        Message("a", at(601), entity="orders", event_id=6),
+    ]
+    expected = ["accepted", "accepted", "duplicate", "accepted", "duplicate", "duplicate"]
+    check(spark, messages, TEN_MIN, [*expected, "accepted"])
+    check(spark, messages, PARTITIONED, [*expected, "accepted"])
 
 
 def test_without_entity_column_everything_is_one_entity(spark):

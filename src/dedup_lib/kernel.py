@@ -1,10 +1,12 @@
 """The replay kernel: one pass over sends sorted by (entity, key, time), in Arrow batches.
 
 It runs inside Spark's Python workers as a scalar iterator Arrow UDF over the few columns it
-needs (key, entity, time, event id, whether Spark SQL already decided the send), so the other
-columns never leave the JVM. It depends on pyarrow and numpy only (the engine ships it to a
-remote cluster by value). Its state between batches is one anchor, never a whole key's sends,
-so a hot key costs time, not memory.
+needs (what tells the keys apart, time, event id, whether Spark SQL already decided the send),
+so the other columns never leave the JVM. A key is told apart by two values of any comparable
+type: the key and the entity, or, as the engine passes them, two 64-bit hashes of both. It
+depends on pyarrow and numpy only (the engine ships it to a remote cluster by value). Its
+state between batches is one anchor, never a whole key's sends, so a hot key costs time, not
+memory.
 
 Per group of sends with one key, every send before the head's window ends is a duplicate of
 the head, decided in bulk; only the sends after the first expiry walk the anchor chain one
@@ -40,7 +42,8 @@ class Inputs:
 
     @classmethod
     def unpack(cls, arrays: tuple[pa.Array, ...], has_entity: bool, has_window: bool) -> Inputs:
-        """``arrays`` is (key, [entity], send_time, event_id, decided, [window])."""
+        """``arrays`` is (key, [entity], send_time, event_id, decided, [window]); ``key`` and
+        ``entity`` only need to be equal for the sends of one key and differ between keys."""
         values = list(arrays)
         key = values.pop(0)
         entity = values.pop(0) if has_entity else pa.nulls(len(key), pa.string())
