@@ -49,7 +49,8 @@ REQUIRED = ("message_id", "send_time")
 OUTPUT_COLUMNS = ("verdict", "reason", "dedup_key", "original_send_time", "original_event_id")
 _INTERNAL = "__dedup_"
 _JUDGED = "__dedup_judged"
-_DECIDED = "__dedup_decided"
+#: The send's position in the input, negated (-position - 1) for the sends decided before the
+#: pass: one column through the shuffle instead of two.
 _POS = "__dedup_pos"
 _TIME = "__dedup_time"
 _WINDOW = "__dedup_window"
@@ -58,6 +59,11 @@ _SECOND_HASH_SEED = 0x5EED
 
 # Ship the kernel by value, so a remote Spark Connect cluster needs no dedup_lib installed.
 cloudpickle.register_pickle_by_value(kernel)  # type: ignore[no-untyped-call]
+
+
+def _decided() -> Column:
+    """True for the sends decided in Spark SQL before the pass (see ``_POS``)."""
+    return F.col(_POS) < F.lit(0)
 
 
 def _is_set(value: Column) -> Column:
@@ -223,10 +229,10 @@ def detect_duplicates(
     # whose hashes collide. It stays an expression, not a column: eight bytes less per row
     # through the shuffle ran the whole replay about 8 % faster.
     first, second = _key_hashes(entity, group_key)
-    spread = F.when(~F.col(_DECIDED), first).otherwise(F.col(_POS))
+    spread = F.when(~_decided(), first).otherwise(F.col(_POS))
     ordered = p.frame.repartition(spread).sortWithinPartitions(
         spread,
-        _DECIDED,
+        _decided(),
         *(["entity"] if p.has_entity else []),
         p.key,
         p.send_time,
@@ -307,7 +313,7 @@ class _Prepared:
             *group,
             F.col(self.send_time),
             F.col("event_id"),
-            F.col(_DECIDED),
+            _decided(),
             *([F.col(_WINDOW)] if isinstance(self.window, dict) else []),
         ]
 
@@ -337,14 +343,13 @@ def _prepare(df: DataFrame, policy: DedupPolicy | Mapping[str, DedupPolicy | Non
         carried.append(
             F.coalesce(per_entity[_text(df, "entity")], F.lit(0)).cast("long").alias(_WINDOW)
         )
-    # mapInArrow resolves its input by unquoted name, so names with dots travel under an alias.
+    # Names with dots or backticks travel under an alias, so that no step has to quote them.
     alias = {c: f"__dedup_col{i}" if "." in c or "`" in c else c for i, c in enumerate(columns)}
     prepared = df.select(
         *(column(c).alias(alias[c]) for c in columns),
         *([utc_time.alias(_TIME)] if ntz else []),
-        rules.decided.alias(_DECIDED),
         *carried,
-        _POS,
+        F.when(rules.decided, -F.col(_POS) - 1).otherwise(F.col(_POS)).alias(_POS),
     )
     return _Prepared(
         prepared, columns, alias, key_column, time_name, by_id, "entity" in columns, window, policy
@@ -380,7 +385,7 @@ def _finish(judged: DataFrame, p: _Prepared) -> DataFrame:
     pass (a few per cent): the others' verdict follows from the kernel's answer alone."""
     found = F.col(_JUDGED)
     original_time = found.getField(kernel.ORIGINAL_FIELDS[0])
-    judged_by_key = ~F.col(_DECIDED)
+    judged_by_key = ~_decided()
     rules = _rules(judged, p.policy)
     verdict = F.when(
         judged_by_key,
