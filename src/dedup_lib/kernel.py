@@ -76,17 +76,17 @@ def _originals(time: pa.Array, event_id: pa.Array) -> pa.StructArray:
 def replay(
     batches: Iterator[tuple[pa.Array, ...]],
     window_micros: int,
-    has_entity: bool,
     has_window: bool = False,
 ) -> Iterator[pa.StructArray]:
     """Per send, its original's time and event id when it is a duplicate, else nulls.
 
-    ``window_micros`` is the window of every send, unless ``has_window``: then the last
-    argument holds each send's window in microseconds (entities with different settings).
+    Each batch is (key, entity, send_time, event_id, decided, [window]). ``window_micros`` is
+    the window of every send, unless ``has_window``: then the last argument holds each send's
+    window in microseconds (entities with different settings).
     """
     carry: _Anchor | None = None
     for arrays in batches:
-        inputs = Inputs.unpack(arrays, has_entity, has_window)
+        inputs = Inputs.unpack(arrays, True, has_window)
         time, event_id, carry = _replay_batch(inputs, window_micros, carry)
         yield _originals(time, event_id)
 
