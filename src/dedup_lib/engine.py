@@ -397,7 +397,7 @@ def _finish(judged: DataFrame, p: _Prepared) -> DataFrame:
     return judged.select(
         *(F.col(p.alias[c]).alias(c) for c in p.columns),
         verdict.alias("verdict"),
-        F.when(~judged_by_key, rules.reason).alias("reason"),
+        F.when(_decided(), rules.reason).alias("reason"),
         F.when(judged_by_key, p.key_text()).alias("dedup_key"),
         original_time.alias("original_send_time"),
         found.getField(kernel.ORIGINAL_FIELDS[1]).alias("original_event_id"),

@@ -83,7 +83,7 @@ def replay(
     window_micros: int,
     has_window: bool = False,
 ) -> Iterator[pa.StructArray]:
-    """Per send, its original's time and event id when it is a duplicate, else nulls.
+    """Per send, its original's time and event id when it is a duplicate, else null.
 
     Each batch is (key, entity, send_time, event_id, decided, [window]). ``window_micros`` is
     the window of every send, unless ``has_window``: then the last argument holds each send's
