@@ -84,14 +84,16 @@ def engine_verdicts(
     with_event_id: bool = True,
     with_entity: bool = True,
     batch: int | None = None,
+    kernel: str = "jvm",
 ) -> list[Verdict]:
-    """The engine's answers, in input order."""
+    """The engine's answers, in input order; the JVM kernel unless told otherwise (an explicit
+    kernel fails where it is missing, instead of falling back unseen)."""
     df = frame(spark, messages, with_event_id=with_event_id, with_entity=with_entity)
     if batch is not None:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch))
     try:
         out = (
-            detect_duplicates(df, policy)
+            detect_duplicates(df, policy, kernel=kernel)  # type: ignore[arg-type]
             .select(
                 "row",
                 "event_id",

@@ -22,6 +22,8 @@ from dedup_lib.policy import (
 from replay_kit import T0, at, engine_verdicts, frame, micros, oracle_verdicts, telemetry
 
 TEN_MIN = DedupPolicy("10m")
+#: Every test runs the JVM kernel; these run the Python kernel too (the fallback).
+KERNELS = ["jvm", "python"]
 PARTITIONED = DedupPolicy("10m", partitioning=True)
 
 
@@ -125,8 +127,9 @@ def test_entities_never_see_each_others_ids(spark):
 
 # The pass tells keys apart by two hashes of (entity, key): keys that collide on either one
 # must still be judged apart (the sort orders by the texts after the first hash).
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("colliding", [0, 1], ids=["first hash", "second hash"])
-def test_keys_whose_hashes_collide_are_judged_apart(spark, monkeypatch, colliding):
+def test_keys_whose_hashes_collide_are_judged_apart(spark, monkeypatch, colliding, kernel):
     real = engine._key_hashes
 
     def one_hash_for_all(entity, key):
@@ -153,8 +156,8 @@ def test_keys_whose_hashes_collide_are_judged_apart(spark, monkeypatch, collidin
         "duplicate",
         "accepted",
     ]
-    check(spark, messages, TEN_MIN, expected)
-    check(spark, messages, PARTITIONED, expected)
+    check(spark, messages, TEN_MIN, expected, kernel=kernel)
+    check(spark, messages, PARTITIONED, expected, kernel=kernel)
 
 
 def test_without_entity_column_everything_is_one_entity(spark):
@@ -245,20 +248,21 @@ def test_sends_without_message_id_are_accepted_with_a_warning(spark):
     assert {v.key for v in out} == {None}
 
 
-# The pass carries its anchor across Arrow batches; a long key spans many of them.
+# The Python kernel carries its anchor across Arrow batches; a long key spans many of them.
 @pytest.mark.parametrize("batch", [1, 2, 3, 7])
 def test_anchor_carries_across_arrow_batches(spark, batch):
     messages = [
         Message(f"k{i % 3}", at(i * 37), event_id=i, entity="q" if i % 5 else None)
         for i in range(60)
     ]
-    engine = engine_verdicts(spark, messages, TEN_MIN, batch=batch)
+    engine = engine_verdicts(spark, messages, TEN_MIN, batch=batch, kernel="python")
     assert engine == oracle_verdicts(messages, TEN_MIN)
 
 
-def test_hot_key_over_many_windows(spark):
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_hot_key_over_many_windows(spark, kernel):
     messages = [Message("hot", at(i * 7), event_id=i) for i in range(3000)]
-    engine = engine_verdicts(spark, messages, DedupPolicy("PT20S"), batch=64)
+    engine = engine_verdicts(spark, messages, DedupPolicy("PT20S"), batch=64, kernel=kernel)
     assert engine == oracle_verdicts(messages, DedupPolicy("PT20S"))
     assert sum(v.verdict == "accepted" for v in engine) == 2999 * 7 // 21 + 1
 
@@ -414,12 +418,13 @@ entity_policies = st.fixed_dictionaries(
 
 
 # Agreement with the broker model on generated telemetry: one policy, or one per entity.
+@pytest.mark.parametrize("kernel", KERNELS)
 @given(
     case=telemetry(),
     policy=st.one_of(one_policy, entity_policies),
     batch=st.sampled_from([1, 2, 5, 10000]),
 )
-def test_engine_agrees_with_broker_model(spark, case, policy, batch):
+def test_engine_agrees_with_broker_model(spark, kernel, case, policy, batch):
     messages, with_entity, with_event_id = case
     engine = engine_verdicts(
         spark,
@@ -428,5 +433,6 @@ def test_engine_agrees_with_broker_model(spark, case, policy, batch):
         with_event_id=with_event_id,
         with_entity=with_entity,
         batch=batch,
+        kernel=kernel,
     )
     assert engine == oracle_verdicts(messages, policy, with_event_id=with_event_id)

@@ -32,6 +32,7 @@ from dedup_lib.diagnostics import (
 )
 from dedup_lib.engine import detect_duplicates, detect_duplicates_by_count
 from dedup_lib.explorer import WindowExplorer
+from dedup_lib.jvm import JvmKernelUnavailable
 from dedup_lib.policy import DedupPolicy, format_window, parse_window
 from dedup_lib.replay_cache import ReplayCache, smallest_window, window_grid
 from dedup_lib.report import run_postmortem, sample_path
@@ -63,6 +64,7 @@ __all__ = [
     "EntityConfigError",
     "EntitySettings",
     "JavaNotFoundError",
+    "JvmKernelUnavailable",
     "LoadedTelemetry",
     "Message",
     "Outage",

@@ -1,18 +1,20 @@
 """``detect_duplicates``: Service Bus duplicate detection replayed exactly, on Spark.
 
 One shuffle by (entity, key), a sort by time within each partition, then one streaming pass
-of :mod:`dedup_lib.kernel` over Arrow batches, as a scalar iterator Arrow UDF: only two 64-bit
-hashes of (entity, key), the time, the event id and a flag cross into Python; the other
-columns stay in the JVM. Rejections and missing MessageIds are decided in Spark SQL before the
-pass; the pass only walks the anchor chain of each key. Uses the DataFrame API only, so it
-runs on classic Spark and on Spark Connect alike.
+that walks the anchor chain of each key over two 64-bit hashes of (entity, key), the time, the
+event id and a flag; the other columns are never touched. The pass is the JVM kernel
+(:mod:`dedup_lib.jvm`, a Java function Spark calls once per send in sort order) or, where no
+JDK is found, :mod:`dedup_lib.kernel` over Arrow batches in Spark's Python workers; both give
+the same verdicts. Rejections and missing MessageIds are decided in Spark SQL before the pass.
+Uses the DataFrame API only, so it runs on classic Spark and on Spark Connect alike.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 from pyspark import cloudpickle
@@ -21,7 +23,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.functions import arrow_udf
 
-from dedup_lib import kernel
+from dedup_lib import jvm
+from dedup_lib import kernel as arrow_kernel
 from dedup_lib.policy import (
     ACCEPTED,
     DETECTION_OFF_NOTE,
@@ -43,7 +46,7 @@ from dedup_lib.spark import column
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 REQUIRED = ("message_id", "send_time")
 OUTPUT_COLUMNS = ("verdict", "reason", "dedup_key", "original_send_time", "original_event_id")
@@ -58,7 +61,7 @@ _WINDOW = "__dedup_window"
 _SECOND_HASH_SEED = 0x5EED
 
 # Ship the kernel by value, so a remote Spark Connect cluster needs no dedup_lib installed.
-cloudpickle.register_pickle_by_value(kernel)  # type: ignore[no-untyped-call]
+cloudpickle.register_pickle_by_value(arrow_kernel)  # type: ignore[no-untyped-call]
 
 
 def _decided() -> Column:
@@ -204,8 +207,18 @@ def _window(policies: DedupPolicy | Mapping[str, DedupPolicy | None]) -> int | d
     return windows
 
 
+#: Which replay kernel runs the pass; see :func:`detect_duplicates`.
+Kernel = Literal["auto", "jvm", "python"]
+KERNELS = ("auto", "jvm", "python")
+#: The reasons the JVM kernel was unavailable that this process already warned about.
+_warned: set[str] = set()
+
+
 def detect_duplicates(
-    df: DataFrame, policy: DedupPolicy | Mapping[str, DedupPolicy | None] | None = None
+    df: DataFrame,
+    policy: DedupPolicy | Mapping[str, DedupPolicy | None] | None = None,
+    *,
+    kernel: Kernel = "auto",
 ) -> DataFrame:
     """Every input row once, with the verdict Service Bus would have given it.
 
@@ -218,7 +231,14 @@ def detect_duplicates(
     ``None`` where detection is off, as :func:`dedup_lib.load_entity_policies` returns): sends
     to an entity without detection are all accepted with a note that they were not checked,
     and sends to an entity the mapping lacks are rejected.
+
+    ``kernel`` chooses what walks each key's sends after the sort: ``"jvm"`` (compiled from
+    ``java/Replay.java`` on first use; needs a JDK), ``"python"`` (Arrow batches in Spark's
+    Python workers, about 1.3x slower), or ``"auto"``: the JVM one where it can be built and
+    loaded, else the Python one, with a warning that says why. Both give the same verdicts.
     """
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel: expected one of {', '.join(KERNELS)}, got {kernel!r}")
     policy = check_policies(policy if policy is not None else DedupPolicy())
     p = _prepare(df, policy)
     entity = F.col("entity") if p.has_entity else F.lit(None).cast("string")
@@ -238,13 +258,50 @@ def detect_duplicates(
         F.col("event_id").asc_nulls_last(),
         _POS,
     )
-    window = 0 if isinstance(p.window, dict) else p.window
+    returns = _originals_type(ordered)
+    name = _jvm_function(df.sparkSession, returns, kernel)
+    if name is not None:
+        window = F.col(_WINDOW) if isinstance(p.window, dict) else F.lit(p.window)
+        found = F.call_function(
+            name,
+            spread,
+            second,
+            F.unix_micros(F.col(p.send_time)),
+            F.col("event_id"),
+            _decided(),
+            window.cast("long"),
+            F.spark_partition_id(),
+        )
+        return _finish(ordered.withColumn(_JUDGED, found), p)
+
+    micros = 0 if isinstance(p.window, dict) else p.window
     has_window = isinstance(p.window, dict)
 
     def replay(batches: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
-        return kernel.replay(batches, window, has_window)
+        return arrow_kernel.replay(batches, micros, has_window)
 
     return _finish(_judged(ordered, replay, p.arguments(spread, second)), p)
+
+
+def _jvm_function(spark: SparkSession, returns: T.StructType, kernel: Kernel) -> str | None:
+    """The JVM kernel's function name in ``spark``, or None to use the Python kernel."""
+    if kernel == "python":
+        return None
+    try:
+        return jvm.replay_function(spark, returns)
+    except jvm.JvmKernelUnavailable as exc:
+        if kernel == "jvm":
+            raise
+        reason = str(exc)
+        if reason not in _warned:
+            _warned.add(reason)
+            warnings.warn(
+                f"detect_duplicates: using the Python replay kernel (same verdicts, about "
+                f"1.3x slower), because {reason}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return None
 
 
 def _key_hashes(entity: Column, key: Column) -> tuple[Column, Column]:
@@ -284,7 +341,7 @@ def detect_duplicates_by_count(
     has_entity = p.has_entity
 
     def judge(batches: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
-        return kernel.count_cache(batches, capacity, has_entity)
+        return arrow_kernel.count_cache(batches, capacity, has_entity)
 
     group = [F.col(p.key), *([F.col("entity")] if has_entity else [])]
     return _finish(_judged(ordered, judge, p.arguments(*group)), p)
@@ -371,23 +428,30 @@ def _judged(
     marked nondeterministic because its answer depends on the rows before it: Spark must
     neither move it below the sort nor evaluate it twice.
     """
-    originals = T.StructType(
-        [
-            T.StructField(kernel.ORIGINAL_FIELDS[0], T.TimestampType(), True),
-            T.StructField(kernel.ORIGINAL_FIELDS[1], ordered.schema["event_id"].dataType, True),
-        ]
-    )
+    originals = _originals_type(ordered)
     # The eval type comes from the type hints of ``judge`` (Iterator[tuple[pa.Array, ...]] ->
     # Iterator[pa.Array]), which Spark reads from this module's names.
     udf = arrow_udf(judge, originals).asNondeterministic()  # type: ignore[call-overload]
     return ordered.withColumn(_JUDGED, udf(*arguments))
 
 
+def _originals_type(ordered: DataFrame) -> T.StructType:
+    """What either kernel answers per send: the original's time and event id, or null."""
+    return T.StructType(
+        [
+            T.StructField(arrow_kernel.ORIGINAL_FIELDS[0], T.TimestampType(), True),
+            T.StructField(
+                arrow_kernel.ORIGINAL_FIELDS[1], ordered.schema["event_id"].dataType, True
+            ),
+        ]
+    )
+
+
 def _finish(judged: DataFrame, p: _Prepared) -> DataFrame:
     """The result columns. The rules' texts are built only for the sends decided before the
     pass (a few per cent): the others' verdict follows from the kernel's answer alone."""
     found = F.col(_JUDGED)
-    original_time = found.getField(kernel.ORIGINAL_FIELDS[0])
+    original_time = found.getField(arrow_kernel.ORIGINAL_FIELDS[0])
     judged_by_key = ~_decided()
     rules = _rules(judged, p.policy)
     verdict = F.when(
@@ -400,5 +464,5 @@ def _finish(judged: DataFrame, p: _Prepared) -> DataFrame:
         F.when(_decided(), rules.reason).alias("reason"),
         F.when(judged_by_key, p.key_text()).alias("dedup_key"),
         original_time.alias("original_send_time"),
-        found.getField(kernel.ORIGINAL_FIELDS[1]).alias("original_event_id"),
+        found.getField(arrow_kernel.ORIGINAL_FIELDS[1]).alias("original_event_id"),
     )

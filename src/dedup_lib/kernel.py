@@ -1,4 +1,7 @@
-"""The replay kernel: one pass over sends sorted by (entity, key, time), in Arrow batches.
+"""The Python replay kernel: one pass over sends sorted by (entity, key, time), in Arrow batches.
+
+The engine runs it where the JVM kernel (:mod:`dedup_lib.jvm`, the same pass in Java) cannot
+be built or loaded, and always for :func:`count_cache`.
 
 It runs inside Spark's Python workers as a scalar iterator Arrow UDF over the few columns it
 needs (what tells the keys apart, time, event id, whether Spark SQL already decided the send),
