@@ -6,6 +6,8 @@ STAMP := $(VENV)/.installed
 PORT ?= 8888
 # Jupyter refuses to run as root unless told to (containers, CI machines).
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
+# Java 17+ for local Spark, and the JVM replay kernel built (or why the Python one will run).
+CHECK = $(BIN)/python -c 'import sys; from dedup_lib.spark import main; sys.exit(main())'
 
 .PHONY: help install lab test test-fast lint bench bench-synth bench-explorer samples notebooks postmortem clean
 
@@ -33,11 +35,11 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 lab: $(STAMP)
-	@$(BIN)/python -m dedup_lib.spark
+	@$(CHECK)
 	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_FLAGS)
 
 test: $(STAMP) lint
-	@$(BIN)/python -m dedup_lib.spark
+	@$(CHECK)
 	$(BIN)/python -m pytest --nbval-lax tests notebooks
 
 test-fast: $(STAMP)
@@ -71,7 +73,7 @@ samples: $(STAMP)
 
 postmortem: $(STAMP)
 	@test -n "$(INPUT)" || { echo "usage: make postmortem INPUT=path/to/sends [WINDOW=PT10M] [PARTITIONING=1] [ENTITY=name] [START=iso] [END=iso]"; exit 2; }
-	@$(BIN)/python -m dedup_lib.spark
+	@$(CHECK)
 	$(BIN)/dedup-lib postmortem "$(INPUT)" --window $(or $(WINDOW),PT10M) \
 		$(if $(PARTITIONING),--partitioning) $(if $(ENTITY),--entity "$(ENTITY)") \
 		$(if $(START),--start "$(START)") $(if $(END),--end "$(END)")

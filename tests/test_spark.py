@@ -61,6 +61,20 @@ def test_command_line_check_prints_one_line_without_traceback(tmp_path, monkeypa
     assert "Traceback" not in err
 
 
+def test_command_line_check_builds_the_jvm_kernel_or_says_why_not(tmp_path, monkeypatch, capsys):
+    from dedup_lib import jvm
+    from dedup_lib.spark import main
+
+    monkeypatch.setenv("DEDUP_LIB_CACHE", str(tmp_path))
+    assert main() == 0
+    assert f"JVM replay kernel: {tmp_path}" in capsys.readouterr().out
+
+    monkeypatch.setenv("DEDUP_LIB_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setattr(jvm, "_javac", lambda: None)
+    assert main() == 0
+    assert "note: the replay runs its Python kernel" in capsys.readouterr().out
+
+
 def test_a_child_of_a_local_connect_run_still_gets_classic_spark():
     """Kernels started by a test run that holds a local Connect server inherit its variables."""
     import os

@@ -154,13 +154,22 @@ def is_connect(spark: SparkSession) -> bool:
 
 
 def main() -> int:
-    """``python -m dedup_lib.spark``: check Java for local Spark; one clear line, no traceback."""
+    """Check Java for local Spark and build the JVM replay kernel (``make`` runs it before
+    ``lab`` and ``test``): clear lines, no traceback."""
     try:
         version = check_java()
     except JavaNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"Java {version}: ok for local Spark")
+    from dedup_lib import jvm
+
+    try:
+        jar = jvm.jar_path()
+    except jvm.JvmKernelUnavailable as exc:
+        print(f"note: the replay runs its Python kernel (same verdicts, slower), because {exc}")
+    else:
+        print(f"JVM replay kernel: {jar}")
     return 0
 
 
