@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
 import weakref
@@ -24,7 +23,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dedup_lib.spark import is_connect
+from dedup_lib.spark import is_connect, java_tool
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,12 +55,7 @@ def cache_dir() -> Path:
 
 
 def _javac() -> str | None:
-    home = os.environ.get("JAVA_HOME")
-    if home:
-        candidate = Path(home) / "bin" / "javac"
-        if candidate.exists():
-            return str(candidate)
-    return shutil.which("javac")
+    return java_tool("javac")
 
 
 def _spark_jars() -> Path:

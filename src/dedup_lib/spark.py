@@ -46,18 +46,20 @@ class JavaNotFoundError(RuntimeError):
     """Raised when no Java 17+ runtime is available for a local Spark session."""
 
 
-def _java_executable() -> str | None:
+def java_tool(name: str) -> str | None:
+    """The path of a JDK tool (``java``, ``javac``): from ``JAVA_HOME`` first, as Spark does,
+    else from PATH."""
     home = os.environ.get("JAVA_HOME")
     if home:
-        candidate = Path(home) / "bin" / "java"
+        candidate = Path(home) / "bin" / name
         if candidate.exists():
             return str(candidate)
-    return shutil.which("java")
+    return shutil.which(name)
 
 
 def java_version(java: str | None = None) -> int | None:
     """The major version of the Java runtime that Spark would start, or None if there is none."""
-    java = java or _java_executable()
+    java = java or java_tool("java")
     if java is None:
         return None
     try:
@@ -75,7 +77,7 @@ def java_version(java: str | None = None) -> int | None:
 
 def check_java() -> int:
     """Fail early, with what to do, when Java 17+ is missing (PySpark 4 needs it)."""
-    java = _java_executable()
+    java = java_tool("java")
     version = java_version(java)
     install = (
         "Install a Java 17+ runtime (Debian/Ubuntu: `apt-get install openjdk-17-jre-headless`; "
