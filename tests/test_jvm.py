@@ -115,3 +115,83 @@ def test_event_ids_of_any_type_come_back_unchanged(spark, event_id):
     duplicates = [r for r in answers["jvm"] if r["verdict"] == "duplicate"]
     assert duplicates
     assert all(r["original_event_id"] is not None for r in duplicates)
+
+
+def test_a_failed_build_is_not_tried_again(cache, tmp_path, monkeypatch):
+    calls = tmp_path / "calls"
+    javac = tmp_path / "javac"
+    javac.write_text(f"#!/bin/sh\necho run >> {calls}\necho 'error: no' >&2\nexit 1\n")
+    javac.chmod(0o755)
+    monkeypatch.setattr(jvm, "_javac", lambda: str(javac))
+    monkeypatch.setattr(jvm, "_failed", {})
+    for _ in range(2):
+        with pytest.raises(jvm.JvmKernelUnavailable, match="error: no"):
+            jvm.jar_path()
+    assert calls.read_text().splitlines() == ["run"]
+
+
+def test_auto_with_a_jdk_warns_nothing(spark, recwarn):
+    messages = [Message("a", at(i * 100), event_id=i) for i in range(10)]
+    assert engine_verdicts(spark, messages, TEN_MIN, kernel="auto") == oracle_verdicts(
+        messages, TEN_MIN
+    )
+    assert not [w for w in recwarn if "replay kernel" in str(w.message)]
+
+
+def test_a_session_that_cannot_register_falls_back(spark, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise RuntimeError("functions are disabled here")
+
+    monkeypatch.setattr(jvm, "_registered", type(jvm._registered)())
+    monkeypatch.setattr(type(spark.udf), "registerJavaFunction", refuse)
+    monkeypatch.setattr(engine, "_warned", set())
+    messages = [Message("a", at(i * 100), event_id=i) for i in range(10)]
+    with pytest.raises(jvm.JvmKernelUnavailable, match=r"could not register.*disabled here"):
+        engine_verdicts(spark, messages, TEN_MIN, kernel="jvm")
+    with pytest.warns(RuntimeWarning, match=r"Python replay kernel.*disabled here"):
+        answers = engine_verdicts(spark, messages, TEN_MIN, kernel="auto")
+    assert answers == oracle_verdicts(messages, TEN_MIN)
+
+
+# The original's time crosses back from microseconds: before 1970 too, to the microsecond.
+def test_times_before_1970_come_back_exactly(spark):
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(1969, 12, 31, 23, 59, 58, 999_999, tzinfo=UTC)
+    messages = [
+        Message("a", t0 + timedelta(microseconds=k * 250_001), event_id=k) for k in range(10)
+    ]
+    assert engine_verdicts(spark, messages, TEN_MIN) == oracle_verdicts(messages, TEN_MIN)
+
+
+# A Spark Connect plan finds its function by name only when it runs: a later result with
+# another event id type registers another function and leaves the earlier one alone.
+def test_an_earlier_result_still_runs_after_another_event_id_type(spark):
+    messages = [Message(f"k{i % 2}", at(i * 100), event_id=i) for i in range(12)]
+    df = frame(spark, messages)
+    first = detect_duplicates(df, TEN_MIN, kernel="jvm")
+    later = detect_duplicates(
+        df.withColumn("event_id", F.col("event_id").cast("string")), TEN_MIN, kernel="jvm"
+    )
+    later_ids = [r["original_event_id"] for r in later.orderBy("row").collect()]
+    first_ids = [r["original_event_id"] for r in first.orderBy("row").collect()]
+    assert later_ids == [None if i is None else str(i) for i in first_ids]
+    assert first_ids == [v.original for v in oracle_verdicts(messages, TEN_MIN)]
+
+
+# Two results in one task (a cross join without an exchange between them) share the
+# function's object: each must still start its own stream with no anchor.
+def test_a_cross_join_of_two_results_keeps_each_verdict(spark):
+    messages = [Message("hot", at(i * 100), event_id=i) for i in range(8)]
+    result = detect_duplicates(frame(spark, messages), TEN_MIN, kernel="jvm")
+    alone = [(r["row"], r["verdict"]) for r in result.select("row", "verdict").collect()]
+    left = result.select(F.col("row").alias("l_row"), F.col("verdict").alias("l_verdict"))
+    right = result.select(F.col("row").alias("r_row"), F.col("verdict").alias("r_verdict"))
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        pairs = left.crossJoin(right).collect()
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    assert len(pairs) == len(messages) ** 2
+    assert {(r["l_row"], r["l_verdict"]) for r in pairs} == set(alone)
+    assert {(r["r_row"], r["r_verdict"]) for r in pairs} == set(alone)

@@ -270,7 +270,7 @@ def detect_duplicates(
             F.col("event_id"),
             _decided(),
             window.cast("long"),
-            F.spark_partition_id(),
+            F.monotonically_increasing_id(),
         )
         return _finish(ordered.withColumn(_JUDGED, found), p)
 

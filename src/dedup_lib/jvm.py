@@ -4,12 +4,13 @@ Spark function per session.
 The same pass as :func:`dedup_lib.kernel.replay`, evaluated inside Spark's own generated code
 instead of Spark's Python workers: the rows never cross into Python, so the whole replay
 took 1.16x the shuffle-and-sort floor on 10 M sends, against 1.54x (README, "Speed"). The
-class is compiled with the ``javac`` of the Java that runs Spark, against the Spark jars
-that come with PySpark, into a jar cached per user and named by a hash of its source, so an
-edited source is never served from a stale jar. A local session loads it with ``ADD JAR``; a
-Spark Connect session uploads it with ``addArtifacts``, so a remote cluster needs nothing
-installed. Where no JDK is found, :class:`JvmKernelUnavailable` says so and the engine falls
-back to the Python kernel.
+class is compiled with the JDK's ``javac`` (``JAVA_HOME`` first, then PATH; bytecode for Java
+17, the oldest Spark 4 runs on) against the Spark jars that come with PySpark, into a jar
+cached per user and named by a hash of its source, so an edited source is never served from
+a stale jar. A local session loads it with ``ADD JAR``; a Spark Connect session uploads it
+with ``addArtifacts``, so a remote cluster needs nothing installed (the client needs a JDK
+and the full ``pyspark``, with its jars). Where it cannot be built or loaded,
+:class:`JvmKernelUnavailable` says why, and the engine falls back to the Python kernel.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ RELEASE = "17"
 #: name again makes Spark log a warning).
 _loaded: weakref.WeakKeyDictionary[SparkSession, Path] = weakref.WeakKeyDictionary()
 _registered: weakref.WeakKeyDictionary[SparkSession, set[str]] = weakref.WeakKeyDictionary()
+#: Builds that failed in this process, by the jar they were to make.
+_failed: dict[Path, JvmKernelUnavailable] = {}
 
 
 class JvmKernelUnavailable(RuntimeError):  # noqa: N818 (a state, not a failure of the caller)
@@ -71,12 +74,32 @@ def _spark_jars() -> Path:
 
 
 def jar_path() -> Path:
-    """The jar holding :data:`CLASS_NAME`, compiled now if the cache lacks it."""
-    source = SOURCE.read_bytes()
-    digest = hashlib.sha256(source + RELEASE.encode()).hexdigest()[:16]
-    jar = cache_dir() / f"dedup-replay-{digest}.jar"
-    if jar.exists():
-        return jar
+    """The jar holding :data:`CLASS_NAME`, compiled now if the cache lacks it.
+
+    A build that failed is not tried again in this process: every later call raises the
+    same error at once, instead of running ``javac`` again.
+    """
+    try:
+        digest = hashlib.sha256(SOURCE.read_bytes() + RELEASE.encode()).hexdigest()[:16]
+        jar = cache_dir() / f"dedup-replay-{digest}.jar"
+        if jar.exists():
+            return jar
+    except (OSError, RuntimeError) as exc:
+        raise JvmKernelUnavailable(
+            f"cannot read the JVM replay kernel's source {SOURCE} or cache ({exc}): set "
+            "DEDUP_LIB_CACHE to a readable, writable folder"
+        ) from exc
+    failed = _failed.get(jar)
+    if failed is not None:
+        raise failed
+    try:
+        return _compile(jar)
+    except JvmKernelUnavailable as exc:
+        _failed[jar] = exc
+        raise
+
+
+def _compile(jar: Path) -> Path:
     javac = _javac()
     if javac is None:
         raise JvmKernelUnavailable(

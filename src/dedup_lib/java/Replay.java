@@ -12,16 +12,19 @@ import org.apache.spark.sql.api.java.UDF7;
  * <p>Called once per send, in the order of a partition sorted by (key, time, event id), it
  * answers the original (its time and event id) when the send is a duplicate, else null. Its
  * state is the anchor of the current key: the accepted send whose window is open (SPEC section
- * 1). Spark gives each task its own copy of the function, so the state never crosses
- * partitions; the partition id argument makes the call nondeterministic, so that Spark neither
- * moves it below the sort nor evaluates it twice per row.
+ * 1). The last argument, {@code monotonically_increasing_id()} of the same projection, counts
+ * the rows of the stream the call belongs to: where it does not follow the previous call's,
+ * a new stream began (another partition, or another plan's rows in the same task, as in a
+ * cross join of two results that share this object), and the anchor is dropped. It also makes
+ * the call nondeterministic, so that Spark neither moves it below the sort nor evaluates it
+ * twice per row.
  */
 public final class Replay
-        implements UDF7<Long, Long, Long, Object, Boolean, Long, Integer, Row> {
+        implements UDF7<Long, Long, Long, Object, Boolean, Long, Long, Row> {
     private static final long serialVersionUID = 1L;
 
     private boolean open;
-    private int partition;
+    private long nextRow = Long.MIN_VALUE;
     private long key1;
     private long key2;
     private long anchorMicros;
@@ -34,19 +37,21 @@ public final class Replay
      * @param eventId the send's event id, of any type; returned as the original's
      * @param decided true for sends decided before the pass (rejected, no MessageId)
      * @param window the window in microseconds
-     * @param partitionId the Spark partition the call runs in
+     * @param row the row's monotonically increasing id in its stream
      */
     @Override
     public Row call(
             Long key1, Long key2, Long micros, Object eventId, Boolean decided, Long window,
-            Integer partitionId) {
+            Long row) {
+        boolean follows = row != null && row == nextRow;
+        nextRow = row == null ? Long.MIN_VALUE : row + 1;
         if (decided == null || decided || micros == null || key1 == null || key2 == null) {
             open = false;
             return null;
         }
         long t = micros;
         if (open
-                && partitionId == partition
+                && follows
                 && key1 == this.key1
                 && key2 == this.key2
                 && t < anchorMicros + (window == null ? 0L : window)) {
@@ -57,7 +62,6 @@ public final class Replay
                     anchorEventId);
         }
         open = true;
-        partition = partitionId;
         this.key1 = key1;
         this.key2 = key2;
         anchorMicros = t;
