@@ -4,10 +4,10 @@ Generates N sends (about 5 % resends) as Parquet once, then times, in the same r
 interleaved: the floor (repartition by key, sort within partitions, no-op sink), the engine on
 the same rows (no-op sink), the engine on the same rows plus one hot key of 1 M sends (a
 sender bug reusing one id), and, for reference, the engine with the Python kernel (the
-fallback where no JDK is found; not a target). Prints the times and the ratios the targets
-are stated in: engine / floor <= 1.5, hot-key run / plain run <= 1.5. Each ratio is the
-median over the rounds of the ratio within a round (the runs of a round follow each other, so
-they share the machine's load); the ratio of the best times is printed beside it.
+fallback; not a target). Prints the times and the ratios the targets are stated in: engine /
+floor <= 1.5, hot-key run / plain run <= 1.5. Each ratio is the median over the rounds of the
+ratio within a round (the runs of a round follow each other, so they share the machine's
+load); the ratio of the best times is printed beside it.
 
     make bench                      # 10 M rows
     .venv/bin/python benchmarks/bench_engine.py --rows 2000000 --repeat 3
