@@ -3,10 +3,11 @@
 One shuffle by (entity, key), a sort by time within each partition, then one streaming pass
 that walks the anchor chain of each key over two 64-bit hashes of (entity, key), the time, the
 event id and a flag; the other columns are never touched. The pass is the JVM kernel
-(:mod:`dedup_lib.jvm`, a Java function Spark calls once per send in sort order) or, where no
-JDK is found, :mod:`dedup_lib.kernel` over Arrow batches in Spark's Python workers; both give
-the same verdicts. Rejections and missing MessageIds are decided in Spark SQL before the pass.
-Uses the DataFrame API only, so it runs on classic Spark and on Spark Connect alike.
+(:mod:`dedup_lib.jvm`, a Java function Spark calls once per send in sort order) or, where that
+cannot be built or loaded, :mod:`dedup_lib.kernel` over Arrow batches in Spark's Python
+workers; both give the same verdicts. Rejections and missing MessageIds are decided in Spark
+SQL before the pass. Uses the DataFrame API only, so it runs on classic Spark and on Spark
+Connect alike.
 """
 
 from __future__ import annotations
