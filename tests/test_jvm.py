@@ -142,7 +142,9 @@ def test_a_session_that_cannot_register_falls_back(spark, monkeypatch):
     def refuse(*args, **kwargs):
         raise RuntimeError("functions are disabled here")
 
-    monkeypatch.setattr(jvm, "_registered", type(jvm._registered)())
+    loaded = jvm._sessions.get(spark)
+    if loaded is not None:
+        monkeypatch.setattr(loaded, "names", set())
     monkeypatch.setattr(type(spark.udf), "registerJavaFunction", refuse)
     monkeypatch.setattr(engine, "_warned", set())
     messages = [Message("a", at(i * 100), event_id=i) for i in range(10)]

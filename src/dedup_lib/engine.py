@@ -15,7 +15,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 import pyarrow as pa
 from pyspark import cloudpickle
@@ -210,7 +210,7 @@ def _window(policies: DedupPolicy | Mapping[str, DedupPolicy | None]) -> int | d
 
 #: Which replay kernel runs the pass; see :func:`detect_duplicates`.
 Kernel = Literal["auto", "jvm", "python"]
-KERNELS = ("auto", "jvm", "python")
+KERNELS: tuple[str, ...] = get_args(Kernel)
 #: The reasons the JVM kernel was unavailable that this process already warned about.
 _warned: set[str] = set()
 

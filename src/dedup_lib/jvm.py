@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 import weakref
 import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,10 +36,17 @@ CLASS_NAME = "dedup_lib.Replay"
 #: The bytecode level: the oldest Java that PySpark 4 runs on.
 RELEASE = "17"
 
-#: Per session, the jar it loaded and the functions it registered: once each (registering a
-#: name again makes Spark log a warning).
-_loaded: weakref.WeakKeyDictionary[SparkSession, Path] = weakref.WeakKeyDictionary()
-_registered: weakref.WeakKeyDictionary[SparkSession, set[str]] = weakref.WeakKeyDictionary()
+
+@dataclass
+class _Loaded:
+    """What one session has of the kernel: the jar it loaded and the function names it
+    registered from it, each once (registering a name again makes Spark log a warning)."""
+
+    jar: Path
+    names: set[str] = field(default_factory=set)
+
+
+_sessions: weakref.WeakKeyDictionary[SparkSession, _Loaded] = weakref.WeakKeyDictionary()
 #: Builds that failed in this process, by the jar they were to make.
 _failed: dict[Path, JvmKernelUnavailable] = {}
 
@@ -159,7 +167,8 @@ def replay_function(spark: SparkSession, returns: StructType) -> str:
     replace the function an earlier result still calls.
     """
     jar = jar_path()
-    if _loaded.get(spark) != jar:
+    loaded = _sessions.get(spark)
+    if loaded is None or loaded.jar != jar:
         try:
             if is_connect(spark):
                 spark.addArtifacts(str(jar))
@@ -167,17 +176,15 @@ def replay_function(spark: SparkSession, returns: StructType) -> str:
                 spark.sql("ADD JAR '" + str(jar).replace("\\", "\\\\").replace("'", "\\'") + "'")
         except Exception as exc:
             raise JvmKernelUnavailable(f"the session could not load {jar}: {exc}") from exc
-        _loaded[spark] = jar
-        _registered[spark] = set()
+        loaded = _sessions[spark] = _Loaded(jar)
     digest = hashlib.sha256((jar.name + returns.json()).encode()).hexdigest()[:16]
     name = f"dedup_lib_replay_{digest}"
-    names = _registered.setdefault(spark, set())
-    if name not in names:
+    if name not in loaded.names:
         try:
             spark.udf.registerJavaFunction(name, CLASS_NAME, returns)
         except Exception as exc:
             raise JvmKernelUnavailable(
                 f"the session could not register {CLASS_NAME} from {jar}: {exc}"
             ) from exc
-        names.add(name)
+        loaded.names.add(name)
     return name
