@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dedup_lib import DedupPolicy, detect_duplicates, get_spark
-from dedup_lib.engine import KERNELS
+from dedup_lib.replay.engine import KERNELS
 
 DAY_SECONDS = 86_400
 PYTHON_RUN = "detect_duplicates, python"

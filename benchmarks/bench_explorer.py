@@ -13,6 +13,7 @@ Spark passes, once per mode), the 50-window sweep, and control changes answered 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import tempfile
@@ -20,7 +21,7 @@ import time
 from pathlib import Path
 
 from dedup_lib import DedupPolicy, ReplayCache, WindowExplorer, detect_duplicates, get_spark
-from dedup_lib.synth import day_scenario, generate_telemetry, with_scenario
+from dedup_lib.synth import day_scenario, generate_telemetry
 
 
 def seconds(run) -> float:  # type: ignore[no-untyped-def]
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     spark = get_spark("dedup-bench-explorer", config={"spark.ui.enabled": "false"})
-    scenario = with_scenario(day_scenario(), malformed=0.0)
+    scenario = dataclasses.replace(day_scenario(), malformed=0.0)
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="dedup-bench-explorer-") as tmp:
         generate_telemetry(spark, args.rows, scenario=scenario).write.parquet(f"{tmp}/sends")

@@ -12,6 +12,7 @@ same run, because this machine is shared.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import tempfile
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from bench_engine import floor, timed
 from dedup_lib import generate_telemetry, get_spark
-from dedup_lib.synth import day_scenario, with_scenario
+from dedup_lib.synth import day_scenario
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = get_spark("dedup-bench-synth", config={"spark.ui.enabled": "false"})
     # Timestamps, not text: malformed rows would make send_time a string column.
-    scenario = with_scenario(day_scenario(), malformed=0.0)
+    scenario = dataclasses.replace(day_scenario(), malformed=0.0)
     frame = generate_telemetry(spark, args.rows, seed=args.seed, scenario=scenario)
     with tempfile.TemporaryDirectory(prefix="dedup-bench-synth-") as tmp:
         timed(lambda: generate_telemetry(spark, 100_000, scenario=scenario))  # warm-up

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from dedup_lib import DedupPolicy, Message, detect_duplicates, replay
-from dedup_lib.policy import parse_dedup_key, policy_for
+from dedup_lib import DedupPolicy, detect_duplicates
+from dedup_lib.rules.policy import parse_dedup_key, policy_for
+from dedup_lib.testing import Message, broker_outcomes
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -154,7 +155,7 @@ def oracle_verdicts(
             None if o.original is None else ref(o.original),
             None if o.original is None else micros(o.original.send_time),
         )
-        for o in replay(messages, policy)
+        for o in broker_outcomes(messages, policy)
     ]
 
 
@@ -196,7 +197,7 @@ def telemetry(draw):
 def mixed_scenario() -> Any:
     """Six hours of senders with every id policy, crashes, replays, sessions and mismatched
     keys, on several entities: small, but with every kind of duplicate and loss."""
-    from dedup_lib import Scenario, Sender
+    from dedup_lib.synth import Scenario, Sender
 
     return Scenario(
         datetime(2026, 3, 2, tzinfo=UTC),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dedup_lib import JavaNotFoundError, check_java
-from dedup_lib.spark import java_version
+from dedup_lib import JavaNotFoundError
+from dedup_lib.spark import check_java, java_version
 
 
 def fake_java(tmp_path: Path, banner: str) -> Path:
@@ -62,7 +62,7 @@ def test_command_line_check_prints_one_line_without_traceback(tmp_path, monkeypa
 
 
 def test_command_line_check_builds_the_jvm_kernel_or_says_why_not(tmp_path, monkeypatch, capsys):
-    from dedup_lib import jvm
+    from dedup_lib.replay.kernels import jvm
     from dedup_lib.spark import main
 
     monkeypatch.setenv("DEDUP_LIB_CACHE", str(tmp_path))

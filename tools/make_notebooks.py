@@ -300,7 +300,7 @@ for mode, sweep in sweeps.items():
         reached = "no window reaches the target"
     else:
         reached = (
-            f"{charts.duration_label(best['window_s'])} catches"
+            f"{format_duration(best['window_s'])} catches"
             f" {best['share_catchable_caught']:.1%} of {int(best['catchable_resends']):,}"
             f" catchable resends ({best['share_resends_caught']:.1%} of all"
             f" {int(best['resends']):,}); {int(best['messages_lost']):,} messages lost,"
@@ -399,7 +399,7 @@ def during(table, column="time"):
 
 window_s = policy.window.total_seconds()
 delays = cache.resend_delays()
-title = f"Sends and dropped duplicates during the incident, window {charts.duration_label(window_s)}"
+title = f"Sends and dropped duplicates during the incident, window {format_duration(window_s)}"
 charts.show(charts.sends_over_time(during(cache.over_time(window_s)), title=title), embed=EMBED_CHARTS)
 charts.show(charts.resend_delays(during(delays), window_s), embed=EMBED_CHARTS)
 charts.show(charts.ids_held(during(cache.held_over_time(window_s)), window_s), embed=EMBED_CHARTS)
@@ -433,7 +433,7 @@ else:
 from dedup_lib import counts_over_time
 
 if misses is not None:
-    title = f"Resends that reached consumers again, by cause, window {charts.duration_label(window_s)}"
+    title = f"Resends that reached consumers again, by cause, window {format_duration(window_s)}"
     by_cause = counts_over_time(misses, "miss_cause", "PT5M")
     fig = charts.counts_over_time(by_cause, "miss_cause", title=title, what="resends")
     charts.show(fig, embed=EMBED_CHARTS)

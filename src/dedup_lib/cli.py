@@ -8,38 +8,43 @@ job cannot use. Progress goes to stderr: a line per step, and Spark's stage prog
 from __future__ import annotations
 
 import argparse
-import math
+import dataclasses
 import os
 import sys
 import time
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from dedup_lib.analyses import ALL_ENTITIES, ground_truth_summary, has_ground_truth, summarize
-from dedup_lib.config import load_entity_policies
-from dedup_lib.diagnostics import (
+from dedup_lib.analysis.diagnostics import (
     MISS_AFTER_WINDOW,
     collision_groups,
     collisions,
     missed_resends,
     missed_summary,
 )
-from dedup_lib.engine import detect_duplicates
-from dedup_lib.policy import WINDOW_BOUNDS, DedupPolicy, format_window
+from dedup_lib.analysis.summaries import (
+    ALL_ENTITIES,
+    ground_truth_summary,
+    has_ground_truth,
+    summarize,
+)
+from dedup_lib.replay.engine import detect_duplicates
+from dedup_lib.rules.durations import format_duration
+from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy, Policies
+from dedup_lib.settings.config import load_entity_policies
 from dedup_lib.spark import JavaNotFoundError, get_spark, is_connect
 from dedup_lib.synth import (
     SCENARIOS,
     SYNTH_COLUMNS,
     generate_telemetry,
     plan_telemetry,
-    with_scenario,
 )
-from dedup_lib.telemetry import NAMING_STYLES, load_telemetry, write_telemetry
+from dedup_lib.telemetry.read import load_telemetry
+from dedup_lib.telemetry.write import NAMING_STYLES, write_telemetry
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from pyspark.sql import DataFrame, SparkSession
 
@@ -111,22 +116,13 @@ def _mapping(pairs: Sequence[str]) -> dict[str, str]:
     return mapping
 
 
-def _duration(seconds: float) -> str:
-    """Seconds as a readable duration, whole seconds from a minute up (``11h50m41s``)."""
-    if pd.isna(seconds):
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.3g}s"
-    return format_window(timedelta(seconds=math.ceil(seconds)))
-
-
 def _table(df: pd.DataFrame) -> str:
     shown = df.copy()
     for name in shown.columns:
         if name.startswith("share"):
             shown[name] = shown[name].map(lambda v: "-" if pd.isna(v) else f"{v:.1%}")
         elif name.endswith(("delay", "caught_from")):
-            shown[name] = shown[name].map(_duration)
+            shown[name] = shown[name].map(lambda v: format_duration(v, "up"))
         elif name in ("first", "last"):
             shown[name] = shown[name].map(lambda t: t.strftime("%Y-%m-%d %H:%M:%S"))
     return shown.to_string(index=False)
@@ -141,7 +137,7 @@ def _policies(args: argparse.Namespace) -> DedupPolicy | dict[str, DedupPolicy |
         raise CommandError(f"--window {args.window}: {exc}") from exc
 
 
-def describe(policy: DedupPolicy | Mapping[str, DedupPolicy | None]) -> str:
+def describe(policy: Policies) -> str:
     """One line for a policy, or for per-entity settings: each entity's window and mode."""
     if isinstance(policy, DedupPolicy):
         return policy.describe()
@@ -198,7 +194,7 @@ def _report(
     source: str,
     counts: dict[str, int],
     reasons: Callable[[], pd.DataFrame] | None,
-    policy: DedupPolicy | Mapping[str, DedupPolicy | None],
+    policy: Policies,
     result: DataFrame,
 ) -> None:
     print(
@@ -244,8 +240,8 @@ def _diagnose(result: DataFrame, content: list[str] | None) -> None:
         limit = WINDOW_BOUNDS["service"][1].total_seconds()
         beyond = " (beyond the service's 7-day limit)" if longest > limit else ""
         print(
-            f"A window of {_duration(longest)} or longer would catch every resend that came "
-            f"after the window{beyond}."
+            f"A window of {format_duration(longest, 'up')} or longer would catch every resend "
+            f"that came after the window{beyond}."
         )
     lost = collision_groups(collisions(result, content))
     print()
@@ -261,7 +257,7 @@ def generate(args: argparse.Namespace) -> int:
         raise CommandError(f"{args.out} exists; pass --overwrite to replace it")
     scenario = SCENARIOS[args.scenario]()
     if args.malformed is not None:
-        scenario = with_scenario(scenario, malformed=args.malformed)
+        scenario = dataclasses.replace(scenario, malformed=args.malformed)
     plan = plan_telemetry(args.rows, args.seed, scenario)
     spark = _spark(args)
     progress.step(
@@ -298,7 +294,7 @@ def generate(args: argparse.Namespace) -> int:
 
 
 def postmortem(args: argparse.Namespace) -> int:
-    from dedup_lib.report import run_postmortem
+    from dedup_lib.workbench.report import run_postmortem
 
     progress = _Progress(args.quiet)
     try:

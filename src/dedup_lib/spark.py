@@ -164,7 +164,7 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"Java {version}: ok for local Spark")
-    from dedup_lib import jvm
+    from dedup_lib.replay.kernels import jvm
 
     try:
         jar = jvm.jar_path()

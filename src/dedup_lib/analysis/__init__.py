@@ -1,0 +1,1 @@
+"""Tables read from a replay: summaries, what detection misses and destroys, what-ifs."""

@@ -1,0 +1,301 @@
+"""What the broker says nothing about: resends that slipped through, and messages it destroyed.
+
+Both read a :func:`dedup_lib.detect_duplicates` result plus the sends' content: a
+``payload_hash`` column, or any columns that together say what a message carries. Service Bus
+compares MessageIds only (SPEC section 1), so content tells what the ids hide:
+
+- a **missed resend** is a send accepted although an earlier accepted send of the same entity
+  carried the same content: the message reached consumers twice (SPEC section 6, items 1, 3, 4);
+- a **collision** is a send dropped as a duplicate whose content differs from the original
+  that caught it: a legitimate message lost without a signal (SPEC section 6, item 2).
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import pandas as pd
+from pyspark.sql import Column, Window
+from pyspark.sql import functions as F
+
+from dedup_lib.analysis.summaries import NO_ENTITY, _entity
+from dedup_lib.rules.durations import parse_window
+from dedup_lib.rules.policy import (
+    ACCEPTED,
+    DETECTION_OFF_NOTE,
+    DUPLICATE,
+    NO_MESSAGE_ID_WARNING,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+CONTENT = "content"
+#: Why a resend reached consumers again, in the order they are tested.
+MISS_NO_ID = "no MessageId"
+MISS_NOT_CHECKED = "detection off"
+MISS_NEW_ID = "new MessageId"
+MISS_PARTITION_KEY = "partition key differs"
+MISS_AFTER_WINDOW = "after the window"
+MISS_CAUSES = (MISS_NO_ID, MISS_NOT_CHECKED, MISS_NEW_ID, MISS_PARTITION_KEY, MISS_AFTER_WINDOW)
+
+ALL_ZERO_GUID = "all-zero GUID"
+GUID = "GUID"
+NO_ID = "(none)"
+_GUID = r"^\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?$"
+_ZERO_GUID = r"^\{?0{8}-0{4}-0{4}-0{4}-0{12}\}?$"
+
+
+def content_key(df: DataFrame, content: str | Sequence[str] | None = None) -> Column:
+    """One value per distinct content: the ``payload_hash`` column by default, the named column
+    as it is, or a SHA-256 over several columns. Null when every content column is null."""
+    names = _content_columns(df, content)
+    if len(names) == 1:
+        return F.col(names[0]).cast("string")
+    packed = F.to_json(F.struct(*(F.col(n) for n in names)))
+    present = functools.reduce(operator.or_, (F.col(n).isNotNull() for n in names))
+    return F.when(present, F.sha2(packed, 256))
+
+
+def _content_columns(df: DataFrame, content: str | Sequence[str] | None) -> list[str]:
+    if content is None:
+        if "payload_hash" not in df.columns:
+            raise ValueError(
+                "no content to compare: the telemetry has no payload_hash column; pass "
+                "content=[...] with the columns that together say what a message carries "
+                f"(the input has {', '.join(df.columns)})"
+            )
+        return ["payload_hash"]
+    names = [content] if isinstance(content, str) else list(content)
+    if not names:
+        raise ValueError("content: name at least one column")
+    missing = [n for n in names if n not in df.columns]
+    if missing:
+        raise ValueError(
+            f"content: column(s) {', '.join(missing)} not in the telemetry; it has "
+            f"{', '.join(df.columns)}"
+        )
+    return names
+
+
+def _check_result(result: DataFrame, what: str) -> None:
+    needed = ("verdict", "reason", "dedup_key", "original_send_time", "original_event_id")
+    missing = [c for c in (*needed, "send_time", "event_id") if c not in result.columns]
+    if missing:
+        raise ValueError(
+            f"{what}: expected a detect_duplicates result, but column(s) {', '.join(missing)} "
+            "are missing"
+        )
+
+
+def _ride_along(result: DataFrame, taken: Sequence[str]) -> list[Column]:
+    """The telemetry's other columns, after the diagnostic's own; the engine's, and any that
+    share a name with the diagnostic's own, are left out of this view."""
+    engine = ("verdict", "reason", "dedup_key", "original_send_time", "original_event_id")
+    return [F.col(c) for c in result.columns if c not in (*taken, *engine)]
+
+
+def id_pattern(message_id: Column) -> Column:
+    """The shape of a MessageId: ``all-zero GUID``, ``GUID``, ``(none)``, or the id with its
+    digit runs written ``#`` (``order-#``), so reused ids of one scheme fall together."""
+    text = message_id.cast("string")
+    return (
+        F.when(text.isNull() | (text == ""), F.lit(NO_ID))
+        .when(text.rlike(_ZERO_GUID), F.lit(ALL_ZERO_GUID))
+        .when(text.rlike(_GUID), F.lit(GUID))
+        .otherwise(F.regexp_replace(text, r"[0-9]+", "#"))
+    )
+
+
+def missed_resends(result: DataFrame, content: str | Sequence[str] | None = None) -> DataFrame:
+    """Sends accepted although an earlier accepted send of the same entity carried the same
+    content: each reached consumers again.
+
+    One row per missed resend with its ``miss_cause`` (:data:`MISS_CAUSES`: no MessageId, detection
+    off on the entity, a new MessageId for the same content, the same MessageId under another
+    partition key, or a resend after the window), the earlier copy that was delivered
+    (``previous_event_id``, ``previous_send_time``, ``previous_message_id``), the ``delay``
+    after it in seconds, and for resends after the window ``caught_from``: the shortest window,
+    in seconds, from which on every window catches it (any window longer than the time since
+    the key's first send; shorter windows may catch it or not, depending on where the anchors
+    fall). The content key itself is the ``content`` column.
+    """
+    _check_result(result, "missed_resends")
+    keyed = result.withColumn(CONTENT, content_key(result, content)).withColumn(
+        "__entity", _entity(result)
+    )
+    first_of_key = (
+        keyed.where(F.col("dedup_key").isNotNull())
+        .groupBy("__entity", "dedup_key")
+        .agg(F.min("send_time").alias("__key_first"))
+    )
+    order = Window.partitionBy("__entity", CONTENT).orderBy(
+        "send_time", F.col("event_id").asc_nulls_last()
+    )
+    delivered = keyed.where((F.col("verdict") == ACCEPTED) & F.col(CONTENT).isNotNull())
+    for name in ("event_id", "send_time", "message_id", "dedup_key"):
+        delivered = delivered.withColumn(f"__prev_{name}", F.lag(name).over(order))
+    misses = delivered.where(F.col("__prev_send_time").isNotNull()).join(
+        first_of_key, ["__entity", "dedup_key"], "left"
+    )
+    mid = F.col("message_id").cast("string")
+    prev_mid = F.col("__prev_message_id").cast("string")
+    cause = (
+        F.when(F.col("reason") == DETECTION_OFF_NOTE, F.lit(MISS_NOT_CHECKED))
+        .when(F.col("reason") == NO_MESSAGE_ID_WARNING, F.lit(MISS_NO_ID))
+        .when(~mid.eqNullSafe(prev_mid), F.lit(MISS_NEW_ID))
+        .when(~F.col("dedup_key").eqNullSafe(F.col("__prev_dedup_key")), F.lit(MISS_PARTITION_KEY))
+        .otherwise(F.lit(MISS_AFTER_WINDOW))
+    )
+    micros = F.unix_micros("send_time")
+    caught_from = F.when(
+        cause == MISS_AFTER_WINDOW,
+        (micros - F.unix_micros("__key_first") + 1) / F.lit(1_000_000.0),
+    )
+    own = (
+        "event_id",
+        "entity",
+        "send_time",
+        "message_id",
+        "miss_cause",
+        "delay",
+        "caught_from",
+        "previous_event_id",
+        "previous_send_time",
+        "previous_message_id",
+        CONTENT,
+    )
+    return misses.select(
+        "event_id",
+        F.col("__entity").alias("entity"),
+        "send_time",
+        "message_id",
+        cause.alias("miss_cause"),
+        ((micros - F.unix_micros("__prev_send_time")) / F.lit(1_000_000.0)).alias("delay"),
+        caught_from.alias("caught_from"),
+        F.col("__prev_event_id").alias("previous_event_id"),
+        F.col("__prev_send_time").alias("previous_send_time"),
+        F.col("__prev_message_id").alias("previous_message_id"),
+        CONTENT,
+        *_ride_along(result, own),
+    )
+
+
+def collisions(result: DataFrame, content: str | Sequence[str] | None = None) -> DataFrame:
+    """Sends dropped as duplicates whose content differs from the original that caught them:
+    legitimate messages lost without a signal.
+
+    One row per lost send with its ``id_pattern`` (:func:`id_pattern`), the original
+    (``original_event_id``, ``original_send_time``) and both contents. Sends whose content or
+    whose original's content is unknown (null) are not counted: nothing says they differ.
+    """
+    _check_result(result, "collisions")
+    keyed = result.withColumn(CONTENT, content_key(result, content)).withColumn(
+        "__entity", _entity(result)
+    )
+    originals = keyed.where(F.col("verdict") == ACCEPTED).select(
+        "__entity",
+        "dedup_key",
+        F.col("send_time").alias("original_send_time"),
+        F.col("event_id").alias("original_event_id"),
+        F.col(CONTENT).alias("original_content"),
+    )
+    dropped = keyed.where(F.col("verdict") == DUPLICATE).drop("entity")
+    joined = dropped.join(
+        originals,
+        ["__entity", "dedup_key", "original_send_time", "original_event_id"],
+        "inner",
+    ).where(F.col(CONTENT) != F.col("original_content"))
+    own = (
+        "event_id",
+        "entity",
+        "send_time",
+        "message_id",
+        "id_pattern",
+        CONTENT,
+        "original_content",
+    )
+    return joined.select(
+        "event_id",
+        F.col("__entity").alias("entity"),
+        "send_time",
+        "message_id",
+        id_pattern(F.col("message_id")).alias("id_pattern"),
+        "original_event_id",
+        "original_send_time",
+        CONTENT,
+        "original_content",
+        *_ride_along(result, own),
+    )
+
+
+def collision_groups(lost: DataFrame) -> pd.DataFrame:
+    """:func:`collisions` grouped by entity, sender (when the telemetry names one) and id
+    pattern: ``sends_dropped``, ``distinct_contents`` among them (the different messages
+    hit), ``distinct_ids``, and the ``first`` and ``last`` drop; most drops first. A small
+    pandas table."""
+    by = ["entity", *(["sender"] if "sender" in lost.columns else []), "id_pattern"]
+    counts = ["sends_dropped", "distinct_contents", "distinct_ids"]
+    table = (
+        lost.groupBy(*by)
+        .agg(
+            F.count(F.lit(1)).alias("sends_dropped"),
+            F.count_distinct(CONTENT).alias("distinct_contents"),
+            F.count_distinct("message_id").alias("distinct_ids"),
+            F.min("send_time").alias("first"),
+            F.max("send_time").alias("last"),
+        )
+        .toPandas()
+    )
+    table[counts] = table[counts].astype("int64")
+    order = table.sort_values(["sends_dropped", *by], ascending=[False] + [True] * len(by))
+    return order.reset_index(drop=True)
+
+
+def missed_summary(misses: DataFrame) -> pd.DataFrame:
+    """:func:`missed_resends` counted per entity and cause, with the longest ``caught_from``
+    among resends after the window (the window that would have caught all of them)."""
+    table = (
+        misses.groupBy("entity", "miss_cause")
+        .agg(
+            F.count(F.lit(1)).alias("resends"),
+            F.max("caught_from").alias("longest_caught_from"),
+            F.percentile_approx("delay", 0.5).alias("median_delay"),
+        )
+        .toPandas()
+    )
+    table["resends"] = table["resends"].astype("int64")
+    rank = {cause: i for i, cause in enumerate(MISS_CAUSES)}
+    table["__rank"] = table["miss_cause"].map(rank)
+    return (
+        table.sort_values(["entity", "__rank"])
+        .drop(columns="__rank")
+        .reset_index(drop=True)
+        .fillna({"entity": NO_ENTITY})
+    )
+
+
+def counts_over_time(found: DataFrame, by: str, bucket: str = "PT1M") -> pd.DataFrame:
+    """Rows of :func:`missed_resends` or :func:`collisions` counted per time ``bucket`` (an
+    ISO 8601 duration or shorthand), entity and the column ``by`` (``miss_cause``,
+    ``id_pattern``, ``sender``): ``time``, ``entity``, ``by``, ``sends``. Small: one row per
+    bucket and group that has any."""
+    if by not in found.columns:
+        raise ValueError(f"counts_over_time: no column {by!r}; it has {', '.join(found.columns)}")
+    seconds = int(parse_window(bucket).total_seconds())
+    if seconds < 1:
+        raise ValueError(f"bucket: expected at least a second, got {bucket!r}")
+    start = F.timestamp_seconds(
+        F.floor(F.unix_seconds("send_time") / seconds).cast("long") * seconds
+    )
+    table = (
+        found.groupBy(start.alias("time"), "entity", F.col(by).cast("string").alias(by))
+        .agg(F.count(F.lit(1)).alias("sends"))
+        .toPandas()
+    )
+    table["sends"] = table["sends"].astype("int64")
+    table["time"] = pd.to_datetime(table["time"], utc=True)
+    return table.sort_values(["time", "entity", by]).reset_index(drop=True)

@@ -1,0 +1,250 @@
+"""Small tables computed from a ``detect_duplicates`` result, for people and charts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import pandas as pd
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from dedup_lib.rules.durations import parse_window
+from dedup_lib.rules.policy import (
+    ACCEPTED,
+    DETECTION_OFF_NOTE,
+    DUPLICATE,
+    NO_MESSAGE_ID_WARNING,
+    REJECTED,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+ALL_ENTITIES = "(all)"
+NO_ENTITY = "(none)"
+SUMMARY_COLUMNS = (
+    "entity",
+    "sends",
+    "accepted",
+    "duplicates",
+    "rejected",
+    "without_message_id",
+    "not_checked",
+    "share_caught",
+)
+
+
+def _entity(result: DataFrame) -> Column:
+    if "entity" not in result.columns:
+        return F.lit(NO_ENTITY).alias("entity")
+    return F.coalesce(F.col("entity").cast("string"), F.lit(NO_ENTITY)).alias("entity")
+
+
+def _count_where(condition: Column) -> Column:
+    return F.count(F.when(condition, True))
+
+
+def _with_total(table: pd.DataFrame, counts: list[str]) -> pd.DataFrame:
+    """Entities in name order, counts as int64, and an ``(all)`` row when there are several."""
+    table = table.sort_values("entity", kind="stable")
+    table[counts] = table[counts].fillna(0).astype("int64")
+    if len(table) != 1:
+        total = table[counts].sum().to_frame().T
+        total.insert(0, "entity", ALL_ENTITIES)
+        table = pd.concat([table, total], ignore_index=True)
+    return table.reset_index(drop=True)
+
+
+def summarize(result: DataFrame) -> pd.DataFrame:
+    """Per entity, plus a total row ``(all)``: sends, accepted, duplicates, rejected, sends
+    without MessageId, ``not_checked`` (accepted unchecked: detection is off on the entity),
+    and ``share_caught``, the share of judged sends (accepted or duplicate) that the broker
+    dropped as duplicates. One Spark job; the table is small."""
+    missing = [c for c in ("verdict", "reason") if c not in result.columns]
+    if missing:
+        raise ValueError(
+            f"summarize: expected a detect_duplicates result, but column(s) {', '.join(missing)} "
+            "are missing"
+        )
+    counted = (
+        result.groupBy(_entity(result))
+        .agg(
+            F.count(F.lit(1)).alias("sends"),
+            _count_where(F.col("verdict") == ACCEPTED).alias("accepted"),
+            _count_where(F.col("verdict") == DUPLICATE).alias("duplicates"),
+            _count_where(F.col("verdict") == REJECTED).alias("rejected"),
+            _count_where(F.col("reason") == NO_MESSAGE_ID_WARNING).alias("without_message_id"),
+            _count_where(F.col("reason") == DETECTION_OFF_NOTE).alias("not_checked"),
+        )
+        .toPandas()
+    )
+    table = _with_total(counted, list(SUMMARY_COLUMNS[1:-1]))
+    judged = table["accepted"] + table["duplicates"] - table["not_checked"]
+    table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")
+    return table[list(SUMMARY_COLUMNS)]
+
+
+TRUTH_COLUMNS = ("logical_id", "attempt")
+TRUTH_SUMMARY_COLUMNS = (
+    "entity",
+    "messages",
+    "sends",
+    "resends",
+    "resends_caught",
+    "extra_deliveries",
+    "messages_lost",
+    "first_sends_dropped",
+    "messages_rejected",
+)
+
+
+def has_ground_truth(result: DataFrame) -> bool:
+    """True when ``result`` carries the generator's ground truth (``logical_id``, ``attempt``)."""
+    return all(c in result.columns for c in TRUTH_COLUMNS)
+
+
+def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
+    """What the verdicts did to the messages senders meant, per entity plus ``(all)``.
+
+    Needs ``logical_id`` and ``attempt`` (see :func:`dedup_lib.generate_telemetry`). Per
+    entity: logical ``messages`` and their ``sends``; ``resends`` (attempt > 1) and
+    ``resends_caught`` (judged duplicate); ``extra_deliveries``, the sends that reached
+    consumers again after a message had been delivered once (slipped through);
+    ``messages_lost``, messages never delivered because every judged send was dropped as a
+    duplicate (of another message: a colliding id); ``first_sends_dropped``, first sends dropped
+    as duplicates; ``messages_rejected``, messages whose every send was refused. One Spark job."""
+    missing = [c for c in ("verdict", *TRUTH_COLUMNS) if c not in result.columns]
+    if missing:
+        raise ValueError(
+            "ground_truth_summary: expected a detect_duplicates result with ground truth "
+            f"(logical_id, attempt), but column(s) {', '.join(missing)} are missing"
+        )
+    verdict, resend = F.col("verdict"), F.col("attempt") > 1
+    per_message = result.groupBy(_entity(result), F.col("logical_id")).agg(
+        F.count(F.lit(1)).alias("sends"),
+        _count_where(resend).alias("resends"),
+        _count_where(resend & (verdict == DUPLICATE)).alias("resends_caught"),
+        _count_where(~resend & (verdict == DUPLICATE)).alias("first_sends_dropped"),
+        _count_where(verdict == ACCEPTED).alias("accepted"),
+        _count_where(verdict == DUPLICATE).alias("duplicates"),
+    )
+    accepted, duplicates = F.col("accepted"), F.col("duplicates")
+    counted = (
+        per_message.groupBy("entity")
+        .agg(
+            F.count(F.lit(1)).alias("messages"),
+            F.sum("sends").alias("sends"),
+            F.sum("resends").alias("resends"),
+            F.sum("resends_caught").alias("resends_caught"),
+            F.sum(F.greatest(accepted - 1, F.lit(0))).alias("extra_deliveries"),
+            _count_where((accepted == 0) & (duplicates > 0)).alias("messages_lost"),
+            F.sum("first_sends_dropped").alias("first_sends_dropped"),
+            _count_where((accepted == 0) & (duplicates == 0)).alias("messages_rejected"),
+        )
+        .toPandas()
+    )
+    table = _with_total(counted, list(TRUTH_SUMMARY_COLUMNS[1:]))
+    return table[list(TRUTH_SUMMARY_COLUMNS)]
+
+
+GUID_PATTERN = (
+    r"^\{?[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\}?$"
+)
+
+
+def sends_over_time(df: DataFrame, bucket: str = "PT1M") -> pd.DataFrame:
+    """Sends per entity and time bucket (``entity``, ``time`` UTC bucket start, ``sends``),
+    from loaded telemetry. One Spark job; rows without send_time are left out."""
+    seconds = int(parse_window(bucket).total_seconds())
+    start = F.timestamp_seconds(F.floor(F.unix_seconds(F.col("send_time")) / seconds) * seconds)
+    table = (
+        df.where(F.col("send_time").isNotNull())
+        .groupBy(_entity(df), start.alias("time"))
+        .agg(F.count(F.lit(1)).alias("sends"))
+        .toPandas()
+    )
+    table["time"] = pd.to_datetime(table["time"], utc=True)
+    return table.sort_values(["entity", "time"]).reset_index(drop=True)
+
+
+def id_quality(df: DataFrame) -> pd.DataFrame:
+    """Per entity plus ``(all)``: ``sends``, ``without_message_id`` (null or empty) and its
+    share, ``guid_like`` (ids shaped like a GUID) and its share, ``distinct_ids`` and
+    ``sends_per_id`` (well above 1: ids are reused). Two small Spark jobs."""
+    mid = F.col("message_id").cast("string")
+    missing = mid.isNull() | (mid == "")
+    counted = (
+        df.groupBy(_entity(df))
+        .agg(
+            F.count(F.lit(1)).alias("sends"),
+            _count_where(missing).alias("without_message_id"),
+            _count_where(mid.rlike(GUID_PATTERN)).alias("guid_like"),
+            F.countDistinct(F.when(~missing, mid)).alias("distinct_ids"),
+        )
+        .toPandas()
+    )
+    table = _with_total(counted, ["sends", "without_message_id", "guid_like", "distinct_ids"])
+    if len(table) > 1:
+        # Ids are per entity: the total counts (entity, id) pairs.
+        row = df.select(F.countDistinct(_entity(df), F.when(~missing, mid))).first()
+        total = table.index[table["entity"] == ALL_ENTITIES]
+        table.loc[total, "distinct_ids"] = 0 if row is None else int(row[0])
+    with_id = table["sends"] - table["without_message_id"]
+    sends = table["sends"].where(table["sends"] > 0)
+    table.insert(3, "share_without_id", (table["without_message_id"] / sends).round(4))
+    table.insert(5, "share_guid_like", (table["guid_like"] / sends).round(4))
+    distinct = table["distinct_ids"].where(table["distinct_ids"] > 0)
+    table["sends_per_id"] = (with_id / distinct).round(3)
+    return table
+
+
+def most_reused_ids(df: DataFrame, n: int = 10) -> pd.DataFrame:
+    """The MessageIds sent most often per entity: ``entity``, ``message_id``, ``sends``,
+    ``first_send``, ``last_send``. A constant or reused id shows at the top."""
+    mid = F.col("message_id").cast("string")
+    return (
+        df.where(mid.isNotNull() & (mid != ""))
+        .groupBy(_entity(df), mid.alias("message_id"))
+        .agg(
+            F.count(F.lit(1)).alias("sends"),
+            F.min("send_time").alias("first_send"),
+            F.max("send_time").alias("last_send"),
+        )
+        .orderBy(F.col("sends").desc(), "entity", "message_id")
+        .limit(n)
+        .toPandas()
+    )
+
+
+def narrow(
+    df: DataFrame,
+    entity: str | None = ALL_ENTITIES,
+    start: str | datetime | None = None,
+    end: str | datetime | None = None,
+) -> DataFrame:
+    """Rows of one entity (``(all)`` or None: every entity) sent in ``[start, end]`` (ISO 8601,
+    UTC when no offset is given; None: open). For looking at part of a result: verdicts
+    must be computed over all the data first, as the broker saw it."""
+    if entity not in (None, ALL_ENTITIES):
+        if "entity" not in df.columns:
+            raise ValueError(f"entity {entity!r}: the data has no entity column")
+        df = df.where(F.col("entity") == entity)
+    if start is not None:
+        df = df.where(F.col("send_time") >= F.lit(_utc(start, "start")))
+    if end is not None:
+        df = df.where(F.col("send_time") <= F.lit(_utc(end, "end")))
+    return df
+
+
+def _utc(value: str | datetime, name: str) -> datetime:
+    if isinstance(value, datetime):
+        moment = value
+    else:
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(
+                f"{name}: cannot read {value!r}; expected ISO 8601, e.g. 2026-11-03T21:00"
+            ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

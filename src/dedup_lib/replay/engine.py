@@ -1,0 +1,151 @@
+"""``detect_duplicates``: Service Bus duplicate detection replayed exactly, on Spark.
+
+One shuffle by (entity, key), a sort by time within each partition, then one streaming pass that
+walks the anchor chain of each key over two 64-bit hashes of (entity, key), the time, the event
+id and a flag; the other columns are never touched. The pass is the JVM kernel
+(:mod:`dedup_lib.replay.kernels.jvm`, a Java function Spark calls once per send in sort order)
+or, where that cannot be built or loaded, :mod:`dedup_lib.replay.kernels.python` over Arrow
+batches in Spark's Python workers; both give the same verdicts. Rejections and missing
+MessageIds are decided in Spark SQL before the pass. Uses the DataFrame API only, so it runs on
+classic Spark and on Spark Connect alike.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Literal, get_args
+
+import pyarrow as pa
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dedup_lib.replay.kernels import jvm
+from dedup_lib.replay.kernels import python as arrow_kernel
+from dedup_lib.replay.passes import (
+    JUDGED,
+    POS,
+    WINDOW,
+    decided,
+    finish,
+    judged,
+    originals_type,
+    prepare,
+)
+from dedup_lib.rules.policy import DedupPolicy, Policies, check_policies
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: Seeds the second key hash, so that it is independent of the first (Spark's fixed seed 42).
+_SECOND_HASH_SEED = 0x5EED
+
+
+#: Which replay kernel runs the pass; see :func:`detect_duplicates`.
+Kernel = Literal["auto", "jvm", "python"]
+KERNELS: tuple[str, ...] = get_args(Kernel)
+#: The reasons the JVM kernel was unavailable that this process already warned about.
+_warned: set[str] = set()
+
+
+def detect_duplicates(
+    df: DataFrame,
+    policy: Policies | None = None,
+    *,
+    kernel: Kernel = "auto",
+) -> DataFrame:
+    """Every input row once, with the verdict Service Bus would have given it.
+
+    Adds ``verdict`` (accepted, duplicate, rejected), ``reason`` (why rejected, or a warning
+    such as a missing MessageId), ``dedup_key``, and for duplicates ``original_send_time`` and
+    ``original_event_id`` (the accepted send whose window caught it). An input without
+    ``event_id`` gets one: the row's position in the input as Spark reads it.
+
+    ``policy`` is one policy for every entity, or per-entity settings (entity name to policy,
+    ``None`` where detection is off, as :func:`dedup_lib.load_entity_policies` returns): sends
+    to an entity without detection are all accepted with a note that they were not checked,
+    and sends to an entity the mapping lacks are rejected.
+
+    ``kernel`` chooses what walks each key's sends after the sort: ``"jvm"`` (compiled from
+    ``java/Replay.java`` on first use; needs a JDK), ``"python"`` (Arrow batches in Spark's
+    Python workers, about 1.3x slower), or ``"auto"``: the JVM one where it can be built and
+    loaded, else the Python one, with a warning that says why. Both give the same verdicts.
+    """
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel: expected one of {', '.join(KERNELS)}, got {kernel!r}")
+    policy = check_policies(policy if policy is not None else DedupPolicy())
+    p = prepare(df, policy)
+    entity = F.col("entity") if p.has_entity else F.lit(None).cast("string")
+    # Eligible sends spread by key; the others (rejected, no MessageId) one by one, so that
+    # they never pile up in one partition. Sorting by this hash first gives Spark's sorter a
+    # 64-bit prefix that settles nearly every comparison; the columns after it separate keys
+    # whose hashes collide. It stays an expression, not a column: eight bytes less per row
+    # through the shuffle ran the whole replay about 8 % faster.
+    first, second = _key_hashes(entity, p.key_text())
+    spread = F.when(~decided(), first).otherwise(F.col(POS))
+    ordered = p.frame.repartition(spread).sortWithinPartitions(
+        spread,
+        decided(),
+        *(["entity"] if p.has_entity else []),
+        p.key,
+        p.send_time,
+        F.col("event_id").asc_nulls_last(),
+        POS,
+    )
+    returns = originals_type(ordered)
+    name = _jvm_function(df.sparkSession, returns, kernel)
+    if name is not None:
+        window = F.col(WINDOW) if isinstance(p.window, dict) else F.lit(p.window)
+        found = F.call_function(
+            name,
+            spread,
+            second,
+            F.unix_micros(F.col(p.send_time)),
+            F.col("event_id"),
+            decided(),
+            window.cast("long"),
+            F.monotonically_increasing_id(),
+        )
+        return finish(ordered.withColumn(JUDGED, found), p)
+
+    micros = 0 if isinstance(p.window, dict) else p.window
+    has_window = isinstance(p.window, dict)
+
+    def walk(batches: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
+        return arrow_kernel.find_originals(batches, micros, has_window)
+
+    return finish(judged(ordered, walk, p.arguments(spread, second)), p)
+
+
+def _jvm_function(spark: SparkSession, returns: T.StructType, kernel: Kernel) -> str | None:
+    """The JVM kernel's function name in ``spark``, or None to use the Python kernel."""
+    if kernel == "python":
+        return None
+    try:
+        return jvm.replay_function(spark, returns)
+    except jvm.JvmKernelUnavailable as exc:
+        if kernel == "jvm":
+            raise
+        reason = str(exc)
+        if reason not in _warned:
+            _warned.add(reason)
+            warnings.warn(
+                f"detect_duplicates: using the Python replay kernel (same verdicts, about "
+                f"1.3x slower), because {reason}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return None
+
+
+def _key_hashes(entity: Column, key: Column) -> tuple[Column, Column]:
+    """Two independent 64-bit hashes of (entity, key): the first spreads and sorts the sends,
+    the pair tells the keys apart in the pass.
+
+    The pass compares hashes, not texts: copying the texts into Python cost 15 % more time.
+    The sort still orders by the texts after the first hash, so keys that share it stay
+    apart, and the second tells them apart; two keys would have to collide on both (about 1
+    in 10^25 for 10 M keys) to be taken for one.
+    """
+    return F.xxhash64(entity, key), F.xxhash64(F.lit(_SECOND_HASH_SEED), entity, key)

@@ -1,0 +1,1 @@
+"""What walks each key's sends after the sort: a Java function (the default) or Arrow in Python."""

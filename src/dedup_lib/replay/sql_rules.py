@@ -1,0 +1,178 @@
+"""The rules decided in Spark SQL before any pass: the input's checks, the rejections, the sends
+without MessageId, entities without detection or without settings, and the uniqueness key.
+
+Spark twins of :func:`dedup_lib.rules.policy.rejection_reasons` and
+:func:`dedup_lib.rules.policy.uniqueness_key`, with the per-entity rules of
+:class:`dedup_lib.rules.broker.Broker`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dedup_lib.rules.policy import (
+    ACCEPTED,
+    DETECTION_OFF_NOTE,
+    MAX_PROPERTY_LENGTH,
+    NO_MESSAGE_ID_WARNING,
+    PROPERTY_NAMES,
+    REASON_KEY_MISMATCH,
+    REASON_MISSING_TIME,
+    REJECTED,
+    UNKNOWN_ENTITY,
+    UNKNOWN_NO_ENTITY,
+    DedupPolicy,
+    Policies,
+    too_long_reason,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+REQUIRED = ("message_id", "send_time")
+OUTPUT_COLUMNS = ("verdict", "reason", "dedup_key", "original_send_time", "original_event_id")
+#: The prefix of the columns the replay adds and drops inside; inputs may not use it.
+INTERNAL = "__dedup_"
+
+
+def is_set(value: Column) -> Column:
+    return value.isNotNull() & (value != F.lit(""))
+
+
+def text(df: DataFrame, name: str) -> Column:
+    return F.col(name).cast("string") if name in df.columns else F.lit(None).cast("string")
+
+
+def validate(df: DataFrame) -> None:
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    lower = {name.lower(): name for name in fields}
+    missing = [c for c in REQUIRED if c not in fields]
+    if missing:
+        raise ValueError(
+            f"detect_duplicates: missing required column(s) {', '.join(missing)}; the input has "
+            f"{', '.join(fields) or 'no columns'}. Load files with load_telemetry(), or pass a "
+            "mapping of your column names."
+        )
+    clashes = [lower[c] for c in OUTPUT_COLUMNS if c in lower]
+    clashes += [name for name in fields if name.lower().startswith(INTERNAL)]
+    if clashes:
+        raise ValueError(
+            f"detect_duplicates: the input already has column(s) {', '.join(clashes)}, which the "
+            "result adds or uses inside; is it already a detect_duplicates result? Drop or "
+            "rename them first."
+        )
+    send_type = fields["send_time"]
+    if not isinstance(send_type, T.TimestampType | T.TimestampNTZType):
+        raise TypeError(
+            f"detect_duplicates: column send_time must be a timestamp, got "
+            f"{send_type.simpleString()}; load_telemetry() parses ISO 8601 and epoch values"
+        )
+    for name in ("message_id", "partition_key", "session_id", "entity"):
+        if name in fields and not isinstance(
+            fields[name], T.StringType | T.IntegralType | T.DecimalType
+        ):
+            raise TypeError(
+                f"detect_duplicates: column {name} must be text, got {fields[name].simpleString()}"
+            )
+    for name in ("message_id", "partition_key", "session_id", "entity", "event_id"):
+        collation = getattr(fields.get(name), "collation", "UTF8_BINARY")
+        if collation != "UTF8_BINARY":
+            raise TypeError(
+                f"detect_duplicates: column {name} has collation {collation}; the broker "
+                f"compares ids byte for byte: cast it with .cast('string') first"
+            )
+    if "event_id" in fields and isinstance(fields["event_id"], T.MapType | T.VariantType):
+        raise TypeError(
+            f"detect_duplicates: column event_id must be orderable, got "
+            f"{fields['event_id'].simpleString()}"
+        )
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The rules decided in Spark SQL, over one frame's columns."""
+
+    #: True for sends the pass does not judge: rejected, without MessageId, detection off.
+    decided: Column
+    #: Their verdict and reason (null for the sends the pass judges).
+    verdict: Column
+    reason: Column
+    #: The uniqueness key, null for decided sends.
+    key: Column
+
+
+def sql_rules(df: DataFrame, policies: Policies) -> Rules:
+    """Spark twins of :func:`policy.rejection_reasons` and :func:`policy.uniqueness_key`,
+    with the per-entity rules of :class:`broker.Broker`.
+
+    Built twice per replay: before the pass for ``decided`` and the key, after it for the
+    texts, so that no verdict or reason strings travel through the shuffle and the sort.
+    """
+    mid, pk, sid = (text(df, c) for c in ("message_id", "partition_key", "session_id"))
+    entity = text(df, "entity")
+    checks = [(F.col("send_time").isNull(), F.lit(REASON_MISSING_TIME))]
+    for name, value in (("message_id", mid), ("partition_key", pk), ("session_id", sid)):
+        # No text of at most 128 bytes has more than 128 characters: count them only past that.
+        longer = (F.octet_length(value) > MAX_PROPERTY_LENGTH) & (
+            F.length(value) > MAX_PROPERTY_LENGTH
+        )
+        checks.append((longer, F.lit(too_long_reason(PROPERTY_NAMES[name]))))
+    checks.append((is_set(pk) & is_set(sid) & (pk != sid), F.lit(REASON_KEY_MISMATCH)))
+    off: Column = F.lit(False)
+    if not isinstance(policies, DedupPolicy):
+        known = entity.isin(list(policies)) if policies else F.lit(False)
+        unknown = F.when(entity.isNull(), F.lit(UNKNOWN_NO_ENTITY)).otherwise(
+            F.concat(F.lit(UNKNOWN_ENTITY[0]), entity, F.lit(UNKNOWN_ENTITY[1]))
+        )
+        checks.append((~F.coalesce(known, F.lit(False)), unknown))
+        off_names = [name for name, policy in policies.items() if policy is None]
+        if off_names:
+            off = F.coalesce(entity.isin(off_names), F.lit(False))
+    rejected = F.coalesce(*(F.when(test, F.lit(True)) for test, _ in checks), F.lit(False))
+    rejection = F.concat_ws("; ", *(F.when(test, text) for test, text in checks))
+    reason = (
+        F.when(rejected, rejection)
+        .when(off, F.lit(DETECTION_OFF_NOTE))
+        .when(~is_set(mid), F.lit(NO_MESSAGE_ID_WARNING))
+        .otherwise(F.lit(None).cast("string"))
+    )
+    verdict = (
+        F.when(rejected, F.lit(REJECTED))
+        .when(off | ~is_set(mid), F.lit(ACCEPTED))
+        .otherwise(F.lit(None).cast("string"))
+    )
+    decided = rejected | off | ~F.coalesce(is_set(mid), F.lit(False))
+    effective = F.coalesce(F.when(is_set(sid), sid), F.when(is_set(pk), pk), mid)
+    mode = partitioned(policies)
+    if mode is True:
+        key = F.to_json(F.array(effective, mid))
+    elif mode is False:
+        key = mid
+    else:
+        key = F.when(entity.isin(mode), F.to_json(F.array(effective, mid))).otherwise(mid)
+    return Rules(decided, verdict, reason, F.when(~decided, key))
+
+
+def partitioned(policies: Policies) -> bool | list[str]:
+    """True or False when every checked entity is alike, else the partitioned entities."""
+    if isinstance(policies, DedupPolicy):
+        return policies.partitioning
+    modes = {name: p.partitioning for name, p in policies.items() if p is not None}
+    if len(set(modes.values())) <= 1:
+        return next(iter(modes.values()), False)
+    return [name for name, on in modes.items() if on]
+
+
+def window_micros(policies: Policies) -> int | dict[str, int]:
+    """The window in microseconds when every checked entity has the same, else per entity."""
+    if isinstance(policies, DedupPolicy):
+        return policies.window_micros
+    windows = {name: p.window_micros for name, p in policies.items() if p is not None}
+    if len(set(windows.values())) <= 1:
+        return next(iter(windows.values()), DedupPolicy().window_micros)
+    return windows

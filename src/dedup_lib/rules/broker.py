@@ -1,0 +1,129 @@
+"""A message-at-a-time model of the Service Bus broker: the rule book, kept obvious.
+
+It is the oracle the Spark engine is tested against, so it favours plainness over speed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from dedup_lib.rules.policy import (
+    ACCEPTED,
+    DETECTION_OFF_NOTE,
+    DUPLICATE,
+    NO_MESSAGE_ID_WARNING,
+    REJECTED,
+    DedupPolicy,
+    Policies,
+    check_policies,
+    is_set,
+    policy_for,
+    rejection_reasons,
+    uniqueness_key,
+    unknown_entity_reason,
+)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One send, in the canonical telemetry columns."""
+
+    message_id: str | None
+    send_time: datetime | None
+    entity: str | None = None
+    partition_key: str | None = None
+    session_id: str | None = None
+    scheduled_enqueue_time: datetime | None = None
+    event_id: Any = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the broker did with one send; ``original`` is the accepted send that caught it."""
+
+    verdict: str
+    reason: str | None = None
+    key: tuple[str, ...] | None = None
+    original: Message | None = None
+
+
+class Broker:
+    """One namespace: a duplicate history per entity, fed sends in arrival order.
+
+    ``policy`` is one policy for every entity, or a mapping of entity name to its own policy
+    (``None`` where detection is off); sends to entities the mapping lacks are rejected.
+    """
+
+    def __init__(self, policy: Policies) -> None:
+        self.policy = check_policies(policy)
+        self._anchors: dict[tuple[str | None, tuple[str, ...]], Message] = {}
+        self._clock: datetime | None = None
+
+    def send(self, message: Message) -> Outcome:
+        reasons = rejection_reasons(
+            message.send_time is not None,
+            message.message_id,
+            message.partition_key,
+            message.session_id,
+        )
+        policy = policy_for(self.policy, message.entity)
+        if policy == "unknown":
+            reasons.append(unknown_entity_reason(message.entity))
+        if reasons:
+            return Outcome(REJECTED, "; ".join(reasons))
+        now = message.send_time
+        assert now is not None
+        if self._clock is not None and now < self._clock:
+            raise ValueError(f"sends must arrive in time order: {now} came after {self._clock}")
+        self._clock = now
+        if policy is None:
+            return Outcome(ACCEPTED, DETECTION_OFF_NOTE)
+        assert isinstance(policy, DedupPolicy)
+        if not is_set(message.message_id):
+            return Outcome(ACCEPTED, NO_MESSAGE_ID_WARNING)
+        assert message.message_id is not None
+        key = uniqueness_key(
+            message.message_id,
+            message.partition_key,
+            message.session_id,
+            policy.partitioning,
+        )
+        anchor = self._anchors.get((message.entity, key))
+        if anchor is not None:
+            assert anchor.send_time is not None
+            if anchor.send_time <= now < anchor.send_time + policy.window:
+                return Outcome(DUPLICATE, None, key, anchor)
+        self._anchors[(message.entity, key)] = message
+        return Outcome(ACCEPTED, None, key)
+
+
+def arrival_order(messages: Sequence[Message]) -> list[int]:
+    """Positions of ``messages`` in the order the broker sees them: by send time, then by
+    ``event_id`` (missing ones last), then by position in the input. Timeless sends go first;
+    they are rejected whatever their place."""
+
+    def rank(i: int) -> tuple[Any, ...]:
+        m = messages[i]
+        return (
+            m.send_time is not None,
+            m.send_time or datetime.min,
+            m.event_id is None,
+            0 if m.event_id is None else m.event_id,
+            i,
+        )
+
+    return sorted(range(len(messages)), key=rank)
+
+
+def broker_outcomes(messages: Iterable[Message], policy: Policies) -> list[Outcome]:
+    """Each message's outcome, in input order, however the input is sorted."""
+    messages = list(messages)
+    broker = Broker(policy)
+    outcomes: list[Outcome | None] = [None] * len(messages)
+    for i in arrival_order(messages):
+        outcomes[i] = broker.send(messages[i])
+    assert all(o is not None for o in outcomes)
+    return outcomes  # type: ignore[return-value]

@@ -1,0 +1,211 @@
+"""The duplicate-detection policy of one entity: window, partitioning mode and the key rule.
+
+Pure Python: the Spark engine and the message-at-a-time broker model both take their
+constants and rules from here (SPEC.md sections 1 to 4).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Literal, TypeAlias
+
+from dedup_lib.rules.durations import format_window, parse_window
+
+#: Longest MessageId, PartitionKey or SessionId the SDKs accept (azure-servicebus, .NET).
+MAX_PROPERTY_LENGTH = 128
+
+DEFAULT_WINDOW = timedelta(minutes=10)
+
+Bounds = Literal["service", "emulator", "none"]
+#: Window bounds, inclusive, and the wording the service (or our emulator twin) answers with.
+WINDOW_BOUNDS: dict[str, tuple[timedelta, timedelta, str]] = {
+    "service": (
+        timedelta(seconds=20),
+        timedelta(days=7),
+        "The value supplied must be between 00:00:20 and 7.00:00:00",
+    ),
+    "emulator": (
+        timedelta(seconds=5),
+        timedelta(minutes=5),
+        "The value supplied must be between 00:00:05 and 00:05:00 (Service Bus emulator)",
+    ),
+}
+
+ACCEPTED = "accepted"
+DUPLICATE = "duplicate"
+REJECTED = "rejected"
+VERDICTS = (ACCEPTED, DUPLICATE, REJECTED)
+
+REASON_MISSING_TIME = "missing send_time: the send has no place on the time line"
+REASON_KEY_MISMATCH = "PartitionKey and SessionId differ: the SDK refuses to build the message"
+NO_MESSAGE_ID_WARNING = (
+    "no MessageId: the service assigns a unique one, so duplicate detection cannot protect it"
+)
+
+DETECTION_OFF_NOTE = "duplicate detection is off on this entity: duplicates were not checked"
+
+
+UNKNOWN_ENTITY = ("no settings for entity '", "': the broker answers MessagingEntityNotFound")
+UNKNOWN_NO_ENTITY = "no entity, and the settings are per entity: cannot be judged"
+
+
+def unknown_entity_reason(entity: str | None) -> str:
+    """The rejection reason for a send to an entity the per-entity settings do not name."""
+    if entity is None:
+        return UNKNOWN_NO_ENTITY
+    return entity.join(UNKNOWN_ENTITY)
+
+
+def too_long_reason(prop: str) -> str:
+    """The rejection reason for a property longer than the SDKs accept."""
+    return f"{prop} longer than {MAX_PROPERTY_LENGTH} characters: the SDK refuses it"
+
+
+#: Property name as the SDK knows it, per canonical column.
+PROPERTY_NAMES = {
+    "message_id": "MessageId",
+    "partition_key": "PartitionKey",
+    "session_id": "SessionId",
+}
+
+
+@dataclass(frozen=True)
+class DedupPolicy:
+    """How one entity detects duplicates.
+
+    ``window`` takes anything :func:`parse_window` reads (default 10 minutes, the Resource
+    Manager default). ``bounds`` is ``"service"`` (20 s to 7 days), ``"emulator"`` (5 s to
+    5 min) or ``"none"`` for what-if windows the service would refuse.
+    """
+
+    window: timedelta = field(default=DEFAULT_WINDOW)
+    partitioning: bool = False
+    bounds: Bounds = "service"
+
+    def __post_init__(self) -> None:
+        window = parse_window(self.window)
+        object.__setattr__(self, "window", window)
+        if not isinstance(self.partitioning, bool):
+            raise TypeError(f"partitioning: expected True or False, got {self.partitioning!r}")
+        if window <= timedelta(0):
+            raise ValueError(f"window: must be positive, got {format_window(window)}")
+        if window % timedelta(microseconds=1):
+            raise ValueError(f"window: finer than a microsecond: {window!r}")
+        if self.bounds == "none":
+            return
+        if self.bounds not in WINDOW_BOUNDS:
+            raise ValueError(
+                f"bounds: expected 'service', 'emulator' or 'none', got {self.bounds!r}"
+            )
+        low, high, wording = WINDOW_BOUNDS[self.bounds]
+        if not low <= window <= high:
+            raise ValueError(
+                f"{wording} (got {format_window(window)}); "
+                "pass bounds='none' for a what-if window outside them"
+            )
+
+    @property
+    def window_micros(self) -> int:
+        return self.window // timedelta(microseconds=1)
+
+    def describe(self) -> str:
+        mode = "partitioning enabled" if self.partitioning else "partitioning disabled"
+        return f"window {format_window(self.window)}, {mode}"
+
+
+#: One policy for every entity, or each entity's own by name (``None``: detection off).
+Policies: TypeAlias = DedupPolicy | Mapping[str, DedupPolicy | None]
+
+
+def policy_for(policies: Policies, entity: str | None) -> DedupPolicy | Literal["unknown"] | None:
+    """The policy one entity replays with: the single policy, its own from a per-entity
+    mapping, ``None`` where detection is off, or ``"unknown"`` for an entity not in the mapping."""
+    if isinstance(policies, DedupPolicy):
+        return policies
+    if entity is None or entity not in policies:
+        return "unknown"
+    return policies[entity]
+
+
+def check_policies(
+    policies: Policies,
+) -> Policies:
+    """Refuse anything but a policy or a mapping of entity names to policies or ``None``."""
+    if isinstance(policies, DedupPolicy):
+        return policies
+    if not hasattr(policies, "items"):
+        raise TypeError(
+            f"policy: expected a DedupPolicy or a mapping of entity name to DedupPolicy or None, "
+            f"got {type(policies).__name__}"
+        )
+    for name, value in policies.items():
+        if not isinstance(name, str):
+            raise TypeError(f"policy: entity names must be text, got {name!r}")
+        if value is not None and not isinstance(value, DedupPolicy):
+            raise TypeError(
+                f"policy for entity {name!r}: expected a DedupPolicy or None (detection off), "
+                f"got {value!r}"
+            )
+    return policies
+
+
+def is_set(value: str | None) -> bool:
+    """A property counts as set when it is neither null nor empty."""
+    return value is not None and value != ""
+
+
+def effective_partition_key(
+    message_id: str | None, partition_key: str | None, session_id: str | None
+) -> str | None:
+    """SessionId if set, else PartitionKey if set, else MessageId (SPEC section 2)."""
+    for value in (session_id, partition_key, message_id):
+        if is_set(value):
+            return value
+    return None
+
+
+def uniqueness_key(
+    message_id: str, partition_key: str | None, session_id: str | None, partitioning: bool
+) -> tuple[str, ...]:
+    """The uniqueness key within one entity: ``(MessageId,)`` without partitioning,
+    ``(effective partition key, MessageId)`` with it (SPEC section 2)."""
+    if not partitioning:
+        return (message_id,)
+    pk = effective_partition_key(message_id, partition_key, session_id)
+    assert pk is not None
+    return (pk, message_id)
+
+
+def parse_dedup_key(value: str, partitioning: bool) -> tuple[str, ...]:
+    """Read the engine's ``dedup_key`` column back into :func:`uniqueness_key`'s tuple.
+
+    The engine writes the MessageId as it is, or, with partitioning, the JSON array
+    ``["<effective partition key>","<MessageId>"]``: injective, and readable in a table.
+    """
+    if not partitioning:
+        return (value,)
+    parts = json.loads(value)
+    return (str(parts[0]), str(parts[1]))
+
+
+def rejection_reasons(
+    has_send_time: bool,
+    message_id: str | None,
+    partition_key: str | None,
+    session_id: str | None,
+) -> list[str]:
+    """Why the SDK or the broker refuses a send, in a fixed order; empty when it does not."""
+    reasons = [] if has_send_time else [REASON_MISSING_TIME]
+    for column, value in (
+        ("message_id", message_id),
+        ("partition_key", partition_key),
+        ("session_id", session_id),
+    ):
+        if value is not None and len(value) > MAX_PROPERTY_LENGTH:
+            reasons.append(too_long_reason(PROPERTY_NAMES[column]))
+    if is_set(partition_key) and is_set(session_id) and partition_key != session_id:
+        reasons.append(REASON_KEY_MISMATCH)
+    return reasons

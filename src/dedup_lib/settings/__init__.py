@@ -1,0 +1,1 @@
+"""The entities' real duplicate-detection settings, read from ARM templates, az and the emulator."""

@@ -1,0 +1,726 @@
+"""``ReplayCache``: the verdicts of any window, answered from a compact snapshot in memory.
+
+Only keys sent more than once can ever see a duplicate. One shuffle by key collects the
+eligible sends of those keys (entity, key, time, tie order, ground truth) into numpy arrays, in
+replay order; small aggregations count everything else per entity: sends to keys used once
+(always accepted), sends without a MessageId (accepted, unprotected) and rejected sends (never
+judged), and with ground truth the sends of each message. A window's verdicts are
+then the anchor chain of each repeated key, walked for all keys at once with ``searchsorted``:
+the same rule and the same order as :func:`dedup_lib.detect_duplicates`, so the figures agree
+exactly, in milliseconds instead of a Spark job. Used by the window explorer and the sweep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dedup_lib.analysis.summaries import (
+    NO_ENTITY,
+    SUMMARY_COLUMNS,
+    TRUTH_SUMMARY_COLUMNS,
+    _with_total,
+)
+from dedup_lib.replay.sql_rules import sql_rules, validate
+from dedup_lib.rules.durations import parse_window
+from dedup_lib.rules.policy import REJECTED, DedupPolicy
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+_POS = "__dedup_pos"
+_RANK = "__dedup_rank"
+_NEXT = "__dedup_next"
+_SAFE = 1 << 62
+
+
+@dataclass(frozen=True)
+class _Codes:
+    names: list[str]
+    entity: np.ndarray
+    bucket: np.ndarray
+    low: int
+    fixed: pd.DataFrame
+    fixed_entity: np.ndarray
+    segment_sends: np.ndarray
+    segment_entity: np.ndarray
+    segment_key: np.ndarray
+    sends: np.ndarray
+    single: np.ndarray
+    no_id: np.ndarray
+    rejected: np.ndarray
+
+
+@dataclass(frozen=True)
+class _TruthCodes:
+    message: np.ndarray
+    messages: int
+    message_entity: np.ndarray
+    entities: list[str]
+    elsewhere: np.ndarray
+    resend: np.ndarray
+    row_entity: np.ndarray
+    row_entity_code: np.ndarray
+    rows_per_message: np.ndarray
+    fixed: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """The verdicts of one window over the repeated keys of a :class:`ReplayCache`."""
+
+    window_micros: int
+    accepted: np.ndarray
+    anchor: np.ndarray
+
+
+class ReplayCache:
+    """Everything needed to give the verdicts of any window, for one partitioning mode.
+
+    ``repeated`` has one row per eligible send of a key sent more than once, each key's sends
+    together and in replay order (send time, event_id, input position): ``entity``, ``key``,
+    ``segment`` (one number per entity and key, 0, 1, 2, ... down the table), ``time_us``,
+    ``event_id`` and ``pos``, plus ``logical_id``, ``attempt`` and ``accepted_elsewhere`` when
+    the input has ground truth, and the carried columns. ``fixed`` counts the rest per entity
+    (``(none)`` for sends without one). Build it with :meth:`build`."""
+
+    def __init__(
+        self,
+        partitioning: bool,
+        repeated: pd.DataFrame,
+        fixed: pd.DataFrame,
+        truth_fixed: pd.DataFrame | None,
+        bucket_us: int = 60_000_000,
+    ) -> None:
+        self.partitioning = partitioning
+        self.bucket_us = bucket_us
+        self._truth: _TruthCodes | None = None
+        self._anchors: dict[int, Anchors] = {}
+        self._coded: _Codes | None = None
+        self._delays: pd.DataFrame | None = None
+        self._messages_per_segment: np.ndarray | None = None
+        self.repeated = repeated
+        self.fixed = fixed
+        self.truth_fixed = truth_fixed
+        self._time = repeated["time_us"].to_numpy(dtype=np.int64)
+        segment = repeated["segment"].to_numpy(dtype=np.int64)
+        self._segment = segment
+        starts: np.ndarray = (
+            np.flatnonzero(np.r_[True, segment[1:] != segment[:-1]])
+            if len(segment)
+            else np.zeros(0, dtype=np.int64)
+        )
+        self._starts = starts.astype(np.int64)
+        # Time relative to the segment's first send: keys then fit side by side in one int64.
+        first = np.repeat(self._time[self._starts], np.diff(np.r_[self._starts, len(segment)]))
+        self._relative = self._time - first
+        self._span = int(self._relative.max()) + 1 if len(segment) else 1
+
+    @property
+    def has_ground_truth(self) -> bool:
+        return self.truth_fixed is not None
+
+    @classmethod
+    def build(
+        cls,
+        df: DataFrame,
+        partitioning: bool = False,
+        carry: Sequence[str] = (),
+        bucket: timedelta | float | str = "PT1M",
+    ) -> ReplayCache:
+        """Spark passes over ``df`` (the input of ``detect_duplicates``); ``carry`` names
+        input columns to keep in :attr:`repeated` (``cause``, for example). Sends to keys
+        used once are counted per ``bucket`` of time, the resolution of time charts.
+
+        One shuffle by key finds the repeated keys and returns their sends in replay order;
+        one aggregation counts sends per entity, kind and bucket, and with ground truth one
+        counts sends per message. Neither aggregation needs to know which keys repeat: the
+        driver takes off the repeated sends it holds. ``df`` is read once per pass, so it must
+        give the same rows each time (files, or a persisted frame)."""
+        validate(df)
+        bucket_us = _micros(bucket)
+        columns = list(df.columns)
+        missing = [c for c in carry if c not in columns]
+        if missing:
+            raise ValueError(
+                f"ReplayCache.build: carry names column(s) {', '.join(missing)}, which the "
+                f"input does not have; it has {', '.join(columns)}"
+            )
+        df = df.withColumn(_POS, F.monotonically_increasing_id())
+        if "event_id" not in columns:
+            df = df.withColumn("event_id", F.col(_POS))
+        if isinstance(df.schema["send_time"].dataType, T.TimestampNTZType):
+            time = F.unix_micros(
+                F.concat(F.col("send_time").cast("string"), F.lit("Z")).try_cast("timestamp")
+            )
+        else:
+            time = F.unix_micros(F.col("send_time"))
+        rules = sql_rules(df, DedupPolicy(partitioning=partitioning))
+        verdict, key = rules.verdict, rules.key
+        truth = all(c in columns for c in ("logical_id", "attempt"))
+        entity = (F.col("entity") if "entity" in columns else F.lit(None)).cast("string")
+        named = F.coalesce(entity, F.lit(NO_ENTITY))
+        truth_columns = (
+            [F.col("logical_id"), F.col("attempt").cast("int").alias("attempt")] if truth else []
+        )
+        # Eligible sends only, spread and sorted by a hash of the key first (a radix-sortable
+        # prefix, as in detect_duplicates), then in replay order within each key.
+        by_key = Window.partitionBy(F.xxhash64("entity", "key"), "entity", "key").orderBy(
+            "time_us", F.col("event_id").asc_nulls_last(), "pos"
+        )
+        rank = F.row_number().over(by_key)
+        repeated = (
+            df.select(
+                entity.alias("entity"),
+                key.alias("key"),
+                time.alias("time_us"),
+                F.col("event_id"),
+                F.col(_POS).alias("pos"),
+                *truth_columns,
+                *(F.col(c) for c in carry if c not in ("logical_id", "attempt", "event_id")),
+            )
+            .where(F.col("key").isNotNull())
+            .select("*", rank.alias(_RANK), F.lead("pos").over(by_key).alias(_NEXT))
+            .where((F.col(_RANK) > 1) | F.col(_NEXT).isNotNull())
+            .drop(_NEXT)
+        )
+        kind = (
+            F.when(verdict == REJECTED, F.lit("rejected"))
+            .when(verdict.isNull(), F.lit("eligible"))
+            .otherwise(F.lit("no_id"))
+        )
+        counted = (
+            df.groupBy(
+                named.alias("entity"),
+                kind.alias("kind"),
+                (time - F.pmod(time, F.lit(bucket_us))).alias("bucket_us"),
+            )
+            .agg(
+                F.count(F.lit(1)).alias("sends"),
+                *(
+                    [F.count(F.when(F.col("attempt").cast("int") > 1, True)).alias("resends")]
+                    if truth
+                    else []
+                ),
+            )
+            .toPandas()
+        )
+        messages: pa.Table | None = None
+        if truth:
+            # Per message, the sends that are not rejected. Only messages with two or more
+            # of them can be delivered more than once: those come back one by one, the others
+            # as one count per entity.
+            unrejected = F.count(F.lit(1)) - F.count(F.when(verdict == REJECTED, True))
+            several = F.col("unrejected") >= 2
+            messages = (
+                df.groupBy(named.alias("entity"), F.col("logical_id"))
+                .agg(unrejected.alias("unrejected"))
+                .groupBy(
+                    "entity",
+                    several.alias("several"),
+                    F.when(several, F.col("logical_id")).alias("logical_id"),
+                )
+                .agg(
+                    F.count(F.lit(1)).alias("messages"),
+                    F.count(F.when(F.col("unrejected") == 0, True)).alias("messages_rejected"),
+                    F.max("unrejected").alias("unrejected"),
+                )
+                .toArrow()
+            )
+        rows = _in_replay_order(repeated.toPandas())
+        fixed = _fixed(counted, rows, bucket_us, truth)
+        truth_fixed = None
+        if messages is not None:
+            rows["accepted_elsewhere"], truth_fixed = _accepted_elsewhere(rows, messages)
+        return cls(partitioning, rows, fixed, truth_fixed, bucket_us)
+
+    def anchors(self, window: timedelta | float | str) -> Anchors:
+        """The anchor chain of every repeated key at ``window``: accepted or duplicate, and
+        the row index of the accepted send that each send counts against."""
+        micros = _micros(window)
+        if micros in self._anchors:
+            return self._anchors[micros]
+        n = len(self._time)
+        accepted = np.zeros(n, dtype=bool)
+        # Keys side by side on one axis: segment * stride + time since the key's first send.
+        stride = self._span + micros + 1
+        per_chunk = max(1, _SAFE // stride)
+        segments = int(self._segment[-1]) + 1 if n else 0
+        for low in range(0, segments, per_chunk):
+            if per_chunk >= segments:
+                rows = slice(None)
+                current = self._starts
+            else:
+                rows = slice(*np.searchsorted(self._segment, [low, low + per_chunk]))
+                current = None
+            segment = self._segment[rows]
+            line = (segment - low) * stride + self._relative[rows]
+            if current is None:
+                current = np.flatnonzero(np.r_[True, segment[1:] != segment[:-1]])
+            hit = accepted[rows]
+            # Each key's accepted sends, one step of its chain per pass: the first send at or
+            # after the end of the current one's window, in the same key.
+            while len(current):
+                hit[current] = True
+                following = np.searchsorted(line, line[current] + micros, side="left")
+                inside = following < len(line)
+                current, following = current[inside], following[inside]
+                current = following[segment[following] == segment[current]]
+        # Every send counts against the last accepted send of its key at or before it.
+        anchor = np.maximum.accumulate(np.where(accepted, np.arange(n, dtype=np.int64), 0))
+        anchors = Anchors(micros, accepted, anchor)
+        if len(self._anchors) >= 8:
+            self._anchors.pop(next(iter(self._anchors)))
+        self._anchors[micros] = anchors
+        return anchors
+
+    def summary(self, window: timedelta | float | str) -> pd.DataFrame:
+        """:func:`dedup_lib.summarize` of ``detect_duplicates`` at ``window``, without Spark."""
+        accepted = self.anchors(window).accepted
+        c = self._codes()
+        kept = np.bincount(c.entity, weights=accepted, minlength=len(c.names)).astype("int64")
+        table = pd.DataFrame(
+            {
+                "entity": c.names,
+                "sends": c.sends + c.single + c.no_id + c.rejected,
+                "accepted": kept + c.single + c.no_id,
+                "duplicates": c.sends - kept,
+                "rejected": c.rejected,
+                "without_message_id": c.no_id,
+                "not_checked": 0,
+            }
+        )
+        return _finish(table, list(SUMMARY_COLUMNS))
+
+    def _codes(self) -> _Codes:
+        """Entity and time-bucket numbering of the repeated rows, and the window-independent
+        counts, computed once."""
+        if self._coded is None:
+            bucket = self.bucket_us
+            repeated_entity = self.repeated["entity"].fillna(NO_ENTITY).to_numpy(dtype=object)
+            fixed = self.fixed.assign(entity=self.fixed["entity"].fillna(NO_ENTITY))
+            names = sorted(set(repeated_entity) | set(fixed["entity"]))
+            index = {name: i for i, name in enumerate(names)}
+            entity = np.array([index[e] for e in repeated_entity], dtype=np.int64)
+            starts = (self._time // bucket) * bucket
+            timed = fixed.dropna(subset=["bucket_us"])
+            lows = [int(starts.min())] if len(starts) else []
+            if len(timed):
+                lows.append(int(timed["bucket_us"].min()))
+            low = min(lows) if lows else 0
+            segment_sends = np.bincount(self._segment) if len(self._segment) else np.zeros(0)
+            first_row = self._starts
+            fixed_entity = np.array([index[e] for e in fixed["entity"]], dtype=np.int64)
+
+            def fixed_sends(kind: str) -> np.ndarray:
+                mine = (fixed["kind"] == kind).to_numpy()
+                counts = fixed["sends"].to_numpy()[mine]
+                return np.bincount(fixed_entity[mine], weights=counts, minlength=len(names))
+
+            self._coded = _Codes(
+                names=names,
+                entity=entity,
+                bucket=(starts - low) // bucket,
+                low=low,
+                fixed=fixed,
+                fixed_entity=fixed_entity,
+                segment_sends=segment_sends,
+                segment_entity=entity[first_row] if len(first_row) else entity[:0],
+                segment_key=self.repeated["key"].to_numpy(dtype=object)[first_row],
+                sends=np.bincount(entity, minlength=len(names)),
+                single=fixed_sends("single").astype("int64"),
+                no_id=fixed_sends("no_id").astype("int64"),
+                rejected=fixed_sends("rejected").astype("int64"),
+            )
+        return self._coded
+
+    def _truth_codes(self) -> _TruthCodes:
+        """Row-to-message and message-to-entity numbering, computed once."""
+        if self._truth is None:
+            rows = self.repeated
+            c = self._codes()
+            entity = np.asarray(c.names, dtype=object)[c.entity]
+            message, first = _message_codes(c.entity, rows["logical_id"])
+            message_entity = c.entity[first]
+            elsewhere = np.zeros(len(first))
+            elsewhere[message] = rows["accepted_elsewhere"].to_numpy(dtype=float)
+            resend = rows["attempt"].to_numpy() > 1
+            # What does not depend on the window: messages and sends per entity, and the
+            # messages with no send in a repeated key.
+            assert self.truth_fixed is not None
+            frame = pd.DataFrame({"entity": entity, "resend": resend})
+            fixed = self.fixed.assign(entity=self.fixed["entity"].fillna(NO_ENTITY))
+            sends = fixed.groupby("entity")[["sends", "resends"]].sum()
+            repeated = frame.groupby("entity").agg(
+                sends=("resend", "size"), resends=("resend", "sum")
+            )
+            sends = sends.add(repeated, fill_value=0)
+            settled = self.truth_fixed.assign(entity=self.truth_fixed["entity"].fillna(NO_ENTITY))
+            settled = settled.set_index("entity")
+            table = pd.concat([settled[["messages"]], sends], axis=1)
+            table["settled_extra"] = settled["extra_deliveries"].reindex(table.index).fillna(0)
+            table["messages_rejected"] = settled["messages_rejected"].reindex(table.index).fillna(0)
+            self._truth = _TruthCodes(
+                message=message,
+                messages=len(first),
+                message_entity=message_entity,
+                entities=c.names,
+                elsewhere=elsewhere,
+                resend=resend,
+                row_entity=entity,
+                row_entity_code=c.entity,
+                rows_per_message=np.bincount(message, minlength=len(first)),
+                fixed=table,
+            )
+        return self._truth
+
+    def over_time(self, window: timedelta | float | str) -> pd.DataFrame:
+        """Sends per entity and time bucket at ``window``: ``entity``, ``time`` (UTC, bucket
+        start), ``sends``, ``duplicates`` (dropped by the broker), ``rejected``. Sends without a
+        send_time (rejected) have no bucket and are left out."""
+        accepted = self.anchors(window).accepted
+        c = self._codes()
+        timed = c.fixed.dropna(subset=["bucket_us"])
+        fixed_bucket = ((timed["bucket_us"].to_numpy() - c.low) // self.bucket_us).astype("int64")
+        fixed_entity = c.fixed_entity[c.fixed["bucket_us"].notna().to_numpy()]
+        buckets = int(max(c.bucket.max(initial=-1), fixed_bucket.max(initial=-1))) + 1
+        cells = len(c.names) * buckets
+        if cells == 0:
+            return pd.DataFrame(
+                {"entity": [], "time": [], "sends": [], "duplicates": [], "rejected": []}
+            )
+        repeated_cell = c.entity * buckets + c.bucket
+        fixed_cell = fixed_entity * buckets + fixed_bucket
+        sends = np.bincount(repeated_cell, minlength=cells) + np.bincount(
+            fixed_cell, weights=timed["sends"].to_numpy(), minlength=cells
+        )
+        duplicates = np.bincount(repeated_cell, weights=~accepted, minlength=cells)
+        rejected_rows = (timed["kind"] == "rejected").to_numpy()
+        rejected = np.bincount(
+            fixed_cell[rejected_rows], weights=timed["sends"].to_numpy()[rejected_rows],
+            minlength=cells,
+        )  # fmt: skip
+        used = np.flatnonzero(sends)
+        return pd.DataFrame(
+            {
+                "entity": np.asarray(c.names, dtype=object)[used // buckets],
+                "time": pd.to_datetime(
+                    c.low + (used % buckets) * self.bucket_us, unit="us", utc=True
+                ),
+                "sends": sends[used].astype("int64"),
+                "duplicates": duplicates[used].astype("int64"),
+                "rejected": rejected[used].astype("int64"),
+            }
+        )
+
+    def top_keys(self, window: timedelta | float | str, n: int = 10) -> pd.DataFrame:
+        """The keys with the most sends dropped as duplicates at ``window``: ``entity``,
+        ``key``, ``sends``, ``duplicates``, and ``messages`` when there is ground truth (more
+        than one means different messages share the key: a reused id)."""
+        accepted = self.anchors(window).accepted
+        c = self._codes()
+        if len(c.segment_sends) == 0:
+            return pd.DataFrame({"entity": [], "key": [], "sends": [], "duplicates": []})
+        duplicates = np.bincount(self._segment, weights=~accepted).astype("int64")
+        names = np.asarray(c.names, dtype=object)
+        table = pd.DataFrame(
+            {
+                "entity": names[c.segment_entity],
+                "key": c.segment_key,
+                "sends": c.segment_sends.astype("int64"),
+                "duplicates": duplicates,
+            }
+        )
+        if self.has_ground_truth:
+            if self._messages_per_segment is None:
+                pairs = self.repeated[["segment", "logical_id"]].drop_duplicates()
+                self._messages_per_segment = np.bincount(pairs["segment"].to_numpy())
+            table["messages"] = self._messages_per_segment.astype("int64")
+        # Ties by entity and key, as a stable order: most duplicates first.
+        top = table.nlargest(max(n * 4, n), "duplicates", keep="all")
+        top = top.sort_values(["duplicates", "entity", "key"], ascending=[False, True, True])
+        return top.head(n).reset_index(drop=True)
+
+    def resend_delays(self) -> pd.DataFrame:
+        """Each send to a repeated key after the key's first: ``entity``, ``key``, ``time_us``,
+        ``time`` (UTC), ``delay_s`` since the key's previous send, and the carried columns. The
+        same at every window (computed once): what a window does with a resend depends on the
+        anchor, not on this delay."""
+        if self._delays is None:
+            segment = self._segment
+            later = np.r_[False, segment[1:] == segment[:-1]] if len(segment) else np.zeros(0, bool)
+            previous = np.r_[0, self._time[:-1]] if len(segment) else np.zeros(0, np.int64)
+            delays = self.repeated.loc[later].drop(columns=["segment", "pos"], errors="ignore")
+            self._delays = delays.assign(
+                delay_s=(self._time - previous)[later] / 1e6,
+                time=pd.to_datetime(self._time[later], unit="us", utc=True),
+            ).reset_index(drop=True)
+        return self._delays
+
+    def held_over_time(self, window: timedelta | float | str) -> pd.DataFrame:
+        """How many ids the duplicate history holds at the end of each time bucket, per entity:
+        every accepted send that has a MessageId is held for ``window`` (SPEC section 5).
+        Columns ``entity``, ``time`` (UTC), ``held``. At the cache's bucket resolution."""
+        micros = _micros(window)
+        entity, where, weight = self._held_ids(micros)
+        if len(where) == 0:
+            return pd.DataFrame({"entity": [], "time": [], "held": []})
+        bucket = self.bucket_us
+        c = self._codes()
+        width = max(1, -(-micros // bucket))
+        length = int(where.max()) + 1 + width
+        times = pd.to_datetime(c.low + (np.arange(length) + 1) * bucket, unit="us", utc=True)
+        frames = []
+        for code in np.unique(entity):
+            mine = entity == code
+            counts = np.bincount(where[mine], weights=weight[mine], minlength=length)
+            total = np.r_[0.0, np.cumsum(counts)]
+            held = total[1:] - total[np.maximum(np.arange(1, length + 1) - width, 0)]
+            first = int(where[mine].min())
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "entity": c.names[code],
+                        "time": times[first:],
+                        "held": np.rint(held[first:]).astype("int64"),
+                    }
+                )
+            )
+        return pd.concat(frames, ignore_index=True)
+
+    def _held_ids(self, micros: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The accepted sends with a MessageId at ``micros``: entity code, bucket number and
+        weight (1 for a repeated key's send, the count for a bucket of single-send keys)."""
+        accepted = self.anchors(micros / 1e6).accepted
+        c = self._codes()
+        singles = c.fixed["kind"].to_numpy() == "single"
+        single_bucket = (c.fixed["bucket_us"].to_numpy()[singles] - c.low) // self.bucket_us
+        entity = np.r_[c.entity[accepted], c.fixed_entity[singles]]
+        where = np.r_[c.bucket[accepted], single_bucket].astype("int64")
+        weight = np.r_[np.ones(int(accepted.sum())), c.fixed["sends"].to_numpy()[singles]]
+        return entity, where, weight
+
+    def _peak_held(self, micros: int) -> int:
+        """The most ids held at once at ``micros``, all entities together: the peak of the
+        sum over entities of :meth:`held_over_time`."""
+        _, where, weight = self._held_ids(micros)
+        if len(where) == 0:
+            return 0
+        width = max(1, -(-micros // self.bucket_us))
+        length = int(where.max()) + 1 + width
+        total = np.r_[0.0, np.cumsum(np.bincount(where, weights=weight, minlength=length))]
+        held = total[1:] - total[np.maximum(np.arange(1, length + 1) - width, 0)]
+        return int(np.rint(held[int(where.min()) :].max()))
+
+    def sweep(self, windows: Sequence[timedelta | float | str] | None = None) -> pd.DataFrame:
+        """One row per window (default :func:`window_grid`): ``window_s``, ``duplicates``,
+        ``share_caught`` (of judged sends), ``peak_held`` (most ids held at once, all
+        entities), and with ground truth ``resends``, ``resends_caught``,
+        ``share_resends_caught``, ``catchable_resends`` (resends that reuse a key sent before:
+        the only ones any window can catch), ``share_catchable_caught``,
+        ``extra_deliveries`` and ``messages_lost``."""
+        rows = []
+        for window in windows if windows is not None else window_grid():
+            micros = _micros(window)
+            total = self.summary(micros / 1e6).iloc[-1]
+            row: dict[str, float] = {
+                "window_s": micros / 1e6,
+                "duplicates": int(total["duplicates"]),
+                "share_caught": float(total["share_caught"]),
+                "peak_held": self._peak_held(micros),
+            }
+            if self.has_ground_truth:
+                truth = self.truth_summary(micros / 1e6).iloc[-1]
+                resends = int(truth["resends"])
+                catchable = int(self._truth_codes().resend.sum())
+                row |= {
+                    "resends": resends,
+                    "catchable_resends": catchable,
+                    "resends_caught": int(truth["resends_caught"]),
+                    "share_catchable_caught": (
+                        truth["resends_caught"] / catchable if catchable else float("nan")
+                    ),
+                    "share_resends_caught": truth["resends_caught"] / resends
+                    if resends
+                    else float("nan"),
+                    "extra_deliveries": int(truth["extra_deliveries"]),
+                    "messages_lost": int(truth["messages_lost"]),
+                }
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def truth_summary(self, window: timedelta | float | str) -> pd.DataFrame:
+        """:func:`dedup_lib.ground_truth_summary` of ``detect_duplicates`` at ``window``."""
+        if self.truth_fixed is None:
+            raise ValueError(
+                "truth_summary: the input has no ground truth columns (logical_id, attempt)"
+            )
+        accepted = self.anchors(window).accepted
+        duplicate = ~accepted
+        m = self._truth_codes()
+        entities = len(m.entities)
+
+        def per_entity(codes: np.ndarray, where: np.ndarray) -> np.ndarray:
+            return np.bincount(codes[where], minlength=entities)
+
+        kept = np.bincount(m.message[accepted], minlength=m.messages)
+        delivered = kept + m.elsewhere
+        lost = (delivered == 0) & (m.rows_per_message > kept)
+        extra = np.bincount(
+            m.message_entity, weights=np.clip(delivered - 1, 0, None), minlength=entities
+        )
+        moving = pd.DataFrame(
+            {
+                "resends_caught": per_entity(m.row_entity_code, m.resend & duplicate),
+                "extra_deliveries": extra,
+                "messages_lost": per_entity(m.message_entity, lost),
+                "first_sends_dropped": per_entity(m.row_entity_code, ~m.resend & duplicate),
+            },
+            index=pd.Index(m.entities, name="entity"),
+        )
+        table = m.fixed[["messages", "sends", "resends"]].join(moving, how="left").fillna(0)
+        table["extra_deliveries"] += m.fixed["settled_extra"]
+        table["messages_rejected"] = m.fixed["messages_rejected"]
+        table = table.astype("int64").rename_axis("entity").reset_index()
+        return _finish(table, list(TRUTH_SUMMARY_COLUMNS))
+
+
+def window_grid(points: int = 50, low: float = 20.0, high: float = 7 * 86400.0) -> list[float]:
+    """``points`` windows in seconds, evenly spaced on a log scale from ``low`` to ``high``
+    (the service's bounds by default), rounded to the microsecond."""
+    return [round(float(w), 6) for w in np.geomspace(low, high, points)]
+
+
+def smallest_window(
+    sweep: pd.DataFrame, target: float = 0.99, column: str | None = None
+) -> pd.Series | None:
+    """The first row of ``sweep`` whose share caught reaches ``target``: of the resends any
+    window can catch when there is ground truth, else of judged sends. None when no window
+    does."""
+    column = column or (
+        "share_catchable_caught" if "share_catchable_caught" in sweep else "share_caught"
+    )
+    reached = sweep[sweep[column] >= target]
+    return None if reached.empty else reached.iloc[0]
+
+
+def _finish(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    counts = [c for c in columns[1:] if c != "share_caught"]
+    table = _with_total(table, counts)
+    if "share_caught" in columns:
+        judged = table["accepted"] + table["duplicates"]
+        table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")
+    return table[columns]
+
+
+def _in_replay_order(rows: pd.DataFrame) -> pd.DataFrame:
+    """The repeated sends numbered by key (``segment``), in replay order.
+
+    Spark returns each key's sends together and in order, with their rank in the key: checked
+    here, in one vectorised pass. Should the rows come back in another order, they are sorted
+    by key and rank instead."""
+    rank = rows.pop(_RANK).to_numpy(dtype=np.int64)
+    entity = rows["entity"].to_numpy(dtype=object)
+    key = rows["key"].to_numpy(dtype=object)
+    first = rank == 1
+    ordered = len(rows) == 0 or bool(
+        first[0]
+        and np.all(
+            first[1:]
+            | ((rank[1:] == rank[:-1] + 1) & (entity[1:] == entity[:-1]) & (key[1:] == key[:-1]))
+        )
+    )
+    if not ordered:
+        pairs = pd.MultiIndex.from_arrays([rows["entity"].isna(), rows["entity"].fillna(""), key])
+        order = np.lexsort((rank, pd.factorize(pairs)[0]))
+        rows = rows.take(order).reset_index(drop=True)
+        first = rank[order] == 1
+    rows["segment"] = np.cumsum(first) - 1
+    return rows
+
+
+def _fixed(counted: pd.DataFrame, rows: pd.DataFrame, bucket_us: int, truth: bool) -> pd.DataFrame:
+    """Sends per entity, kind (``single``, ``no_id``, ``rejected``) and time bucket outside
+    repeated keys: from ``counted``, the same for all sends, with the repeated ones taken off
+    the eligible (``single``) counts."""
+    counts = ["sends", "resends"] if truth else ["sends"]
+    time = rows["time_us"].to_numpy(dtype=np.int64)
+    repeated = (
+        pd.DataFrame(
+            {
+                "entity": rows["entity"].fillna(NO_ENTITY).to_numpy(dtype=object),
+                "bucket_us": time - time % bucket_us,
+                "sends": 1,
+                **({"resends": (rows["attempt"] > 1).to_numpy(dtype=np.int64)} if truth else {}),
+            }
+        )
+        .groupby(["entity", "bucket_us"], as_index=False)[counts]
+        .sum()
+        .assign(kind="eligible")
+    )
+    keys = ["entity", "kind", "bucket_us"]
+    fixed = counted.merge(repeated, on=keys, how="left", suffixes=("", "_repeated"))
+    for name in counts:
+        fixed[name] = fixed[name] - fixed.pop(f"{name}_repeated").fillna(0).astype("int64")
+    fixed = fixed[fixed["sends"] > 0].reset_index(drop=True)
+    fixed["kind"] = fixed["kind"].replace("eligible", "single")
+    return fixed[[*keys, *counts]]
+
+
+def _message_codes(entity: np.ndarray, logical_id: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """One number per message (entity and logical_id, a null id being one message as in
+    Spark's grouping), in order of first appearance, and the first row of each message."""
+    entity_code, _ = pd.factorize(entity)
+    id_code, ids = pd.factorize(logical_id, use_na_sentinel=False)
+    code, firsts = pd.factorize(entity_code.astype(np.int64) * max(len(ids), 1) + id_code)
+    first = np.zeros(len(firsts), dtype=np.int64)
+    first[code[::-1]] = np.arange(len(code) - 1, -1, -1)
+    return code, first
+
+
+def _accepted_elsewhere(rows: pd.DataFrame, messages: pa.Table) -> tuple[np.ndarray, pd.DataFrame]:
+    """Per repeated send, the sends of its message that are accepted whatever the window
+    (outside repeated keys, not rejected); and per entity the messages, the extra deliveries
+    of messages with no send in a repeated key, and the messages whose every send was
+    rejected. ``messages`` has one row per message with several sends not rejected, one per
+    entity for the others."""
+    entity = rows["entity"].fillna(NO_ENTITY).to_numpy(dtype=object)
+    code, first = _message_codes(entity, rows["logical_id"])
+    held = pd.DataFrame(
+        {
+            "entity": entity[first],
+            "logical_id": rows["logical_id"].to_numpy()[first],
+            "repeated": np.bincount(code, minlength=len(first)),
+            "message": np.arange(len(first)),
+        }
+    )
+    # Filtered before leaving Arrow: integer ids without the nulls of the other rows stay
+    # integers, exact.
+    several = messages.filter(messages["several"]).to_pandas()
+    matched = several.merge(held, on=["entity", "logical_id"], how="left")
+    hit = matched["message"].notna().to_numpy()
+    elsewhere = np.zeros(len(first), dtype=np.int64)
+    elsewhere[matched["message"].to_numpy()[hit].astype(np.int64)] = (
+        matched["unrejected"].to_numpy()[hit] - matched["repeated"].to_numpy()[hit]
+    )
+    # A message with no send in a repeated key is delivered once per send not rejected.
+    settled = matched[~hit]
+    extra = (settled["unrejected"] - 1).groupby(settled["entity"]).sum()
+    totals = messages.select(["entity", "messages", "messages_rejected"]).to_pandas()
+    totals = totals.groupby("entity")[["messages", "messages_rejected"]].sum()
+    totals.insert(1, "extra_deliveries", extra.reindex(totals.index, fill_value=0))
+    return elsewhere[code], totals.astype("int64").reset_index()
+
+
+def _micros(window: timedelta | float | str) -> int:
+    return int(parse_window(window) // timedelta(microseconds=1))

@@ -1,0 +1,317 @@
+"""``generate_telemetry``: the sends of a plan, computed in Spark SQL.
+
+Everything random about a row is a hash of the seed and the row's identity, so the same seed
+gives the same rows on any number of partitions or cores. No Python UDF: runs on Spark Connect
+too."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dedup_lib.synth.plan import QUANTILES, TelemetryPlan, plan_telemetry
+from dedup_lib.synth.scenario import (
+    ACK_LOST_RETRY,
+    CONSTANT_ID,
+    FIRST,
+    MALFORMED_TIMES,
+    SYNTH_COLUMNS,
+    Scenario,
+)
+from dedup_lib.telemetry.schema import TEXT_TIME_FORMAT
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+_ATTEMPT_SLOTS = 4096
+
+
+def _uniform(seed: int, salt: str, *columns: Column) -> Column:
+    """A uniform number in (0, 1) from a hash of the seed, a salt and the columns."""
+    bits = F.shiftrightunsigned(F.xxhash64(F.lit(seed), F.lit(salt), *columns), 11)
+    return (bits.cast("double") + 0.5) / float(2**53)
+
+
+def _hex(seed: int, salt: str, *columns: Column) -> Column:
+    return F.lower(F.lpad(F.hex(F.xxhash64(F.lit(seed), F.lit(salt), *columns)), 16, "0"))
+
+
+def _guid(seed: int, *columns: Column) -> Column:
+    """A version-4-shaped GUID from hashes."""
+    a, b = _hex(seed, "guid-a", *columns), _hex(seed, "guid-b", *columns)
+    return F.concat(
+        F.substring(a, 1, 8), F.lit("-"), F.substring(a, 9, 4), F.lit("-4"),
+        F.substring(a, 14, 3), F.lit("-a"), F.substring(b, 2, 3), F.lit("-"),
+        F.substring(b, 5, 12),
+    )  # fmt: skip
+
+
+_SENDER_SCHEMA = T.StructType(
+    [
+        T.StructField("sender_idx", T.IntegerType()),
+        T.StructField("sender", T.StringType()),
+        T.StructField("kind", T.StringType()),
+        T.StructField("id_policy", T.StringType()),
+        T.StructField("entities", T.ArrayType(T.StringType())),
+        T.StructField("first_id", T.LongType()),
+        T.StructField("n", T.LongType()),
+        T.StructField("ack_loss", T.DoubleType()),
+        T.StructField("max_retries", T.IntegerType()),
+        T.StructField("retry_base", T.DoubleType()),
+        T.StructField("retry_max", T.DoubleType()),
+        T.StructField("retry_jitter", T.DoubleType()),
+        T.StructField("session_share", T.DoubleType()),
+        T.StructField("sessions", T.IntegerType()),
+        T.StructField("partition_key_share", T.DoubleType()),
+        T.StructField("partition_keys", T.IntegerType()),
+        T.StructField("key_mismatch_share", T.DoubleType()),
+        T.StructField("reused_pool", T.IntegerType()),
+        T.StructField("scheduled_share", T.DoubleType()),
+        T.StructField("scheduled_max_delay", T.DoubleType()),
+    ]
+)
+_RESEND_SCHEMA = T.StructType(
+    [
+        T.StructField("sender_idx", T.IntegerType()),
+        T.StructField("local", T.LongType()),
+        T.StructField("at", T.DoubleType()),
+        T.StructField("cause", T.StringType()),
+        T.StructField("rank", T.IntegerType()),
+    ]
+)
+_QUANTILE_SCHEMA = T.StructType(
+    [
+        T.StructField("sender_idx", T.IntegerType()),
+        T.StructField("level", T.IntegerType()),
+        T.StructField("q0", T.DoubleType()),
+        T.StructField("q1", T.DoubleType()),
+    ]
+)
+
+
+def _sender_rows(plan: TelemetryPlan) -> list[tuple[object, ...]]:
+    """One row per sender, each value coerced to its column's type (``1800`` for a double)."""
+    rows = []
+    for p in plan.senders:
+        values = {
+            "sender_idx": p.index,
+            "sender": p.sender.name,
+            "entities": list(p.sender.entities),
+            "first_id": p.offset,
+            "n": p.count,
+        }
+        row = []
+        for f in _SENDER_SCHEMA.fields:
+            value = values.get(f.name, getattr(p.sender, f.name, None))
+            if isinstance(f.dataType, T.DoubleType):
+                value = float(value)  # type: ignore[arg-type]
+            elif isinstance(f.dataType, T.IntegerType | T.LongType):
+                value = int(value)  # type: ignore[call-overload]
+            row.append(value)
+        rows.append(tuple(row))
+    return rows
+
+
+def _ack_loss(plan: TelemetryPlan, first: Column) -> Column:
+    """The chance that a send's acknowledgement is lost: the sender's, or an outage's."""
+    chance = F.col("ack_loss")
+    for outage in reversed(plan.scenario.outages):
+        hit = [p.index for p in plan.senders if outage.hits(p.sender)]
+        begin, end = plan.scenario.offset(outage.start), plan.scenario.offset(outage.end)
+        during = (first >= begin) & (first < end) & F.col("sender_idx").isin(hit)
+        chance = F.when(during, F.lit(outage.ack_loss)).otherwise(chance)
+    return chance
+
+
+def _message_id(seed: int, year: int) -> Column:
+    policy = F.col("id_policy")
+    return (
+        F.when(
+            policy == "business",
+            F.concat((F.col("local") + 1).cast("string"), F.lit(f".{year}/"), F.col("kind")),
+        )
+        .when(policy == "guid_per_message", _guid(seed, F.col("logical_id")))
+        .when(policy == "guid_per_attempt", _guid(seed, F.col("logical_id"), F.col("attempt")))
+        .when(policy == "constant", F.lit(CONSTANT_ID))
+        .when(
+            policy == "reused",
+            F.concat(
+                F.col("kind"), F.lit("/"), (F.col("local") % F.col("reused_pool")).cast("string")
+            ),
+        )
+        .otherwise(F.lit(None).cast("string"))
+    )
+
+
+def generate_telemetry(
+    spark: SparkSession,
+    rows: int = 200_000,
+    *,
+    seed: int = 0,
+    scenario: Scenario | None = None,
+    partitions: int | None = None,
+) -> DataFrame:
+    """About ``rows`` sends of ``scenario`` (default :func:`day_scenario`), with ground truth.
+
+    Deterministic: the same ``rows``, ``seed`` and scenario give the same rows whatever
+    ``partitions`` (default: Spark's default parallelism) or the number of cores. Columns:
+    :data:`SYNTH_COLUMNS`; ``event_id`` is unique and orders the attempts of a message."""
+    plan = plan_telemetry(rows, seed, scenario)
+    return _frame(spark, plan, partitions)
+
+
+def _frame(spark: SparkSession, plan: TelemetryPlan, partitions: int | None) -> DataFrame:
+    """The sends, in two parts: each logical message's first send and its retries (an explode
+    of a short sequence), and the restart resends and replays of the plan (joined in from a
+    small table). No higher-order functions: they run interpreted and cost 20x more."""
+    scenario, seed = plan.scenario, plan.seed
+    slots = plan.attempt_slots
+    if slots > _ATTEMPT_SLOTS:
+        raise ValueError(
+            f"generate_telemetry: one message would be sent more than {_ATTEMPT_SLOTS} times; "
+            "lower crashes, replays or unacked in the scenario"
+        )
+    senders = F.broadcast(spark.createDataFrame(_sender_rows(plan), _SENDER_SCHEMA))
+    quantiles = F.broadcast(
+        spark.createDataFrame(
+            [
+                (p.index, k, float(p.quantiles[k]), float(p.quantiles[k + 1]))
+                for p in plan.senders
+                for k in range(QUANTILES)
+            ],
+            _QUANTILE_SCHEMA,
+        )
+    )
+    resend_rows = []
+    for p in plan.senders:
+        by_message: dict[int, list[tuple[float, str]]] = {}
+        for local, at, cause in p.resends:
+            by_message.setdefault(local, []).append((at, cause))
+        for local, extra in by_message.items():
+            for rank, (at, cause) in enumerate(sorted(extra)):
+                resend_rows.append((p.index, local, at, cause, rank))
+    resends = spark.createDataFrame(resend_rows, _RESEND_SCHEMA)
+
+    gid = F.col("logical_id")
+
+    def with_first_send(df: DataFrame) -> DataFrame:
+        """Sender settings, the first send's time (the sender's traffic quantiles,
+        interpolated) and the number of retries after lost acknowledgements."""
+        x = (F.col("local") + _uniform(seed, "time", gid)) / F.col("n") * QUANTILES
+        first = F.col("q0") + (F.col("x") - F.col("level")) * (F.col("q1") - F.col("q0"))
+        ack_loss = _ack_loss(plan, F.col("first"))
+        retries = F.when(
+            ack_loss > 0,
+            F.least(
+                F.floor(F.log(_uniform(seed, "ack", gid)) / F.log(ack_loss)), F.col("max_retries")
+            ),
+        ).otherwise(0)
+        return (
+            df.withColumn("x", x)
+            .withColumn("level", F.floor("x").cast("int"))
+            .join(quantiles, ["sender_idx", "level"])
+            .withColumn("first", first)
+            .withColumn("retries", retries.cast("int"))
+        )
+
+    offsets = [p.offset for p in plan.senders]
+    sender_idx = sum((F.when(F.col("id") >= o, 1).otherwise(0) for o in offsets[1:]), F.lit(0))
+    logical = (
+        spark.range(0, plan.logical_messages, numPartitions=partitions)
+        .select(F.col("id").alias("logical_id"), sender_idx.cast("int").alias("sender_idx"))
+        .join(senders, "sender_idx")
+        .withColumn("local", gid - F.col("first_id"))
+        .transform(with_first_send)
+    )
+    most_retries = max(p.sender.max_retries for p in plan.senders)
+
+    def backoff(j: int) -> Column:
+        """The wait before retry ``j``: exponential, capped, with jitter."""
+        delay = F.least(F.col("retry_base") * 2.0 ** (j - 1), F.col("retry_max"))
+        return delay * (
+            1 + F.col("retry_jitter") * (2 * _uniform(seed, "retry", gid, F.lit(j)) - 1)
+        )
+
+    slot = F.col("slot")
+    waited = sum(
+        (F.when(slot >= j, backoff(j)).otherwise(0.0) for j in range(1, most_retries + 1)),
+        F.lit(0.0),
+    )
+    firsts_and_retries = (
+        logical.select("*", F.explode(F.sequence(F.lit(0), F.col("retries"))).alias("slot"))
+        .withColumn("at", F.col("first") + waited)
+        .withColumn("cause", F.when(slot == 0, F.lit(FIRST)).otherwise(F.lit(ACK_LOST_RETRY)))
+        .withColumn("attempt", slot + 1)
+        .drop("slot")
+    )
+    later = (
+        resends.join(senders, "sender_idx")
+        .withColumn("logical_id", F.col("first_id") + F.col("local"))
+        .transform(with_first_send)
+        .withColumn("attempt", F.col("retries") + 2 + F.col("rank"))
+        .drop("rank")
+    )
+    sends = firsts_and_retries.unionByName(later)
+
+    session = F.when(
+        _uniform(seed, "session", gid) < F.col("session_share"),
+        F.format_string(
+            "%s-%05d",
+            F.col("kind"),
+            F.pmod(
+                F.xxhash64(F.lit(seed), F.lit("session-id"), gid), F.col("sessions").cast("long")
+            ),
+        ),
+    )
+    other_key = F.format_string(
+        "%s-pk-%05d",
+        F.col("kind"),
+        F.pmod(
+            F.xxhash64(F.lit(seed), F.lit("partition-key"), gid),
+            F.col("partition_keys").cast("long"),
+        ),
+    )
+    wants_key = _uniform(seed, "partition-key", gid) < F.col("partition_key_share")
+    mismatched = _uniform(seed, "mismatch", gid) < F.col("key_mismatch_share")
+    partition_key = (
+        F.when(F.col("session_id").isNotNull() & wants_key & mismatched, other_key)
+        .when(F.col("session_id").isNotNull() & wants_key, F.col("session_id"))
+        .when(F.col("session_id").isNull() & wants_key, other_key)
+    )
+    entity = F.element_at(
+        F.col("entities"),
+        (F.floor(_uniform(seed, "entity", gid) * F.size("entities")) + 1).cast("int"),
+    )
+    scheduled = F.when(
+        _uniform(seed, "scheduled", gid) < F.col("scheduled_share"),
+        F.col("first") + 60 + _uniform(seed, "scheduled-delay", gid) * F.col("scheduled_max_delay"),
+    )
+    start_micros = int(scenario.start.timestamp()) * 1_000_000 + scenario.start.microsecond
+
+    def timestamp(seconds: Column) -> Column:
+        return F.timestamp_micros(F.lit(start_micros) + F.round(seconds * 1_000_000).cast("long"))
+
+    sends = (
+        sends.withColumn("session_id", session)
+        .withColumn("partition_key", partition_key)
+        .withColumn("entity", entity)
+        .withColumn("event_id", gid * slots + F.col("attempt") - 1)
+        .withColumn("send_time", timestamp(F.col("at")))
+        .withColumn("scheduled_enqueue_time", timestamp(scheduled))
+        .withColumn("payload_hash", _hex(seed, "payload", gid))
+        .withColumn("message_id", _message_id(seed, scenario.start.year))
+    )
+    if scenario.malformed > 0:
+        garbage = F.element_at(
+            F.array(*(F.lit(t) for t in MALFORMED_TIMES)),
+            (F.floor(_uniform(seed, "garbage", F.col("event_id")) * len(MALFORMED_TIMES)) + 1).cast(
+                "int"
+            ),
+        )
+        text = F.date_format("send_time", TEXT_TIME_FORMAT)
+        bad = _uniform(seed, "malformed", F.col("event_id")) < scenario.malformed
+        sends = sends.withColumn("send_time", F.when(bad, garbage).otherwise(text))
+    return sends.select(*(F.col(c) for c in SYNTH_COLUMNS))

@@ -1,0 +1,1 @@
+"""Telemetry in and out: the canonical schema, the readers, the writer, the shipped samples."""

@@ -1,0 +1,99 @@
+"""``write_telemetry``: telemetry to Parquet, CSV or JSON Lines, under the names a source uses."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dedup_lib.spark import column
+from dedup_lib.telemetry.schema import FORMAT_NAMES, FORMATS, TEXT_TIME_FORMAT
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+#: Column names per naming style for :func:`write_telemetry`: ``azure`` as in the Service Bus
+#: REST API's ``BrokerProperties`` (and the older .NET SDK), ``python`` as in azure-servicebus.
+#: Both are among the names :func:`load_telemetry` maps back without being told.
+NAMING_STYLES: dict[str, dict[str, str]] = {
+    "canonical": {},
+    "azure": {
+        "message_id": "MessageId",
+        "send_time": "EnqueuedTimeUtc",
+        "entity": "EntityPath",
+        "partition_key": "PartitionKey",
+        "session_id": "SessionId",
+        "scheduled_enqueue_time": "ScheduledEnqueueTimeUtc",
+        "event_id": "EventId",
+    },
+    "python": {
+        "send_time": "enqueued_time_utc",
+        "entity": "entity_path",
+        "scheduled_enqueue_time": "scheduled_enqueue_time_utc",
+    },
+}
+
+
+def write_telemetry(
+    df: DataFrame,
+    path: str,
+    format: str = "parquet",
+    *,
+    names: str = "canonical",
+    single_file: bool = False,
+    overwrite: bool = False,
+    order_by: tuple[str, ...] = (),
+) -> None:
+    """Write telemetry as Parquet (zstd), CSV with a header or JSON Lines (gzip when ``path``
+    ends in ``.gz``), with the column names of ``names`` (:data:`NAMING_STYLES`).
+
+    Spark writes a folder of part files at ``path``; ``single_file=True`` writes one file
+    named ``path`` instead (through one task, for samples; ``path`` must be on the local disk).
+    ``order_by`` sorts the rows of each file.
+    Times in text files keep their microseconds."""
+    import os
+    import shutil
+    import tempfile
+
+    fmt = FORMAT_NAMES.get(format.lower())
+    if fmt is None:
+        raise ValueError(
+            f"write_telemetry: unknown format {format!r}; supported: {', '.join(FORMATS)}"
+        )
+    if names not in NAMING_STYLES:
+        raise ValueError(
+            f"write_telemetry: unknown naming style {names!r}; "
+            f"supported: {', '.join(NAMING_STYLES)}"
+        )
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(f"write_telemetry: {path} exists; pass overwrite=True to replace it")
+    renames = NAMING_STYLES[names]
+    out = df.select(*(column(c).alias(renames.get(c, c)) for c in df.columns))
+    if single_file:
+        out = out.coalesce(1)
+    if order_by:
+        # Within partitions: no sampling job; with single_file there is one partition.
+        out = out.sortWithinPartitions(*(column(renames.get(c, c)) for c in order_by))
+    writer = out.write.mode("overwrite")
+    if fmt == "parquet":
+        writer = writer.option("compression", "zstd")
+    else:
+        writer = writer.option("timestampFormat", TEXT_TIME_FORMAT)
+        if path.endswith(".gz"):
+            writer = writer.option("compression", "gzip")
+    if fmt == "csv":
+        writer = writer.option("header", True)
+    if not single_file:
+        writer.format(fmt).save(path)
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".dedup-write-") as scratch:
+        target = os.path.join(scratch, "out")
+        writer.format(fmt).save(target)
+        parts = [n for n in os.listdir(target) if n.startswith("part-")]
+        if len(parts) != 1:
+            raise RuntimeError(
+                f"write_telemetry: expected one part file for {path}, Spark wrote {len(parts)}"
+            )
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        os.replace(os.path.join(target, parts[0]), path)

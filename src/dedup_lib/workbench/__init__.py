@@ -1,0 +1,1 @@
+"""What the analyst sees: charts, the window explorer, the headless postmortem report."""

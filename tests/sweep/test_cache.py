@@ -1,0 +1,150 @@
+"""ReplayCache: the verdicts of any window from one Spark pass, exactly as detect_duplicates."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dedup_lib import (
+    DedupPolicy,
+    detect_duplicates,
+    generate_telemetry,
+    ground_truth_summary,
+    summarize,
+)
+from dedup_lib.sweep.cache import ReplayCache, _in_replay_order, smallest_window, window_grid
+from dedup_lib.testing import Message
+from replay_kit import at, frame, mixed_scenario, telemetry
+
+WINDOWS = ["PT1S", "PT20S", "PT10M", "P1D"]
+SCENARIO = mixed_scenario()
+
+
+@pytest.fixture(scope="module")
+def sends(spark):
+    return generate_telemetry(spark, 6_000, seed=2, scenario=SCENARIO).persist()
+
+
+@pytest.mark.parametrize("partitioning", [False, True])
+def test_cache_agrees_with_the_engine_at_every_window(spark, sends, partitioning):
+    cache = ReplayCache.build(sends, partitioning, carry=("cause",))
+    assert cache.has_ground_truth
+    assert len(cache.repeated) > 500
+    sweep = cache.sweep(WINDOWS).set_index("window_s")
+    for window in WINDOWS:
+        policy = DedupPolicy(window, partitioning=partitioning, bounds="none")
+        result = detect_duplicates(sends, policy).persist()
+        try:
+            summary = summarize(result)
+            pd.testing.assert_frame_equal(cache.summary(window), summary)
+            seconds = DedupPolicy(window, bounds="none").window.total_seconds()
+            assert sweep.loc[seconds, "duplicates"] == summary.iloc[-1]["duplicates"]
+            pd.testing.assert_frame_equal(cache.truth_summary(window), ground_truth_summary(result))
+            verdicts = result.select("event_id", "verdict", "original_event_id").toPandas()
+        finally:
+            result.unpersist()
+        replay = cache.anchors(window)
+        rows = cache.repeated.assign(
+            accepted=replay.accepted,
+            original=cache.repeated["event_id"].to_numpy()[replay.anchor],
+        ).merge(verdicts, on="event_id")
+        assert len(rows) == len(cache.repeated)
+        assert ((rows.verdict == "accepted") == rows.accepted).all(), window
+        dropped = rows[~rows.accepted]
+        assert (dropped.original == dropped.original_event_id).all(), window
+
+
+@settings(max_examples=max(10, settings().max_examples // 3))
+@given(
+    case=telemetry(),
+    window=st.sampled_from(["PT20S", "30s", "1m", "90s"]),
+    partitioning=st.booleans(),
+)
+def test_cache_agrees_with_the_engine_on_edge_cases(spark, case, window, partitioning):
+    messages, with_entity, with_event_id = case
+    df = frame(spark, messages, with_event_id=with_event_id, with_entity=with_entity)
+    policy = DedupPolicy(window, partitioning=partitioning)
+    cache = ReplayCache.build(df, partitioning, carry=("row",))
+    result = detect_duplicates(df, policy)
+    pd.testing.assert_frame_equal(cache.summary(window), summarize(result))
+    engine = result.select("row", "verdict").toPandas().set_index("row")["verdict"]
+    replay = cache.anchors(window)
+    for row, accepted in zip(cache.repeated["row"], replay.accepted, strict=True):
+        assert engine[row] == ("accepted" if accepted else "duplicate")
+
+
+def test_boundary_is_half_open_and_duplicates_do_not_extend(spark):
+    messages = [
+        Message("a", at(0), event_id=1),
+        Message("a", at(59.999999), event_id=2),
+        Message("a", at(60), event_id=3),
+        Message("a", at(100), event_id=4),
+        Message("a", at(119.999999), event_id=5),
+        Message("a", at(120), event_id=6),
+    ]
+    cache = ReplayCache.build(frame(spark, messages), carry=("row",))
+    assert list(cache.anchors("PT1M").accepted) == [True, False, True, False, False, True]
+    assert list(cache.anchors("PT20S").accepted) == [True, True, False, True, False, True]
+
+
+def test_carry_names_missing_columns(spark):
+    with pytest.raises(ValueError, match=r"carry names column.*colour"):
+        ReplayCache.build(frame(spark, [Message("a", at(0))]), carry=("colour",))
+
+
+def test_truth_summary_needs_ground_truth(spark):
+    cache = ReplayCache.build(frame(spark, [Message("a", at(0)), Message("a", at(1))]))
+    assert not cache.has_ground_truth
+    with pytest.raises(ValueError, match="no ground truth"):
+        cache.truth_summary("PT1M")
+
+
+def test_held_ids_resend_delays_and_the_smallest_window(spark):
+    messages = [
+        Message("a", at(0), event_id=1),
+        Message("a", at(5), event_id=2),
+        Message("a", at(30), event_id=3),
+        Message("b", at(2), event_id=4),
+        Message("c", at(3), event_id=5),
+        Message(None, at(4), event_id=6),
+    ]
+    cache = ReplayCache.build(frame(spark, messages), bucket="PT1S")
+    held = cache.held_over_time("PT20S").set_index("time")["held"]
+    # at the end of second 4 (time 5 s): a@0, b@2, c@3 are held; a@5 is a duplicate
+    assert held[at(5)] == 3
+    # a@0 expires at 20 s; a@30 is accepted again
+    assert held[at(21)] == 2
+    assert held[at(23)] == 1
+    assert held[at(31)] == 1
+    assert held.max() == 3
+    delays = cache.resend_delays()
+    assert list(delays["delay_s"]) == [5.0, 25.0]
+    assert list(delays["event_id"]) == [2, 3]
+    sweep = pd.DataFrame({"window_s": [20.0, 60.0, 600.0], "share_caught": [0.5, 0.99, 1.0]})
+    assert smallest_window(sweep)["window_s"] == 60.0
+    assert smallest_window(sweep, target=1.1) is None
+    assert window_grid()[0] == 20.0
+    assert window_grid()[-1] == 604800.0
+    assert len(window_grid()) == 50
+
+
+def test_rows_out_of_order_are_sorted_by_key_and_rank():
+    # Spark returns each key's sends together and ranked; any other order is sorted here.
+    ordered = pd.DataFrame(
+        {
+            "entity": ["q", "q", "q", None, None, "", "q"],
+            "key": ["a", "a", "a", "a", "a", "a", "b"],
+            "time_us": [1, 2, 3, 1, 5, 4, 9],
+            "__dedup_rank": [1, 2, 3, 1, 2, 1, 1],
+        }
+    )
+    expected = _in_replay_order(ordered.copy())
+    assert list(expected["segment"]) == [0, 0, 0, 1, 1, 2, 3]
+    shuffled = _in_replay_order(ordered.iloc[[4, 6, 2, 0, 5, 3, 1]].reset_index(drop=True))
+    # Keys numbered in order of first appearance; a null entity is not "".
+    assert list(shuffled["segment"]) == [0, 0, 1, 2, 2, 2, 3]
+    assert list(shuffled["entity"]) == [None, None, "q", "q", "q", "q", ""]
+    assert list(shuffled["time_us"]) == [1, 5, 9, 1, 2, 3, 4]
+    assert "__dedup_rank" not in shuffled

@@ -1,0 +1,527 @@
+"""load_telemetry: formats, column mapping, time parsing and the quarantine."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dedup_lib.telemetry.read import LoadedTelemetry, load_telemetry
+from dedup_lib.telemetry.schema import BUILTIN_ALIASES, CANONICAL_COLUMNS, REQUIRED_COLUMNS
+from dedup_lib.telemetry.write import NAMING_STYLES, write_telemetry
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros(text: str) -> int:
+    """Epoch microseconds of an ISO 8601 instant (no offset = UTC)."""
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - EPOCH) // timedelta(microseconds=1)
+
+
+def write_text(path: Path, text: str, *, bom: bool = False) -> Path:
+    data = (("\ufeff" if bom else "") + text).encode()
+    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+    return path
+
+
+def write_parquet(path: Path, frame: pd.DataFrame) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    pq.write_table(table, path, coerce_timestamps="us", allow_truncated_timestamps=True)
+    return path
+
+
+def times_by_id(loaded: LoadedTelemetry, column: str = "send_time") -> dict[str, int | None]:
+    rows = loaded.valid.select("message_id", F.unix_micros(column).alias("t")).collect()
+    return {row["message_id"]: row["t"] for row in rows}
+
+
+def checked_counts(loaded: LoadedTelemetry) -> dict[str, int]:
+    counts = loaded.counts()
+    assert counts["read"] == counts["valid"] + counts["quarantined"]
+    return counts
+
+
+@pytest.fixture
+def new_york(spark: Any) -> Iterator[None]:
+    """A session time zone far from UTC, restored afterwards."""
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before or "UTC")
+
+
+def test_public_constants() -> None:
+    assert set(REQUIRED_COLUMNS) <= set(CANONICAL_COLUMNS)
+    assert set(BUILTIN_ALIASES) == set(CANONICAL_COLUMNS)
+    assert "EnqueuedTimeUtc" in BUILTIN_ALIASES["send_time"]
+
+
+@pytest.mark.spark
+def test_parquet_round_trip_keeps_other_columns(spark: Any, tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {
+            "tag": ["x", "y"],
+            "message_id": ["a", "b"],
+            "send_time": pd.to_datetime(
+                ["2024-01-01T10:00:00Z", "2024-01-01T10:00:01.5Z"], format="ISO8601"
+            ),
+            "entity": ["orders", "orders"],
+            "partition_key": ["p", None],
+            "session_id": ["s", None],
+            "scheduled_enqueue_time": pd.to_datetime([None, "2024-01-01T11:00:00Z"], utc=True),
+            "event_id": [10, 11],
+            "size": [100, 200],
+            "score": [0.5, 1.5],
+        }
+    )
+    path = write_parquet(tmp_path / "sends.parquet", frame)
+
+    loaded = load_telemetry(spark, str(path))
+
+    assert (loaded.format, loaded.mapping, loaded.path) == ("parquet", {}, str(path))
+    assert [(f.name, f.dataType) for f in loaded.valid.schema.fields] == [
+        ("message_id", T.StringType()),
+        ("send_time", T.TimestampType()),
+        ("entity", T.StringType()),
+        ("partition_key", T.StringType()),
+        ("session_id", T.StringType()),
+        ("scheduled_enqueue_time", T.TimestampType()),
+        ("event_id", T.LongType()),
+        ("tag", T.StringType()),
+        ("size", T.LongType()),
+        ("score", T.DoubleType()),
+    ]
+    rows = (
+        loaded.valid.select(
+            "message_id",
+            F.unix_micros("send_time").alias("t"),
+            F.unix_micros("scheduled_enqueue_time").alias("s"),
+            "event_id",
+            "tag",
+            "size",
+            "score",
+        )
+        .orderBy("message_id")
+        .collect()
+    )
+    assert [tuple(r) for r in rows] == [
+        ("a", micros("2024-01-01T10:00:00"), None, 10, "x", 100, 0.5),
+        ("b", micros("2024-01-01T10:00:01.5"), micros("2024-01-01T11:00:00"), 11, "y", 200, 1.5),
+    ]
+    assert checked_counts(loaded) == {"read": 2, "valid": 2, "quarantined": 0}
+
+
+@pytest.mark.spark
+def test_csv_with_azure_sdk_names(spark: Any, tmp_path: Path) -> None:
+    path = write_text(
+        tmp_path / "export.csv.gz",
+        "MessageId,EnqueuedTimeUtc,PartitionKey,SessionId,ScheduledEnqueueTimeUtc,Body\n"
+        "m1,2024-01-01T10:00:00Z,pk,pk,,hello\n"
+        'm2,2024-01-01T10:00:00.25+02:00,pk,,2024-01-01T12:00:00Z,"a,b"\n',
+        bom=True,
+    )
+
+    loaded = load_telemetry(spark, str(path))
+
+    assert loaded.format == "csv"
+    assert loaded.mapping == {
+        "MessageId": "message_id",
+        "EnqueuedTimeUtc": "send_time",
+        "PartitionKey": "partition_key",
+        "SessionId": "session_id",
+        "ScheduledEnqueueTimeUtc": "scheduled_enqueue_time",
+    }
+    assert loaded.valid.columns == [
+        "message_id",
+        "send_time",
+        "partition_key",
+        "session_id",
+        "scheduled_enqueue_time",
+        "Body",
+    ]
+    rows = (
+        loaded.valid.select(
+            "message_id",
+            F.unix_micros("send_time"),
+            "partition_key",
+            "session_id",
+            F.unix_micros("scheduled_enqueue_time"),
+            "Body",
+        )
+        .orderBy("message_id")
+        .collect()
+    )
+    assert [tuple(r) for r in rows] == [
+        ("m1", micros("2024-01-01T10:00:00"), "pk", "pk", None, "hello"),
+        ("m2", micros("2024-01-01T08:00:00.25"), "pk", None, micros("2024-01-01T12:00:00"), "a,b"),
+    ]
+
+
+@pytest.mark.spark
+def test_json_lines_types(spark: Any, tmp_path: Path) -> None:
+    path = write_text(
+        tmp_path / "sends.ndjson",
+        '{"message_id": 42, "send_time": 1704103200123, "event_id": 7, "props": {"k": "v"}}\n'
+        '{"message_id": "m", "send_time": "2024-01-01T10:00:00Z", "event_id": 8, "n": 1.5}\n',
+    )
+
+    loaded = load_telemetry(spark, str(path))
+
+    assert loaded.format == "json"
+    schema = {f.name: f.dataType for f in loaded.valid.schema.fields}
+    assert schema["message_id"] == T.StringType()
+    assert schema["event_id"] == T.LongType()
+    assert schema["n"] == T.DoubleType()
+    assert isinstance(schema["props"], T.StructType)
+    assert "_corrupt_record" not in schema
+    assert not any(c.startswith("__") for c in schema)
+    rows = loaded.valid.select("message_id", F.unix_micros("send_time"), "props.k", "n")
+    assert sorted(tuple(r) for r in rows.collect()) == [
+        ("42", micros("2024-01-01T10:00:00.123"), "v", None),
+        ("m", micros("2024-01-01T10:00:00"), None, 1.5),
+    ]
+
+
+@pytest.mark.spark
+def test_folder_of_partitioned_parquet(spark: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "telemetry"
+    for day, mid in (("2024-01-01", "a"), ("2024-01-02", "b")):
+        frame = pd.DataFrame({"MessageId": [mid], "EnqueuedTimeUtc": [f"{day}T00:00:00Z"]})
+        write_parquet(folder / f"day={day}" / "part-0.parquet", frame)
+    (folder / "_SUCCESS").write_text("")
+    (folder / ".part-0.parquet.crc").write_text("")
+
+    loaded = load_telemetry(spark, str(folder), keep_source_file=True)
+
+    assert loaded.format == "parquet"
+    assert loaded.valid.columns == ["message_id", "send_time", "day", "source_file"]
+    rows = loaded.valid.select("message_id", F.unix_micros("send_time"), "source_file")
+    assert sorted((r[0], r[1], r[2].endswith("/part-0.parquet")) for r in rows.collect()) == [
+        ("a", micros("2024-01-01T00:00:00"), True),
+        ("b", micros("2024-01-02T00:00:00"), True),
+    ]
+
+
+@pytest.mark.spark
+def test_user_mapping_and_explicit_format(spark: Any, tmp_path: Path) -> None:
+    path = write_text(tmp_path / "sends.txt", "id,ts,pk,note\n1,2024-01-01 10:00:00,k,n\n")
+    mapping = {"id": "message_id", "ts": "send_time", "pk": "partition_key"}
+
+    loaded = load_telemetry(spark, str(path), format="csv", mapping=mapping)
+
+    assert loaded.mapping == mapping
+    assert loaded.valid.columns == ["message_id", "send_time", "partition_key", "note"]
+    assert [
+        tuple(r)
+        for r in loaded.valid.select(
+            "message_id", F.unix_micros("send_time"), "partition_key", "note"
+        ).collect()
+    ] == [("1", micros("2024-01-01T10:00:00"), "k", "n")]
+
+    with pytest.raises(ValueError, match="mapping names column 'nope'") as info:
+        load_telemetry(spark, str(path), format="csv", mapping={"nope": "message_id"})
+    assert "sends.txt" in str(info.value)
+    assert "columns found: id, ts, pk, note" in str(info.value)
+
+
+@pytest.mark.spark
+def test_ambiguous_columns_need_a_mapping(spark: Any, tmp_path: Path) -> None:
+    path = write_text(tmp_path / "twice.csv", "MessageId,message_id,EnqueuedTimeUtc\na,b,1\n")
+
+    with pytest.raises(ValueError, match="'MessageId' and 'message_id'") as info:
+        load_telemetry(spark, str(path))
+    assert "twice.csv" in str(info.value)
+    assert "mapping=" in str(info.value)
+
+    with pytest.raises(ValueError, match="taken by column 'message_id'"):
+        load_telemetry(spark, str(path), mapping={"MessageId": "message_id"})
+
+    loaded = load_telemetry(
+        spark, str(path), mapping={"MessageId": "message_id", "message_id": "legacy_id"}
+    )
+    assert loaded.valid.columns == ["message_id", "send_time", "legacy_id"]
+
+
+@pytest.mark.spark
+def test_missing_required_column_explains(spark: Any, tmp_path: Path) -> None:
+    path = write_text(tmp_path / "no_time.csv", "MessageId,When\na,2024-01-01\n")
+
+    with pytest.raises(ValueError, match="no send_time column") as info:
+        load_telemetry(spark, str(path))
+    message = str(info.value)
+    assert "no_time.csv" in message
+    assert "columns found: MessageId, When" in message
+    assert "EnqueuedTimeUtc" in message
+    assert "mapping=" in message
+
+
+@pytest.mark.spark
+def test_format_and_path_errors(spark: Any, tmp_path: Path) -> None:
+    notes = write_text(tmp_path / "notes.txt", "hello\n")
+    with pytest.raises(ValueError, match=r"notes\.txt.*Parquet \(\.parquet\).*JSON Lines"):
+        load_telemetry(spark, str(notes))
+    with pytest.raises(ValueError, match=r"unknown format 'xml'.*parquet, csv, json"):
+        load_telemetry(spark, str(notes), format="xml")
+
+    missing = tmp_path / "nowhere"
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        load_telemetry(spark, str(missing))
+
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    write_text(mixed / "a.csv", "message_id,send_time\n")
+    write_text(mixed / "b.jsonl", "{}\n")
+    with pytest.raises(ValueError, match=r"mixes formats \(csv: a\.csv; json: b\.jsonl\)"):
+        load_telemetry(spark, str(mixed))
+
+
+@pytest.mark.spark
+def test_unreadable_parquet_names_the_file(spark: Any, tmp_path: Path) -> None:
+    text = write_text(tmp_path / "text.parquet", "message_id,send_time\n" * 20)
+    good = write_parquet(tmp_path / "cut.parquet", pd.DataFrame({"message_id": ["a"] * 50}))
+    good.write_bytes(good.read_bytes()[:-40])
+
+    for path in (text, good):
+        with pytest.raises(ValueError, match="expected a Parquet file") as info:
+            load_telemetry(spark, str(path))
+        assert path.name in str(info.value)
+
+
+@pytest.mark.spark
+def test_pandas_nanosecond_parquet_gets_a_hint(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "pandas.parquet"
+    pd.DataFrame(
+        {"message_id": ["a"], "send_time": pd.to_datetime(["2024-01-01 10:00:00"])}
+    ).to_parquet(path)
+
+    with pytest.raises(ValueError, match="coerce_timestamps='us'"):
+        load_telemetry(spark, str(path))
+
+
+@pytest.mark.spark
+@pytest.mark.usefixtures("new_york")
+def test_time_text_is_utc_whatever_the_session_zone(spark: Any, tmp_path: Path) -> None:
+    cases = {
+        "z": ("2024-01-01T10:00:00Z", "2024-01-01T10:00:00"),
+        "lower": ("2024-01-01t10:00:00z", "2024-01-01T10:00:00"),
+        "offset": ("2024-01-01T10:00:00+02:00", "2024-01-01T08:00:00"),
+        "naive": ("2024-01-01T10:00:00", "2024-01-01T10:00:00"),
+        "space": ("2024-01-01 10:00:00.123456", "2024-01-01T10:00:00.123456"),
+        "padded": ("  2024-01-01T10:00:00Z ", "2024-01-01T10:00:00"),
+        "s": ("1704103200", "2024-01-01T10:00:00"),
+        "s_frac": ("1704103200.5", "2024-01-01T10:00:00.5"),
+        "ms": ("1704103200123", "2024-01-01T10:00:00.123"),
+        "us": ("1704103200123456", "2024-01-01T10:00:00.123456"),
+        "ns": ("1704103200123456789", "2024-01-01T10:00:00.123457"),
+    }
+    lines = "".join(f'{key},"{raw}"\n' for key, (raw, _) in cases.items())
+    path = write_text(tmp_path / "times.csv", "message_id,send_time\n" + lines)
+
+    loaded = load_telemetry(spark, str(path))
+
+    assert times_by_id(loaded) == {key: micros(utc) for key, (_, utc) in cases.items()}
+
+
+@pytest.mark.spark
+@pytest.mark.usefixtures("new_york")
+def test_epoch_numbers_in_json(spark: Any, tmp_path: Path) -> None:
+    cases = {
+        "s": ("1704103200", "2024-01-01T10:00:00"),
+        "s_frac": ("1704103200.25", "2024-01-01T10:00:00.25"),
+        "ms": ("1704103200123", "2024-01-01T10:00:00.123"),
+        "us": ("1704103200123456", "2024-01-01T10:00:00.123456"),
+        "ms_text": ('"1704103200123"', "2024-01-01T10:00:00.123"),
+    }
+    lines = "".join(
+        f'{{"message_id": "{key}", "send_time": {raw}}}\n' for key, (raw, _) in cases.items()
+    )
+    path = write_text(tmp_path / "epochs.jsonl", lines)
+
+    loaded = load_telemetry(spark, str(path))
+
+    assert times_by_id(loaded) == {key: micros(utc) for key, (_, utc) in cases.items()}
+
+
+@pytest.mark.spark
+@pytest.mark.usefixtures("new_york")
+def test_timestamp_ntz_parquet_is_a_utc_wall_clock(spark: Any, tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {
+            "message_id": ["a", "b"],
+            "send_time": pd.to_datetime(
+                ["2024-01-01 10:00:00.123456", "2024-07-01 23:30:00"], format="ISO8601"
+            ),
+            "scheduled_enqueue_time": pd.to_datetime(["2024-03-10 02:30:00", None]),
+        }
+    )
+    path = write_parquet(tmp_path / "naive.parquet", frame)
+    assert spark.read.parquet(str(path)).schema["send_time"].dataType == T.TimestampNTZType()
+
+    loaded = load_telemetry(spark, str(path))
+
+    assert loaded.valid.schema["send_time"].dataType == T.TimestampType()
+    assert times_by_id(loaded) == {
+        "a": micros("2024-01-01T10:00:00.123456"),
+        "b": micros("2024-07-01T23:30:00"),
+    }
+    # 02:30 on 2024-03-10 does not exist in New York; as a UTC wall clock it is fine.
+    assert times_by_id(loaded, "scheduled_enqueue_time") == {
+        "a": micros("2024-03-10T02:30:00"),
+        "b": None,
+    }
+
+
+@pytest.mark.spark
+def test_csv_quarantine_reasons(spark: Any, tmp_path: Path) -> None:
+    path = write_text(
+        tmp_path / "dirty.csv",
+        "message_id,send_time,scheduled_enqueue_time,note\n"
+        "ok,2024-01-01T10:00:00Z,,fine\n"
+        "missing,,,a\n"
+        'blank,"   ",,b\n'
+        "bad,yesterday,,c\n"
+        "clock,10:00:00,,today?\n"
+        "huge,99999999999999999999999,,year 3e12\n"
+        "badsched,2024-01-01T10:00:00Z,soon,d\n"
+        "extra,2024-01-01T10:00:00Z,,e,surplus\n"
+        "short,2024-01-01T10:00:00Z\n"
+        ",,,\n",
+    )
+
+    loaded = load_telemetry(spark, str(path))
+
+    rows = loaded.quarantine.collect()
+    assert sorted((r["message_id"] or "", r["reason"]) for r in rows) == [
+        ("", "missing send_time"),
+        ("bad", "unparseable send_time: 'yesterday'"),
+        ("badsched", "unparseable scheduled_enqueue_time: 'soon'"),
+        ("blank", "missing send_time"),
+        ("clock", "unparseable send_time: '10:00:00'"),
+        ("extra", "malformed CSV line"),
+        ("huge", "unparseable send_time: '99999999999999999999999'"),
+        ("missing", "missing send_time"),
+        ("short", "malformed CSV line"),
+    ]
+    assert loaded.quarantine.columns == [
+        "message_id",
+        "send_time",
+        "scheduled_enqueue_time",
+        "note",
+        "reason",
+        "source_file",
+    ]
+    by_id = {r["message_id"]: r for r in rows}
+    assert by_id["bad"]["send_time"] == "yesterday"
+    assert by_id["badsched"]["scheduled_enqueue_time"] == "soon"
+    assert all(r["source_file"].endswith("/dirty.csv") for r in rows)
+    assert "source_file" not in loaded.valid.columns
+
+    assert checked_counts(loaded) == {"read": 10, "valid": 1, "quarantined": 9}
+    # Column pruning must not change which lines count as malformed.
+    assert loaded.valid.select("message_id").count() == 1
+    assert loaded.quarantine.select("note").count() == 9
+    reasons = loaded.quarantine_reasons()
+    assert dict(zip(reasons["reason"], reasons["count"], strict=True)) == {
+        "missing send_time": 3,
+        "malformed CSV line": 2,
+        "unparseable send_time": 3,
+        "unparseable scheduled_enqueue_time": 1,
+    }
+
+
+@pytest.mark.spark
+def test_json_quarantine_reasons(spark: Any, tmp_path: Path) -> None:
+    path = write_text(
+        tmp_path / "dirty.jsonl",
+        '{"message_id": "ok", "send_time": "2024-01-01T10:00:00Z", "n": 1}\n'
+        '{"message_id": "cut", "send_time": \n'
+        "not json at all\n"
+        '{"message_id": "bad", "send_time": "2024-13-45T00:00:00Z"}\n'
+        '{"message_id": "none"}\n',
+    )
+
+    loaded = load_telemetry(spark, str(path))
+
+    assert checked_counts(loaded) == {"read": 5, "valid": 1, "quarantined": 4}
+    malformed = loaded.quarantine.where(F.col("reason") == "malformed JSON line").collect()
+    assert len(malformed) == 2
+    assert all(r["source_file"].endswith("/dirty.jsonl") for r in malformed)
+    reasons = loaded.quarantine_reasons()
+    assert dict(zip(reasons["reason"], reasons["count"], strict=True)) == {
+        "malformed JSON line": 2,
+        "unparseable send_time": 1,
+        "missing send_time": 1,
+    }
+    assert [r["n"] for r in loaded.valid.collect()] == [1]
+
+
+def _sends(spark):
+    rows = [
+        ("a", datetime(2026, 1, 1, 0, 0, 0, 123456, tzinfo=UTC), "orders", "p", None, 1),
+        ("a", datetime(2026, 1, 1, 0, 0, 1, 7, tzinfo=UTC), "orders", None, "s", 2),
+        (None, datetime(2026, 1, 1, 0, 0, 2, tzinfo=UTC), "audit", None, None, 3),
+    ]
+    return spark.createDataFrame(
+        rows,
+        "message_id string, send_time timestamp, entity string, partition_key string, "
+        "session_id string, event_id long",
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt", "names"),
+    [
+        ("sends.parquet", "parquet", "canonical"),
+        ("sends.csv.gz", "csv", "azure"),
+        ("sends.jsonl", "json", "python"),
+        ("sends.csv", "csv", "python"),
+    ],
+)
+def test_write_telemetry_round_trips_through_load(spark, tmp_path, name, fmt, names):
+    path = str(tmp_path / name)
+    write_telemetry(_sends(spark), path, fmt, names=names, single_file=True)
+    assert Path(path).is_file()
+    loaded = load_telemetry(spark, path)
+    assert loaded.counts() == {"read": 3, "valid": 3, "quarantined": 0}
+    columns = _sends(spark).columns
+    renamed = {n: c for c, n in NAMING_STYLES[names].items() if c in columns and n != c}
+    assert loaded.mapping == renamed
+    got = loaded.valid.orderBy("event_id").toPandas()
+    want = _sends(spark).orderBy("event_id").toPandas()
+    # microseconds survive text formats
+    assert list(got.send_time) == list(want.send_time)
+    assert list(got.message_id.fillna("")) == list(want.message_id.fillna(""))
+    assert list(got.partition_key.fillna("")) == list(want.partition_key.fillna(""))
+
+
+def test_write_telemetry_writes_a_folder_and_refuses_to_overwrite(spark, tmp_path):
+    path = str(tmp_path / "out")
+    write_telemetry(_sends(spark), path)
+    assert Path(path).is_dir()
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        write_telemetry(_sends(spark), path)
+    write_telemetry(_sends(spark), path, "csv", overwrite=True, single_file=True)
+    assert Path(path).is_file()
+    assert load_telemetry(spark, path, format="csv").counts()["valid"] == 3
+
+
+def test_write_telemetry_names_bad_options(spark, tmp_path):
+    with pytest.raises(ValueError, match="unknown format 'xlsx'"):
+        write_telemetry(_sends(spark), str(tmp_path / "a"), "xlsx")
+    with pytest.raises(ValueError, match="unknown naming style 'java'"):
+        write_telemetry(_sends(spark), str(tmp_path / "a"), names="java")
