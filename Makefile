@@ -6,15 +6,15 @@ STAMP := $(VENV)/.installed
 PORT ?= 8888
 # Jupyter refuses to run as root unless told to (containers, CI machines).
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
-# Java 17+ for local Spark, and the JVM replay kernel built (or why the Python one will run).
-CHECK = $(BIN)/python -c 'import sys; from dedup_lib.spark import main; sys.exit(main())'
+# Java 17+, the JVM replay kernel built (or why the Python one will run), the Jupyter kernel.
+CHECK = $(BIN)/dedup-lib doctor
 
 .PHONY: help install lab test test-fast lint bench bench-synth bench-explorer samples notebooks postmortem clean
 
 help:
 	@echo "make lab     open JupyterLab on notebooks/ (installs on first use)"
 	@echo "make test    lint, then every test: unit, Spark (classic and Connect), notebooks"
-	@echo "make lint    ruff and mypy"
+	@echo "make lint    ruff, mypy and the import contract (lint-imports)"
 	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000)"
 	@echo "make bench-synth  generator benchmark, 10 M sends against the same floor"
 	@echo "make bench-explorer  explorer and sweep against one detect_duplicates run (10 M)"
@@ -49,6 +49,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools notebooks
 	$(BIN)/ruff format --check src tests benchmarks tools notebooks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py --rows $(or $(ROWS),10000000)

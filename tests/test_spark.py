@@ -51,30 +51,6 @@ def test_this_machine_has_java_17_or_newer():
     assert check_java() >= 17, os.environ.get("JAVA_HOME")
 
 
-def test_command_line_check_prints_one_line_without_traceback(tmp_path, monkeypatch, capsys):
-    from dedup_lib.spark import main
-
-    monkeypatch.setenv("JAVA_HOME", str(fake_java(tmp_path, 'openjdk version "11.0.2"')))
-    assert main() == 1
-    err = capsys.readouterr().err
-    assert err.startswith("error: dedup_lib needs Java 17+")
-    assert "Traceback" not in err
-
-
-def test_command_line_check_builds_the_jvm_kernel_or_says_why_not(tmp_path, monkeypatch, capsys):
-    from dedup_lib.replay.kernels import jvm
-    from dedup_lib.spark import main
-
-    monkeypatch.setenv("DEDUP_LIB_CACHE", str(tmp_path))
-    assert main() == 0
-    assert f"JVM replay kernel: {tmp_path}" in capsys.readouterr().out
-
-    monkeypatch.setenv("DEDUP_LIB_CACHE", str(tmp_path / "empty"))
-    monkeypatch.setattr(jvm, "_javac", lambda: None)
-    assert main() == 0
-    assert "note: the replay runs its Python kernel" in capsys.readouterr().out
-
-
 def test_a_child_of_a_local_connect_run_still_gets_classic_spark():
     """Kernels started by a test run that holds a local Connect server inherit its variables."""
     import os

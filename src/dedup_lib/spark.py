@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dedup_lib.errors import ToolMissingError
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
 
@@ -42,7 +44,7 @@ SESSION_SETTINGS = (
 )
 
 
-class JavaNotFoundError(RuntimeError):
+class JavaNotFoundError(ToolMissingError):
     """Raised when no Java 17+ runtime is available for a local Spark session."""
 
 
@@ -153,27 +155,3 @@ def column(name: str) -> Column:
 def is_connect(spark: SparkSession) -> bool:
     """True when ``spark`` is a Spark Connect session."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
-def main() -> int:
-    """Check Java for local Spark and build the JVM replay kernel (``make`` runs it before
-    ``lab`` and ``test``): clear lines, no traceback."""
-    try:
-        version = check_java()
-    except JavaNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"Java {version}: ok for local Spark")
-    from dedup_lib.replay.kernels import jvm
-
-    try:
-        jar = jvm.jar_path()
-    except jvm.JvmKernelUnavailable as exc:
-        print(f"note: the replay runs its Python kernel (same verdicts, slower), because {exc}")
-    else:
-        print(f"JVM replay kernel: {jar}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

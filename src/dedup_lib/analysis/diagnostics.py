@@ -22,6 +22,7 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from dedup_lib.analysis.summaries import NO_ENTITY, _entity
+from dedup_lib.errors import InputError
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import (
     ACCEPTED,
@@ -63,7 +64,7 @@ def content_key(df: DataFrame, content: str | Sequence[str] | None = None) -> Co
 def _content_columns(df: DataFrame, content: str | Sequence[str] | None) -> list[str]:
     if content is None:
         if "payload_hash" not in df.columns:
-            raise ValueError(
+            raise InputError(
                 "no content to compare: the telemetry has no payload_hash column; pass "
                 "content=[...] with the columns that together say what a message carries "
                 f"(the input has {', '.join(df.columns)})"
@@ -71,10 +72,10 @@ def _content_columns(df: DataFrame, content: str | Sequence[str] | None) -> list
         return ["payload_hash"]
     names = [content] if isinstance(content, str) else list(content)
     if not names:
-        raise ValueError("content: name at least one column")
+        raise InputError("content: name at least one column")
     missing = [n for n in names if n not in df.columns]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"content: column(s) {', '.join(missing)} not in the telemetry; it has "
             f"{', '.join(df.columns)}"
         )
@@ -85,7 +86,7 @@ def _check_result(result: DataFrame, what: str) -> None:
     needed = ("verdict", "reason", "dedup_key", "original_send_time", "original_event_id")
     missing = [c for c in (*needed, "send_time", "event_id") if c not in result.columns]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"{what}: expected a detect_duplicates result, but column(s) {', '.join(missing)} "
             "are missing"
         )
@@ -284,10 +285,10 @@ def counts_over_time(found: DataFrame, by: str, bucket: str = "PT1M") -> pd.Data
     ``id_pattern``, ``sender``): ``time``, ``entity``, ``by``, ``sends``. Small: one row per
     bucket and group that has any."""
     if by not in found.columns:
-        raise ValueError(f"counts_over_time: no column {by!r}; it has {', '.join(found.columns)}")
+        raise InputError(f"counts_over_time: no column {by!r}; it has {', '.join(found.columns)}")
     seconds = int(parse_window(bucket).total_seconds())
     if seconds < 1:
-        raise ValueError(f"bucket: expected at least a second, got {bucket!r}")
+        raise InputError(f"bucket: expected at least a second, got {bucket!r}")
     start = F.timestamp_seconds(
         F.floor(F.unix_seconds("send_time") / seconds).cast("long") * seconds
     )

@@ -9,6 +9,7 @@ import pandas as pd
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from dedup_lib.errors import InputError
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import (
     ACCEPTED,
@@ -63,7 +64,7 @@ def summarize(result: DataFrame) -> pd.DataFrame:
     dropped as duplicates. One Spark job; the table is small."""
     missing = [c for c in ("verdict", "reason") if c not in result.columns]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"summarize: expected a detect_duplicates result, but column(s) {', '.join(missing)} "
             "are missing"
         )
@@ -116,7 +117,7 @@ def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
     as duplicates; ``messages_rejected``, messages whose every send was refused. One Spark job."""
     missing = [c for c in ("verdict", *TRUTH_COLUMNS) if c not in result.columns]
     if missing:
-        raise ValueError(
+        raise InputError(
             "ground_truth_summary: expected a detect_duplicates result with ground truth "
             f"(logical_id, attempt), but column(s) {', '.join(missing)} are missing"
         )
@@ -228,7 +229,7 @@ def narrow(
     must be computed over all the data first, as the broker saw it."""
     if entity not in (None, ALL_ENTITIES):
         if "entity" not in df.columns:
-            raise ValueError(f"entity {entity!r}: the data has no entity column")
+            raise InputError(f"entity {entity!r}: the data has no entity column")
         df = df.where(F.col("entity") == entity)
     if start is not None:
         df = df.where(F.col("send_time") >= F.lit(_utc(start, "start")))
@@ -244,7 +245,7 @@ def _utc(value: str | datetime, name: str) -> datetime:
         try:
             moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise ValueError(
+            raise InputError(
                 f"{name}: cannot read {value!r}; expected ISO 8601, e.g. 2026-11-03T21:00"
             ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyspark.sql import functions as F
 
+from dedup_lib.errors import InputError
 from dedup_lib.replay.kernels import python as arrow_kernel
 from dedup_lib.replay.passes import POS, finish, judged, prepare
 from dedup_lib.rules.policy import DedupPolicy
@@ -28,7 +29,7 @@ def detect_duplicates_by_count(
     window's replay; a what-if, not the broker.
     """
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
-        raise ValueError(f"capacity: expected a positive number of ids, got {capacity!r}")
+        raise InputError(f"capacity: expected a positive number of ids, got {capacity!r}")
     p = prepare(df, DedupPolicy(partitioning=partitioning, bounds="none"))
     ordered = (
         p.frame.repartition("entity") if p.has_entity else p.frame.repartition(1)

@@ -21,6 +21,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dedup_lib.errors import InputError
 from dedup_lib.replay.kernels import jvm
 from dedup_lib.replay.kernels import python as arrow_kernel
 from dedup_lib.replay.passes import (
@@ -73,7 +74,7 @@ def detect_duplicates(
     loaded, else the Python one, with a warning that says why. Both give the same verdicts.
     """
     if kernel not in KERNELS:
-        raise ValueError(f"kernel: expected one of {', '.join(KERNELS)}, got {kernel!r}")
+        raise InputError(f"kernel: expected one of {', '.join(KERNELS)}, got {kernel!r}")
     policy = check_policies(policy if policy is not None else DedupPolicy())
     p = prepare(df, policy)
     entity = F.col("entity") if p.has_entity else F.lit(None).cast("string")

@@ -15,6 +15,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dedup_lib.errors import InputError, InputTypeError
 from dedup_lib.rules.policy import (
     ACCEPTED,
     DETECTION_OFF_NOTE,
@@ -53,7 +54,7 @@ def validate(df: DataFrame) -> None:
     lower = {name.lower(): name for name in fields}
     missing = [c for c in REQUIRED if c not in fields]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"detect_duplicates: missing required column(s) {', '.join(missing)}; the input has "
             f"{', '.join(fields) or 'no columns'}. Load files with load_telemetry(), or pass a "
             "mapping of your column names."
@@ -61,14 +62,14 @@ def validate(df: DataFrame) -> None:
     clashes = [lower[c] for c in OUTPUT_COLUMNS if c in lower]
     clashes += [name for name in fields if name.lower().startswith(INTERNAL)]
     if clashes:
-        raise ValueError(
+        raise InputError(
             f"detect_duplicates: the input already has column(s) {', '.join(clashes)}, which the "
             "result adds or uses inside; is it already a detect_duplicates result? Drop or "
             "rename them first."
         )
     send_type = fields["send_time"]
     if not isinstance(send_type, T.TimestampType | T.TimestampNTZType):
-        raise TypeError(
+        raise InputTypeError(
             f"detect_duplicates: column send_time must be a timestamp, got "
             f"{send_type.simpleString()}; load_telemetry() parses ISO 8601 and epoch values"
         )
@@ -76,18 +77,18 @@ def validate(df: DataFrame) -> None:
         if name in fields and not isinstance(
             fields[name], T.StringType | T.IntegralType | T.DecimalType
         ):
-            raise TypeError(
+            raise InputTypeError(
                 f"detect_duplicates: column {name} must be text, got {fields[name].simpleString()}"
             )
     for name in ("message_id", "partition_key", "session_id", "entity", "event_id"):
         collation = getattr(fields.get(name), "collation", "UTF8_BINARY")
         if collation != "UTF8_BINARY":
-            raise TypeError(
+            raise InputTypeError(
                 f"detect_duplicates: column {name} has collation {collation}; the broker "
                 f"compares ids byte for byte: cast it with .cast('string') first"
             )
     if "event_id" in fields and isinstance(fields["event_id"], T.MapType | T.VariantType):
-        raise TypeError(
+        raise InputTypeError(
             f"detect_duplicates: column event_id must be orderable, got "
             f"{fields['event_id'].simpleString()}"
         )

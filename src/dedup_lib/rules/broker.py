@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from dedup_lib.errors import InputError
 from dedup_lib.rules.policy import (
     ACCEPTED,
     DETECTION_OFF_NOTE,
@@ -77,7 +78,7 @@ class Broker:
         now = message.send_time
         assert now is not None
         if self._clock is not None and now < self._clock:
-            raise ValueError(f"sends must arrive in time order: {now} came after {self._clock}")
+            raise InputError(f"sends must arrive in time order: {now} came after {self._clock}")
         self._clock = now
         if policy is None:
             return Outcome(ACCEPTED, DETECTION_OFF_NOTE)

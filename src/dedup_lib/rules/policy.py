@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal, TypeAlias
 
+from dedup_lib.errors import InputError, InputTypeError
 from dedup_lib.rules.durations import format_window, parse_window
 
 #: Longest MessageId, PartitionKey or SessionId the SDKs accept (azure-servicebus, .NET).
@@ -89,20 +90,20 @@ class DedupPolicy:
         window = parse_window(self.window)
         object.__setattr__(self, "window", window)
         if not isinstance(self.partitioning, bool):
-            raise TypeError(f"partitioning: expected True or False, got {self.partitioning!r}")
+            raise InputTypeError(f"partitioning: expected True or False, got {self.partitioning!r}")
         if window <= timedelta(0):
-            raise ValueError(f"window: must be positive, got {format_window(window)}")
+            raise InputError(f"window: must be positive, got {format_window(window)}")
         if window % timedelta(microseconds=1):
-            raise ValueError(f"window: finer than a microsecond: {window!r}")
+            raise InputError(f"window: finer than a microsecond: {window!r}")
         if self.bounds == "none":
             return
         if self.bounds not in WINDOW_BOUNDS:
-            raise ValueError(
+            raise InputError(
                 f"bounds: expected 'service', 'emulator' or 'none', got {self.bounds!r}"
             )
         low, high, wording = WINDOW_BOUNDS[self.bounds]
         if not low <= window <= high:
-            raise ValueError(
+            raise InputError(
                 f"{wording} (got {format_window(window)}); "
                 "pass bounds='none' for a what-if window outside them"
             )
@@ -137,15 +138,15 @@ def check_policies(
     if isinstance(policies, DedupPolicy):
         return policies
     if not hasattr(policies, "items"):
-        raise TypeError(
+        raise InputTypeError(
             f"policy: expected a DedupPolicy or a mapping of entity name to DedupPolicy or None, "
             f"got {type(policies).__name__}"
         )
     for name, value in policies.items():
         if not isinstance(name, str):
-            raise TypeError(f"policy: entity names must be text, got {name!r}")
+            raise InputTypeError(f"policy: entity names must be text, got {name!r}")
         if value is not None and not isinstance(value, DedupPolicy):
-            raise TypeError(
+            raise InputTypeError(
                 f"policy for entity {name!r}: expected a DedupPolicy or None (detection off), "
                 f"got {value!r}"
             )

@@ -12,6 +12,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dedup_lib.errors import InputError
 from dedup_lib.synth.plan import QUANTILES, TelemetryPlan, plan_telemetry
 from dedup_lib.synth.scenario import (
     ACK_LOST_RETRY,
@@ -170,7 +171,7 @@ def _frame(spark: SparkSession, plan: TelemetryPlan, partitions: int | None) -> 
     scenario, seed = plan.scenario, plan.seed
     slots = plan.attempt_slots
     if slots > _ATTEMPT_SLOTS:
-        raise ValueError(
+        raise InputError(
             f"generate_telemetry: one message would be sent more than {_ATTEMPT_SLOTS} times; "
             "lower crashes, replays or unacked in the scenario"
         )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dedup_lib.errors import InputError
 from dedup_lib.synth.scenario import REPLAY, RESTART_RESEND, Scenario, Sender, day_scenario
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ def plan_telemetry(rows: int, seed: int = 0, scenario: Scenario | None = None) -
     """Split about ``rows`` sends among the senders and draw their crashes and replays."""
     scenario = scenario or day_scenario()
     if rows < 1:
-        raise ValueError(f"generate_telemetry: rows must be at least 1, got {rows}")
+        raise InputError(f"generate_telemetry: rows must be at least 1, got {rows}")
     days = scenario.seconds / 86400
     total_share = sum(s.share for s in scenario.senders)
     plans: list[_SenderPlan] = []

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
+from dedup_lib.errors import InputError
+
 if TYPE_CHECKING:
     pass
 
@@ -131,7 +133,7 @@ class Sender:
         if not 0 <= self.retry_jitter < 1:
             problems.append(f"retry_jitter {self.retry_jitter} must be in [0, 1)")
         if problems:
-            raise ValueError(f"Sender {self.name!r}: " + "; ".join(problems))
+            raise InputError(f"Sender {self.name!r}: " + "; ".join(problems))
 
 
 @dataclass(frozen=True)
@@ -148,9 +150,9 @@ class Outage:
 
     def __post_init__(self) -> None:
         if self.end <= self.start:
-            raise ValueError(f"Outage: end {self.end} must be after start {self.start}")
+            raise InputError(f"Outage: end {self.end} must be after start {self.start}")
         if not 0 <= self.ack_loss < 1:
-            raise ValueError(f"Outage: ack_loss {self.ack_loss} must be in [0, 1)")
+            raise InputError(f"Outage: ack_loss {self.ack_loss} must be in [0, 1)")
 
     def hits(self, sender: Sender) -> bool:
         return not self.senders or sender.name in self.senders
@@ -180,25 +182,25 @@ class Scenario:
         if self.start.tzinfo is None:
             object.__setattr__(self, "start", self.start.replace(tzinfo=UTC))
         if self.duration <= timedelta(0):
-            raise ValueError(f"Scenario: duration must be positive, got {self.duration}")
+            raise InputError(f"Scenario: duration must be positive, got {self.duration}")
         if not self.senders:
-            raise ValueError("Scenario: needs at least one sender")
+            raise InputError("Scenario: needs at least one sender")
         names = [s.name for s in self.senders]
         if len(set(names)) != len(names):
-            raise ValueError(f"Scenario: sender names must be unique, got {names}")
+            raise InputError(f"Scenario: sender names must be unique, got {names}")
         kinds = [s.kind for s in self.senders if s.id_policy in ("business", "reused")]
         if len(set(kinds)) != len(kinds):
-            raise ValueError(
+            raise InputError(
                 f"Scenario: senders with business or reused ids need distinct kinds, got {kinds}"
             )
         if not 0 <= self.malformed < 1:
-            raise ValueError(f"Scenario: malformed {self.malformed} must be in [0, 1)")
+            raise InputError(f"Scenario: malformed {self.malformed} must be in [0, 1)")
         if self.quiet_factor <= 0 or self.burst_factor <= 0:
-            raise ValueError("Scenario: quiet_factor and burst_factor must be positive")
+            raise InputError("Scenario: quiet_factor and burst_factor must be positive")
         for outage in self.outages:
             unknown = set(outage.senders) - set(names)
             if unknown:
-                raise ValueError(f"Scenario: outage names unknown senders {sorted(unknown)}")
+                raise InputError(f"Scenario: outage names unknown senders {sorted(unknown)}")
 
     @property
     def seconds(self) -> float:

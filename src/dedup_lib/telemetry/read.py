@@ -18,6 +18,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dedup_lib.errors import InputError, MissingFileError
 from dedup_lib.spark import column
 from dedup_lib.telemetry.schema import (
     BUILTIN_ALIASES,
@@ -93,8 +94,8 @@ def _list_files(spark: SparkSession, path: str) -> list[str]:
         files = spark.read.format("text").load(path).inputFiles()
     except _spark_errors() as exc:
         if "PATH_NOT_FOUND" in str(exc):
-            raise FileNotFoundError(f"load_telemetry: {path} does not exist") from exc
-        raise ValueError(f"load_telemetry: cannot list {path}: {_spark_message(exc)}") from exc
+            raise MissingFileError(f"load_telemetry: {path} does not exist") from exc
+        raise InputError(f"load_telemetry: cannot list {path}: {_spark_message(exc)}") from exc
     names = [unquote(uri.rstrip("/").rsplit("/", 1)[-1]) for uri in files]
     named = path.rstrip("/").rsplit("/", 1)[-1]
     return sorted(n for n in names if n == named or not n.startswith(("_", ".")))
@@ -104,26 +105,26 @@ def _resolve_format(path: str, files: list[str], format: str | None) -> str:
     if format is not None:
         fmt = FORMAT_NAMES.get(format.lower())
         if fmt is None:
-            raise ValueError(
+            raise InputError(
                 f"load_telemetry: unknown format {format!r} for {path}; "
                 f"supported: {', '.join(FORMATS)} ({SUPPORTED_FORMATS})"
             )
         return fmt
     if not files:
-        raise ValueError(f"load_telemetry: no data files in {path}")
+        raise InputError(f"load_telemetry: no data files in {path}")
     by_format: dict[str, list[str]] = {}
     for name in files:
         by_format.setdefault(_format_of(name) or "unknown", []).append(name)
     unknown = by_format.pop("unknown", [])
     if unknown:
-        raise ValueError(
+        raise InputError(
             f"load_telemetry: cannot tell the format of {path} from the file name(s) "
             f"{', '.join(unknown[:5])}; supported: {SUPPORTED_FORMATS}, "
             "or pass format='parquet', 'csv' or 'json'"
         )
     if len(by_format) > 1:
         found = "; ".join(f"{fmt}: {', '.join(names[:3])}" for fmt, names in by_format.items())
-        raise ValueError(
+        raise InputError(
             f"load_telemetry: {path} mixes formats ({found}); put each format in its own "
             "folder and load them separately"
         )
@@ -171,12 +172,12 @@ def _read(spark: SparkSession, path: str, fmt: str) -> tuple[DataFrame, T.Struct
                 "set spark.sql.legacy.parquet.nanosAsLong=true to read them as epoch "
                 "nanoseconds, which load_telemetry parses."
             )
-        raise ValueError(
+        raise InputError(
             f"load_telemetry: cannot read {path} as {fmt}: expected {_EXPECTED[fmt]}. "
             f"Spark says: {message}.{hint}"
         ) from exc
     if fmt == "json" and schema.names == [_CORRUPT]:
-        raise ValueError(
+        raise InputError(
             f"load_telemetry: no line of {path} is a JSON object: expected {_EXPECTED[fmt]}"
         )
     return df, schema
@@ -196,7 +197,7 @@ def _resolve_mapping(columns: list[str], mapping: Mapping[str, str], path: str) 
     found = ", ".join(columns) or "none"
     for source in mapping:
         if source not in columns:
-            raise ValueError(
+            raise InputError(
                 f"load_telemetry: mapping names column {source!r}, which {path} does not "
                 f"have; columns found: {found}"
             )
@@ -211,7 +212,7 @@ def _resolve_mapping(columns: list[str], mapping: Mapping[str, str], path: str) 
     for target, sources in by_target.items():
         if len(sources) > 1:
             listed = " and ".join(repr(s) for s in sources)
-            raise ValueError(
+            raise InputError(
                 f"load_telemetry: in {path}, columns {listed} would all become {target}; "
                 f"pass mapping={{{sources[0]!r}: {target!r}}} to choose one"
             )
@@ -223,7 +224,7 @@ def _resolve_mapping(columns: list[str], mapping: Mapping[str, str], path: str) 
         other = seen.setdefault(target.lower(), source)
         if other != source:
             kept, renamed = (source, other) if names[other] != other else (other, source)
-            raise ValueError(
+            raise InputError(
                 f"load_telemetry: in {path}, column {renamed!r} would be renamed to "
                 f"{target!r}, which is taken by column {kept!r}; map {kept!r} to another name "
                 f"as well, for example mapping={{{renamed!r}: {target!r}, {kept!r}: "
@@ -231,14 +232,14 @@ def _resolve_mapping(columns: list[str], mapping: Mapping[str, str], path: str) 
             )
     for reserved in (REASON, SOURCE_FILE):
         if reserved in seen:
-            raise ValueError(
+            raise InputError(
                 f"load_telemetry: {path} has a column {seen[reserved]!r}, a name the quarantine "
                 f"adds; rename it, for example mapping={{{seen[reserved]!r}: "
                 f"{reserved + '_original'!r}}}"
             )
     for canonical in REQUIRED_COLUMNS:
         if canonical not in seen:
-            raise ValueError(
+            raise InputError(
                 f"load_telemetry: {path} has no {canonical} column; columns found: {found}. "
                 f"Accepted names (case and '_' ignored): {_accepted_names(canonical)}; or pass "
                 f"mapping={{'<your column>': {canonical!r}}}"
@@ -258,7 +259,7 @@ def _check_types(fields: dict[str, T.DataType], names: dict[str, str], path: str
         else:
             continue
         if not isinstance(fields[source], kinds):
-            raise ValueError(
+            raise InputError(
                 f"load_telemetry: in {path}, column {source!r} ({target}) is "
                 f"{fields[source].simpleString()}; expected {expected}"
             )

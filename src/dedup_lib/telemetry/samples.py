@@ -6,6 +6,8 @@ from __future__ import annotations
 from importlib.resources import as_file, files
 from pathlib import Path
 
+from dedup_lib.errors import MissingFileError
+
 #: Where the samples are inside the package.
 SAMPLES = files("dedup_lib") / "resources" / "samples"
 
@@ -15,7 +17,7 @@ def sample_path(name: str) -> str:
     entry = SAMPLES / name
     if not entry.is_file():
         known = sorted(p.name for p in SAMPLES.iterdir() if p.name != "README.md")
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"sample {name!r} is not among the shipped samples: "
             f"{', '.join(known) or 'none (run make samples)'}"
         )

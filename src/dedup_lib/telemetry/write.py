@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dedup_lib.errors import ExistingFileError, InputError
 from dedup_lib.spark import column
 from dedup_lib.telemetry.schema import FORMAT_NAMES, FORMATS, TEXT_TIME_FORMAT
 
@@ -55,16 +56,18 @@ def write_telemetry(
 
     fmt = FORMAT_NAMES.get(format.lower())
     if fmt is None:
-        raise ValueError(
+        raise InputError(
             f"write_telemetry: unknown format {format!r}; supported: {', '.join(FORMATS)}"
         )
     if names not in NAMING_STYLES:
-        raise ValueError(
+        raise InputError(
             f"write_telemetry: unknown naming style {names!r}; "
             f"supported: {', '.join(NAMING_STYLES)}"
         )
     if os.path.exists(path) and not overwrite:
-        raise FileExistsError(f"write_telemetry: {path} exists; pass overwrite=True to replace it")
+        raise ExistingFileError(
+            f"write_telemetry: {path} exists; pass overwrite=True to replace it"
+        )
     renames = NAMING_STYLES[names]
     out = df.select(*(column(c).alias(renames.get(c, c)) for c in df.columns))
     if single_file:

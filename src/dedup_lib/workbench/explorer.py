@@ -14,6 +14,7 @@ import pandas as pd
 from IPython.display import display
 
 from dedup_lib.analysis.summaries import ALL_ENTITIES
+from dedup_lib.errors import InputError
 from dedup_lib.rules.durations import format_duration, format_window, parse_window
 from dedup_lib.rules.policy import DedupPolicy
 from dedup_lib.sweep.cache import ReplayCache
@@ -58,7 +59,7 @@ class WindowExplorer:
         partitioning: bool = False,
     ) -> None:
         if partitioning not in caches:
-            raise ValueError(f"WindowExplorer: no cache for partitioning={partitioning}")
+            raise InputError(f"WindowExplorer: no cache for partitioning={partitioning}")
         self.caches = caches
         first = next(iter(caches.values()))
         entities = sorted(
@@ -171,7 +172,7 @@ class WindowExplorer:
         mode = current[1] if partitioning is None else partitioning
         chosen = current[2] if entity is None else entity
         if chosen not in self.entities:
-            raise ValueError(f"WindowExplorer: unknown entity {chosen!r}; known: {self.entities}")
+            raise InputError(f"WindowExplorer: unknown entity {chosen!r}; known: {self.entities}")
         rng = current[3]
         if time_range is not None:
             rng = (pd.Timestamp(time_range[0]), pd.Timestamp(time_range[1]))

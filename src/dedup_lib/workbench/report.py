@@ -9,6 +9,8 @@ from importlib.resources import as_file, files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dedup_lib.errors import MissingFileError
+
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
@@ -34,7 +36,7 @@ def run_postmortem(
 
     source = Path(input).resolve()
     if not source.exists():
-        raise FileNotFoundError(f"postmortem: {input} does not exist")
+        raise MissingFileError(f"postmortem: {input} does not exist")
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     stem = re.sub(r"[^\w.-]+", "-", source.name.split(".")[0])

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dedup_lib.errors import ToolMissingError
 from dedup_lib.spark import is_connect, java_tool
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ _sessions: weakref.WeakKeyDictionary[SparkSession, _Loaded] = weakref.WeakKeyDic
 _failed: dict[Path, JvmKernelUnavailable] = {}
 
 
-class JvmKernelUnavailable(RuntimeError):  # noqa: N818 (a state, not a failure of the caller)
+class JvmKernelUnavailable(ToolMissingError):  # noqa: N818 (a state, not a failure of the caller)
     """Raised when the JVM kernel cannot be built or loaded; the message says why and what to
     install. The engine then uses the Python kernel, which gives the same verdicts."""
 

@@ -11,7 +11,7 @@ import pytest
 
 from dedup_lib.cli import main
 
-SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 DAY_SAMPLES = ["day.parquet", "day-azure.csv.gz", "day-python.jsonl.gz"]
 
 

@@ -1,0 +1,59 @@
+"""``dedup-lib postmortem``: the incident postmortem notebook run headless, as one HTML file."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from dedup_lib.cli.common import CommandError, Progress
+from dedup_lib.rules.policy import DedupPolicy
+
+
+def run(args: argparse.Namespace) -> int:
+    from dedup_lib.workbench.report import run_postmortem
+
+    progress = Progress(args.quiet)
+    try:
+        DedupPolicy(args.window, partitioning=args.partitioning)
+    except ValueError as exc:
+        raise CommandError(f"--window {args.window}: {exc}") from exc
+    if not os.path.exists(args.input):
+        raise CommandError(f"{args.input} does not exist")
+    progress.step(f"running the postmortem notebook on {args.input} ({args.window})")
+    report = run_postmortem(
+        args.input,
+        window=args.window,
+        partitioning=args.partitioning,
+        entity=args.entity,
+        start=args.start,
+        end=args.end,
+        out_dir=args.out_dir,
+    )
+    progress.step("done")
+    print(report)
+    return 0
+
+
+def add_to(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """The ``postmortem`` command and its options."""
+    post = commands.add_parser(
+        "postmortem",
+        parents=[common],
+        help="run the incident postmortem notebook headless, write an HTML report",
+        description="Run notebooks/04_incident_postmortem.ipynb with papermill on INPUT and "
+        "write a self-contained HTML report (charts work offline) to --out-dir.",
+        epilog="examples:\n  dedup-lib postmortem data/samples/incident.parquet --window PT1M\n"
+        "  dedup-lib postmortem sends/ --entity orders --start 2026-11-03T21:00 "
+        "--end 2026-11-03T22:00",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    post.add_argument("input", metavar="INPUT", help="the incident's telemetry, file or folder")
+    post.add_argument("--window", default="PT10M", help="the entity's window (default: PT10M)")
+    post.add_argument("--partitioning", action="store_true", help="the entity is partitioned")
+    post.add_argument("--entity", default="(all)", help="one queue or topic (default: all)")
+    post.add_argument("--start", help="start of the incident, ISO 8601 UTC (default: first send)")
+    post.add_argument("--end", help="end of the incident, ISO 8601 UTC (default: last send)")
+    post.add_argument("--out-dir", default="reports", help="where to write (default: reports)")
+    post.set_defaults(run=run)

@@ -1,0 +1,234 @@
+"""``dedup-lib simulate``: load telemetry, replay detection, print the verdicts per entity, and
+what the broker never reports (missed resends, collisions) when the content is known."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING
+
+from dedup_lib.analysis.diagnostics import (
+    MISS_AFTER_WINDOW,
+    collision_groups,
+    collisions,
+    missed_resends,
+    missed_summary,
+)
+from dedup_lib.analysis.summaries import (
+    ALL_ENTITIES,
+    ground_truth_summary,
+    has_ground_truth,
+    summarize,
+)
+from dedup_lib.cli.common import CommandError, Progress, column_mapping, session, text_table
+from dedup_lib.replay.engine import detect_duplicates
+from dedup_lib.rules.durations import format_duration
+from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy, Policies
+from dedup_lib.settings.config import load_entity_policies
+from dedup_lib.telemetry.read import load_telemetry
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import pandas as pd
+    from pyspark.sql import DataFrame
+
+SIMULATE_EXAMPLES = """\
+examples:
+  dedup-lib simulate data/samples/day.parquet
+  dedup-lib simulate data/samples/day-azure.csv.gz --window PT1M --partitioning
+  dedup-lib simulate sends/ --map Id=message_id --map Timestamp=send_time --out verdicts.parquet
+  dedup-lib simulate data/samples/day.parquet --entities data/samples/entities-arm.json
+  dedup-lib simulate sends/ --content Body,Subject --no-diagnostics
+"""
+
+
+def _policies(args: argparse.Namespace) -> DedupPolicy | dict[str, DedupPolicy | None]:
+    if args.entities:
+        return load_entity_policies(*args.entities)
+    try:
+        return DedupPolicy(args.window, partitioning=args.partitioning, bounds=args.bounds)
+    except ValueError as exc:
+        raise CommandError(f"--window {args.window}: {exc}") from exc
+
+
+def describe(policy: Policies) -> str:
+    """One line for a policy, or for per-entity settings: each entity's window and mode."""
+    if isinstance(policy, DedupPolicy):
+        return policy.describe()
+    each = [
+        f"{name} {'detection off' if p is None else p.describe()}"
+        for name, p in sorted(policy.items())
+    ]
+    return "per-entity settings: " + "; ".join(each)
+
+
+def run(args: argparse.Namespace) -> int:
+    progress = Progress(args.quiet)
+    policy = _policies(args)
+    content = [c.strip() for c in args.content.split(",") if c.strip()] if args.content else None
+    if args.out and os.path.exists(args.out) and not args.overwrite:
+        raise CommandError(f"--out {args.out} exists; pass --overwrite to replace it")
+    if "://" not in args.input and not os.path.exists(args.input):
+        raise CommandError(f"{args.input} does not exist")
+    spark = session(args)
+    progress.step(f"loading {args.input}")
+    loaded = load_telemetry(spark, args.input, format=args.format, mapping=column_mapping(args.map))
+    counts = loaded.counts()
+    progress.step(
+        f"read {counts['read']:,} rows ({loaded.format}): {counts['valid']:,} valid, "
+        f"{counts['quarantined']:,} quarantined"
+    )
+    progress.step(f"replaying duplicate detection: {describe(policy)}")
+    result = detect_duplicates(loaded.valid, policy)
+    persisted = not args.out
+    if args.out:
+        result.write.mode("overwrite").parquet(args.out)
+        progress.step(f"wrote verdicts to {args.out}")
+        result = spark.read.parquet(args.out)
+    else:
+        result = result.persist()
+    try:
+        _report(args.input, counts, loaded.quarantine_reasons if counts["quarantined"] else None,
+                policy, result)  # fmt: skip
+        if args.diagnostics and (content or "payload_hash" in result.columns):
+            progress.step("looking for missed resends and collisions by content")
+            _diagnose(result, content)
+        elif args.diagnostics:
+            print()
+            print("No content column (payload_hash), so missed resends and collisions are not")
+            print("looked for; name the columns that say what a message carries with --content.")
+    finally:
+        if persisted:
+            result.unpersist()
+    progress.step("done")
+    return 0
+
+
+def _report(
+    source: str,
+    counts: dict[str, int],
+    reasons: Callable[[], pd.DataFrame] | None,
+    policy: Policies,
+    result: DataFrame,
+) -> None:
+    print(
+        f"{source}: {counts['read']:,} rows read, {counts['valid']:,} replayed, "
+        f"{counts['quarantined']:,} quarantined. {describe(policy)}."
+    )
+    if reasons is not None:
+        listed = ", ".join(f"{r.reason}: {r.count:,}" for r in reasons().itertuples())
+        print(f"Quarantined (not replayed): {listed}")
+    print()
+    print("Verdicts per entity")
+    table = summarize(result)
+    print(text_table(table))
+    unchecked = table[(table["not_checked"] > 0) & (table["entity"] != ALL_ENTITIES)]
+    if len(unchecked):
+        print(
+            f"Duplicates were not checked on {', '.join(unchecked['entity'])}: detection is off "
+            "there, so every send was accepted."
+        )
+    if has_ground_truth(result):
+        truth = ground_truth_summary(result)
+        total = truth.iloc[-1]
+        print()
+        print("Against the ground truth (logical_id, attempt)")
+        print(text_table(truth))
+        print()
+        print(
+            f"Of {total.resends:,} true resends, {total.resends_caught:,} were caught and "
+            f"{total.extra_deliveries:,} slipped through (reached consumers again); "
+            f"{total.messages_lost:,} distinct messages were dropped without a trace."
+        )
+
+
+def _diagnose(result: DataFrame, content: list[str] | None) -> None:
+    misses = missed_resends(result, content)
+    print()
+    print("Missed resends: the same content accepted again (reached consumers twice)")
+    table = missed_summary(misses)
+    print(text_table(table) if len(table) else "(none)")
+    late = table[table["miss_cause"] == MISS_AFTER_WINDOW]
+    if len(late):
+        longest = late["longest_caught_from"].max()
+        limit = WINDOW_BOUNDS["service"][1].total_seconds()
+        beyond = " (beyond the service's 7-day limit)" if longest > limit else ""
+        print(
+            f"A window of {format_duration(longest, 'up')} or longer would catch every resend "
+            f"that came after the window{beyond}."
+        )
+    lost = collision_groups(collisions(result, content))
+    print()
+    print("Collisions: different content dropped as a duplicate (lost without a signal)")
+    print(text_table(lost.head(20)) if len(lost) else "(none)")
+    if len(lost) > 20:
+        print(f"... and {len(lost) - 20} more groups")
+
+
+def add_to(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """The ``simulate`` command and its options."""
+    sim = commands.add_parser(
+        "simulate",
+        parents=[common],
+        help="load telemetry, replay duplicate detection, print the summary",
+        description="Load telemetry, replay duplicate detection with a window and partitioning "
+        "mode, and print verdicts per entity; with ground truth columns (logical_id, attempt), "
+        "also how many true resends were caught, slipped through, and which messages were lost.",
+        epilog=SIMULATE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sim.add_argument("input", metavar="INPUT", help="a file or folder: Parquet, CSV, JSON Lines")
+    sim.add_argument(
+        "--window",
+        default="PT10M",
+        help="duplicate detection window: ISO 8601 (PT10M), seconds (600), 10m, or 00:10:00 "
+        "(default: PT10M, the service's default)",
+    )
+    sim.add_argument(
+        "--partitioning",
+        action="store_true",
+        help="the entity is partitioned: the key is MessageId plus the partition key",
+    )
+    sim.add_argument(
+        "--bounds",
+        choices=("service", "emulator", "none"),
+        default="service",
+        help="window limits to enforce: service 20 s..7 days (default), emulator 5 s..5 min, none",
+    )
+    sim.add_argument(
+        "--format", choices=("parquet", "csv", "json"), help="input format (default: from names)"
+    )
+    sim.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="SOURCE=CANONICAL",
+        help="rename a column, e.g. --map Id=message_id (repeatable)",
+    )
+    sim.add_argument(
+        "--entities",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the entities' real settings: an ARM template or Bicep-compiled JSON, 'az "
+        "servicebus queue/topic show' output, or the emulator's Config.json (repeatable); "
+        "each entity replays with its own window and mode, instead of --window/--partitioning",
+    )
+    sim.add_argument(
+        "--content",
+        metavar="COL,COL,...",
+        help="columns that say what a message carries, for missed resends and collisions "
+        "(default: payload_hash when the telemetry has it)",
+    )
+    sim.add_argument(
+        "--no-diagnostics",
+        dest="diagnostics",
+        action="store_false",
+        help="skip looking for missed resends and collisions (saves two Spark passes)",
+    )
+    sim.add_argument("--out", help="write every replayed row with its verdict here, as Parquet")
+    sim.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    sim.set_defaults(run=run)
