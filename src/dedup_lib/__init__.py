@@ -17,11 +17,11 @@ from dedup_lib.analysis.diagnostics import (
     missed_resends,
     missed_summary,
 )
+from dedup_lib.analysis.selection import narrow
 from dedup_lib.analysis.summaries import (
     ground_truth_summary,
     id_quality,
     most_reused_ids,
-    narrow,
     sends_over_time,
     summarize,
 )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from dedup_lib.errors import ToolMissingError
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import SparkSession
 
 MIN_JAVA = 17
 
@@ -143,13 +143,6 @@ def get_spark(
     for key in SESSION_SETTINGS:
         spark.conf.set(key, settings[key])
     return spark
-
-
-def column(name: str) -> Column:
-    """A column by its exact name: ``payload.v`` is that column, not field ``v`` of a struct."""
-    from pyspark.sql import functions as F
-
-    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def is_connect(spark: SparkSession) -> bool:

@@ -21,7 +21,7 @@ import pandas as pd
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
-from dedup_lib.analysis.summaries import NO_ENTITY, _entity
+from dedup_lib.analysis.tables import NO_ENTITY, entity_column
 from dedup_lib.errors import InputError
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import (
@@ -126,7 +126,7 @@ def missed_resends(result: DataFrame, content: str | Sequence[str] | None = None
     """
     _check_result(result, "missed_resends")
     keyed = result.withColumn(CONTENT, content_key(result, content)).withColumn(
-        "__entity", _entity(result)
+        "__entity", entity_column(result)
     )
     first_of_key = (
         keyed.where(F.col("dedup_key").isNotNull())
@@ -195,7 +195,7 @@ def collisions(result: DataFrame, content: str | Sequence[str] | None = None) ->
     """
     _check_result(result, "collisions")
     keyed = result.withColumn(CONTENT, content_key(result, content)).withColumn(
-        "__entity", _entity(result)
+        "__entity", entity_column(result)
     )
     originals = keyed.where(F.col("verdict") == ACCEPTED).select(
         "__entity",

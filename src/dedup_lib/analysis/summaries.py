@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pandas as pd
-from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from dedup_lib.analysis.tables import ALL_ENTITIES, entity_column, with_total
+from dedup_lib.columns import count_where
 from dedup_lib.errors import InputError
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import (
@@ -22,8 +22,6 @@ from dedup_lib.rules.policy import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-ALL_ENTITIES = "(all)"
-NO_ENTITY = "(none)"
 SUMMARY_COLUMNS = (
     "entity",
     "sends",
@@ -34,27 +32,6 @@ SUMMARY_COLUMNS = (
     "not_checked",
     "share_caught",
 )
-
-
-def _entity(result: DataFrame) -> Column:
-    if "entity" not in result.columns:
-        return F.lit(NO_ENTITY).alias("entity")
-    return F.coalesce(F.col("entity").cast("string"), F.lit(NO_ENTITY)).alias("entity")
-
-
-def _count_where(condition: Column) -> Column:
-    return F.count(F.when(condition, True))
-
-
-def _with_total(table: pd.DataFrame, counts: list[str]) -> pd.DataFrame:
-    """Entities in name order, counts as int64, and an ``(all)`` row when there are several."""
-    table = table.sort_values("entity", kind="stable")
-    table[counts] = table[counts].fillna(0).astype("int64")
-    if len(table) != 1:
-        total = table[counts].sum().to_frame().T
-        total.insert(0, "entity", ALL_ENTITIES)
-        table = pd.concat([table, total], ignore_index=True)
-    return table.reset_index(drop=True)
 
 
 def summarize(result: DataFrame) -> pd.DataFrame:
@@ -69,18 +46,18 @@ def summarize(result: DataFrame) -> pd.DataFrame:
             "are missing"
         )
     counted = (
-        result.groupBy(_entity(result))
+        result.groupBy(entity_column(result))
         .agg(
             F.count(F.lit(1)).alias("sends"),
-            _count_where(F.col("verdict") == ACCEPTED).alias("accepted"),
-            _count_where(F.col("verdict") == DUPLICATE).alias("duplicates"),
-            _count_where(F.col("verdict") == REJECTED).alias("rejected"),
-            _count_where(F.col("reason") == NO_MESSAGE_ID_WARNING).alias("without_message_id"),
-            _count_where(F.col("reason") == DETECTION_OFF_NOTE).alias("not_checked"),
+            count_where(F.col("verdict") == ACCEPTED).alias("accepted"),
+            count_where(F.col("verdict") == DUPLICATE).alias("duplicates"),
+            count_where(F.col("verdict") == REJECTED).alias("rejected"),
+            count_where(F.col("reason") == NO_MESSAGE_ID_WARNING).alias("without_message_id"),
+            count_where(F.col("reason") == DETECTION_OFF_NOTE).alias("not_checked"),
         )
         .toPandas()
     )
-    table = _with_total(counted, list(SUMMARY_COLUMNS[1:-1]))
+    table = with_total(counted, list(SUMMARY_COLUMNS[1:-1]))
     judged = table["accepted"] + table["duplicates"] - table["not_checked"]
     table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")
     return table[list(SUMMARY_COLUMNS)]
@@ -122,13 +99,13 @@ def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
             f"(logical_id, attempt), but column(s) {', '.join(missing)} are missing"
         )
     verdict, resend = F.col("verdict"), F.col("attempt") > 1
-    per_message = result.groupBy(_entity(result), F.col("logical_id")).agg(
+    per_message = result.groupBy(entity_column(result), F.col("logical_id")).agg(
         F.count(F.lit(1)).alias("sends"),
-        _count_where(resend).alias("resends"),
-        _count_where(resend & (verdict == DUPLICATE)).alias("resends_caught"),
-        _count_where(~resend & (verdict == DUPLICATE)).alias("first_sends_dropped"),
-        _count_where(verdict == ACCEPTED).alias("accepted"),
-        _count_where(verdict == DUPLICATE).alias("duplicates"),
+        count_where(resend).alias("resends"),
+        count_where(resend & (verdict == DUPLICATE)).alias("resends_caught"),
+        count_where(~resend & (verdict == DUPLICATE)).alias("first_sends_dropped"),
+        count_where(verdict == ACCEPTED).alias("accepted"),
+        count_where(verdict == DUPLICATE).alias("duplicates"),
     )
     accepted, duplicates = F.col("accepted"), F.col("duplicates")
     counted = (
@@ -139,13 +116,13 @@ def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
             F.sum("resends").alias("resends"),
             F.sum("resends_caught").alias("resends_caught"),
             F.sum(F.greatest(accepted - 1, F.lit(0))).alias("extra_deliveries"),
-            _count_where((accepted == 0) & (duplicates > 0)).alias("messages_lost"),
+            count_where((accepted == 0) & (duplicates > 0)).alias("messages_lost"),
             F.sum("first_sends_dropped").alias("first_sends_dropped"),
-            _count_where((accepted == 0) & (duplicates == 0)).alias("messages_rejected"),
+            count_where((accepted == 0) & (duplicates == 0)).alias("messages_rejected"),
         )
         .toPandas()
     )
-    table = _with_total(counted, list(TRUTH_SUMMARY_COLUMNS[1:]))
+    table = with_total(counted, list(TRUTH_SUMMARY_COLUMNS[1:]))
     return table[list(TRUTH_SUMMARY_COLUMNS)]
 
 
@@ -161,7 +138,7 @@ def sends_over_time(df: DataFrame, bucket: str = "PT1M") -> pd.DataFrame:
     start = F.timestamp_seconds(F.floor(F.unix_seconds(F.col("send_time")) / seconds) * seconds)
     table = (
         df.where(F.col("send_time").isNotNull())
-        .groupBy(_entity(df), start.alias("time"))
+        .groupBy(entity_column(df), start.alias("time"))
         .agg(F.count(F.lit(1)).alias("sends"))
         .toPandas()
     )
@@ -176,19 +153,19 @@ def id_quality(df: DataFrame) -> pd.DataFrame:
     mid = F.col("message_id").cast("string")
     missing = mid.isNull() | (mid == "")
     counted = (
-        df.groupBy(_entity(df))
+        df.groupBy(entity_column(df))
         .agg(
             F.count(F.lit(1)).alias("sends"),
-            _count_where(missing).alias("without_message_id"),
-            _count_where(mid.rlike(GUID_PATTERN)).alias("guid_like"),
+            count_where(missing).alias("without_message_id"),
+            count_where(mid.rlike(GUID_PATTERN)).alias("guid_like"),
             F.countDistinct(F.when(~missing, mid)).alias("distinct_ids"),
         )
         .toPandas()
     )
-    table = _with_total(counted, ["sends", "without_message_id", "guid_like", "distinct_ids"])
+    table = with_total(counted, ["sends", "without_message_id", "guid_like", "distinct_ids"])
     if len(table) > 1:
         # Ids are per entity: the total counts (entity, id) pairs.
-        row = df.select(F.countDistinct(_entity(df), F.when(~missing, mid))).first()
+        row = df.select(F.countDistinct(entity_column(df), F.when(~missing, mid))).first()
         total = table.index[table["entity"] == ALL_ENTITIES]
         table.loc[total, "distinct_ids"] = 0 if row is None else int(row[0])
     with_id = table["sends"] - table["without_message_id"]
@@ -206,7 +183,7 @@ def most_reused_ids(df: DataFrame, n: int = 10) -> pd.DataFrame:
     mid = F.col("message_id").cast("string")
     return (
         df.where(mid.isNotNull() & (mid != ""))
-        .groupBy(_entity(df), mid.alias("message_id"))
+        .groupBy(entity_column(df), mid.alias("message_id"))
         .agg(
             F.count(F.lit(1)).alias("sends"),
             F.min("send_time").alias("first_send"),
@@ -216,36 +193,3 @@ def most_reused_ids(df: DataFrame, n: int = 10) -> pd.DataFrame:
         .limit(n)
         .toPandas()
     )
-
-
-def narrow(
-    df: DataFrame,
-    entity: str | None = ALL_ENTITIES,
-    start: str | datetime | None = None,
-    end: str | datetime | None = None,
-) -> DataFrame:
-    """Rows of one entity (``(all)`` or None: every entity) sent in ``[start, end]`` (ISO 8601,
-    UTC when no offset is given; None: open). For looking at part of a result: verdicts
-    must be computed over all the data first, as the broker saw it."""
-    if entity not in (None, ALL_ENTITIES):
-        if "entity" not in df.columns:
-            raise InputError(f"entity {entity!r}: the data has no entity column")
-        df = df.where(F.col("entity") == entity)
-    if start is not None:
-        df = df.where(F.col("send_time") >= F.lit(_utc(start, "start")))
-    if end is not None:
-        df = df.where(F.col("send_time") <= F.lit(_utc(end, "end")))
-    return df
-
-
-def _utc(value: str | datetime, name: str) -> datetime:
-    if isinstance(value, datetime):
-        moment = value
-    else:
-        try:
-            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise InputError(
-                f"{name}: cannot read {value!r}; expected ISO 8601, e.g. 2026-11-03T21:00"
-            ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

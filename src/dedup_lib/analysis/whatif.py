@@ -18,14 +18,9 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 from dedup_lib.analysis.diagnostics import content_key
-from dedup_lib.analysis.summaries import (
-    _count_where,
-    _entity,
-    _with_total,
-    ground_truth_summary,
-    has_ground_truth,
-    summarize,
-)
+from dedup_lib.analysis.summaries import ground_truth_summary, has_ground_truth, summarize
+from dedup_lib.analysis.tables import ALL_ENTITIES, entity_column, with_total
+from dedup_lib.columns import count_where
 from dedup_lib.replay.by_count import detect_duplicates_by_count
 from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.replay.sql_rules import OUTPUT_COLUMNS
@@ -91,18 +86,18 @@ def compare_keys(judged: DataFrame) -> pd.DataFrame:
     by_id = F.col("verdict") == DUPLICATE
     by_content_ = F.col(CONTENT_PREFIX + "verdict") == DUPLICATE
     counted = (
-        judged.groupBy(_entity(judged))
+        judged.groupBy(entity_column(judged))
         .agg(
             F.count(F.lit(1)).alias("sends"),
-            _count_where(by_id).alias("dropped_by_id"),
-            _count_where(by_content_).alias("dropped_by_content"),
-            _count_where(by_id & by_content_).alias("dropped_by_both"),
-            _count_where(by_id & ~by_content_).alias("only_by_id"),
-            _count_where(~by_id & by_content_).alias("only_by_content"),
+            count_where(by_id).alias("dropped_by_id"),
+            count_where(by_content_).alias("dropped_by_content"),
+            count_where(by_id & by_content_).alias("dropped_by_both"),
+            count_where(by_id & ~by_content_).alias("only_by_id"),
+            count_where(~by_id & by_content_).alias("only_by_content"),
         )
         .toPandas()
     )
-    return _with_total(counted, list(KEY_COMPARISON_COLUMNS[1:]))[list(KEY_COMPARISON_COLUMNS)]
+    return with_total(counted, list(KEY_COMPARISON_COLUMNS[1:]))[list(KEY_COMPARISON_COLUMNS)]
 
 
 def count_sweep(
@@ -121,7 +116,7 @@ def count_sweep(
         judged = detect_duplicates_by_count(df, capacity, partitioning).persist()
         try:
             table = summarize(judged)
-            entities = table[table["entity"] != "(all)"] if len(table) > 1 else table
+            entities = table[table["entity"] != ALL_ENTITIES] if len(table) > 1 else table
             row: dict[str, object] = {
                 "capacity": capacity,
                 "ids_held": int(

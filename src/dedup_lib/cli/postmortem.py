@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from dedup_lib.analysis.tables import ALL_ENTITIES
 from dedup_lib.cli.common import CommandError, Progress
 from dedup_lib.rules.policy import DedupPolicy
 
@@ -52,7 +53,7 @@ def add_to(
     post.add_argument("input", metavar="INPUT", help="the incident's telemetry, file or folder")
     post.add_argument("--window", default="PT10M", help="the entity's window (default: PT10M)")
     post.add_argument("--partitioning", action="store_true", help="the entity is partitioned")
-    post.add_argument("--entity", default="(all)", help="one queue or topic (default: all)")
+    post.add_argument("--entity", default=ALL_ENTITIES, help="one queue or topic (default: all)")
     post.add_argument("--start", help="start of the incident, ISO 8601 UTC (default: first send)")
     post.add_argument("--end", help="end of the incident, ISO 8601 UTC (default: last send)")
     post.add_argument("--out-dir", default="reports", help="where to write (default: reports)")

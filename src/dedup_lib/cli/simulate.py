@@ -14,12 +14,8 @@ from dedup_lib.analysis.diagnostics import (
     missed_resends,
     missed_summary,
 )
-from dedup_lib.analysis.summaries import (
-    ALL_ENTITIES,
-    ground_truth_summary,
-    has_ground_truth,
-    summarize,
-)
+from dedup_lib.analysis.summaries import ground_truth_summary, has_ground_truth, summarize
+from dedup_lib.analysis.tables import ALL_ENTITIES
 from dedup_lib.cli.common import CommandError, Progress, column_mapping, session, text_table
 from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.rules.durations import format_duration

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.functions import arrow_udf
 
+from dedup_lib.columns import column, utc_wall_clock
 from dedup_lib.replay.kernels import python as arrow_kernel
 from dedup_lib.replay.sql_rules import (
     partitioned,
@@ -28,7 +29,6 @@ from dedup_lib.replay.sql_rules import (
     window_micros,
 )
 from dedup_lib.rules.policy import ACCEPTED, DUPLICATE, Policies
-from dedup_lib.spark import column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -91,7 +91,7 @@ def prepare(df: DataFrame, policy: Policies) -> Prepared:
     # in a twin column: the input column is returned as it came.
     ntz = isinstance(df.schema["send_time"].dataType, T.TimestampNTZType)
     time_name = TIME if ntz else "send_time"
-    utc_time = F.concat(F.col("send_time").cast("string"), F.lit("Z")).try_cast("timestamp")
+    utc_time = utc_wall_clock(F.col("send_time"))
 
     rules = sql_rules(df, policy)
     # Without partitioning the key is the MessageId itself: the pass reads it from there, and

@@ -22,12 +22,9 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dedup_lib.analysis.summaries import (
-    NO_ENTITY,
-    SUMMARY_COLUMNS,
-    TRUTH_SUMMARY_COLUMNS,
-    _with_total,
-)
+from dedup_lib.analysis.summaries import SUMMARY_COLUMNS, TRUTH_SUMMARY_COLUMNS
+from dedup_lib.analysis.tables import NO_ENTITY, with_total
+from dedup_lib.columns import utc_wall_clock
 from dedup_lib.replay.sql_rules import sql_rules, validate
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import REJECTED, DedupPolicy
@@ -160,9 +157,7 @@ class ReplayCache:
         if "event_id" not in columns:
             df = df.withColumn("event_id", F.col(_POS))
         if isinstance(df.schema["send_time"].dataType, T.TimestampNTZType):
-            time = F.unix_micros(
-                F.concat(F.col("send_time").cast("string"), F.lit("Z")).try_cast("timestamp")
-            )
+            time = F.unix_micros(utc_wall_clock(F.col("send_time")))
         else:
             time = F.unix_micros(F.col("send_time"))
         rules = sql_rules(df, DedupPolicy(partitioning=partitioning))
@@ -616,7 +611,7 @@ def smallest_window(
 
 def _finish(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     counts = [c for c in columns[1:] if c != "share_caught"]
-    table = _with_total(table, counts)
+    table = with_total(table, counts)
     if "share_caught" in columns:
         judged = table["accepted"] + table["duplicates"]
         table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")

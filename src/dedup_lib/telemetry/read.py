@@ -18,8 +18,8 @@ from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dedup_lib.columns import column, utc_wall_clock
 from dedup_lib.errors import InputError, MissingFileError
-from dedup_lib.spark import column
 from dedup_lib.telemetry.schema import (
     BUILTIN_ALIASES,
     CANONICAL_COLUMNS,
@@ -281,11 +281,6 @@ def _from_epoch(value: Column) -> Column:
     )
 
 
-def _from_wall_clock(value: Column) -> Column:
-    """A timestamp_ntz read as a UTC wall clock, whatever the session time zone."""
-    return F.concat(value.cast("string"), F.lit("Z")).try_cast("timestamp")
-
-
 def _is_missing(value: Column, dtype: T.DataType) -> Column:
     if isinstance(dtype, T.StringType):
         return value.isNull() | value.rlike(r"^\s*$")
@@ -302,7 +297,7 @@ def _parse_time(value: Column, dtype: T.DataType) -> Column:
     if isinstance(dtype, T.TimestampType):
         return value
     if isinstance(dtype, T.TimestampNTZType):
-        return _from_wall_clock(value)
+        return utc_wall_clock(value)
     if isinstance(dtype, T.NumericType):
         return _from_epoch(value.try_cast("decimal(38,9)"))
     if isinstance(dtype, T.NullType):
@@ -313,7 +308,7 @@ def _parse_time(value: Column, dtype: T.DataType) -> Column:
         F.when(
             iso.rlike(_ISO_DATE),
             F.when(iso.rlike(_HAS_ZONE), iso.try_cast("timestamp")).otherwise(
-                _from_wall_clock(iso.try_cast("timestamp_ntz"))
+                utc_wall_clock(iso.try_cast("timestamp_ntz"))
             ),
         ),
     )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dedup_lib.columns import column
 from dedup_lib.errors import ExistingFileError, InputError
-from dedup_lib.spark import column
 from dedup_lib.telemetry.schema import FORMAT_NAMES, FORMATS, TEXT_TIME_FORMAT
 
 if TYPE_CHECKING:

@@ -13,10 +13,11 @@ import ipywidgets as widgets
 import pandas as pd
 from IPython.display import display
 
-from dedup_lib.analysis.summaries import ALL_ENTITIES
+from dedup_lib.analysis.selection import narrow
+from dedup_lib.analysis.tables import ALL_ENTITIES
 from dedup_lib.errors import InputError
 from dedup_lib.rules.durations import format_duration, format_window, parse_window
-from dedup_lib.rules.policy import DedupPolicy
+from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy
 from dedup_lib.sweep.cache import ReplayCache
 from dedup_lib.workbench import charts
 
@@ -26,8 +27,7 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
     from pyspark.sql import DataFrame
 
-MIN_WINDOW_S = 20.0
-MAX_WINDOW_S = 7 * 86400.0
+MIN_WINDOW_S, MAX_WINDOW_S = (b.total_seconds() for b in WINDOW_BOUNDS["service"][:2])
 MODES = {"disabled": False, "enabled": True}
 
 
@@ -199,12 +199,9 @@ class WindowExplorer:
     ) -> View:
         cache = self.caches[partitioning]
 
-        def pick(table: pd.DataFrame, time: str = "time") -> pd.DataFrame:
-            if entity != ALL_ENTITIES:
-                table = table[table["entity"] == entity]
-            if rng is not None and time in table:
-                table = table[(table[time] >= rng[0]) & (table[time] <= rng[1])]
-            return table
+        def pick(table: pd.DataFrame) -> pd.DataFrame:
+            low, high = rng or (None, None)
+            return narrow(table, entity, low, high, time="time")
 
         over_time = pick(cache.over_time(seconds))
         delays = pick(cache.resend_delays())
@@ -222,9 +219,7 @@ class WindowExplorer:
                           f"{int(held.groupby('time')['held'].sum().max()) if len(held) else 0:,}"],
             }
         )  # fmt: skip
-        keys = cache.top_keys(seconds, n=50)
-        if entity != ALL_ENTITIES:
-            keys = keys[keys["entity"] == entity]
+        keys = narrow(cache.top_keys(seconds, n=50), entity)
         label = format_duration(seconds)
         where = "all entities" if entity == ALL_ENTITIES else entity
         mode = "partitioning enabled" if partitioning else "partitioning disabled"

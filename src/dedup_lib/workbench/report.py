@@ -9,6 +9,7 @@ from importlib.resources import as_file, files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dedup_lib.analysis.tables import ALL_ENTITIES
 from dedup_lib.errors import MissingFileError
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ def run_postmortem(
     *,
     window: str = "PT10M",
     partitioning: bool = False,
-    entity: str = "(all)",
+    entity: str = ALL_ENTITIES,
     start: str | None = None,
     end: str | None = None,
     out_dir: str = "reports",

@@ -1,0 +1,35 @@
+"""The conventions of the small per-entity tables: how a missing entity and the total row are
+named, and the total row itself."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+from pyspark.sql import functions as F
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+#: The total row of a per-entity table, and the choice "every entity" in filters and controls.
+ALL_ENTITIES = "(all)"
+#: The entity of sends that name none.
+NO_ENTITY = "(none)"
+
+
+def entity_column(df: DataFrame) -> Column:
+    """``entity`` as text, ``(none)`` where a send names no entity or the data has no column."""
+    if "entity" not in df.columns:
+        return F.lit(NO_ENTITY).alias("entity")
+    return F.coalesce(F.col("entity").cast("string"), F.lit(NO_ENTITY)).alias("entity")
+
+
+def with_total(table: pd.DataFrame, counts: list[str]) -> pd.DataFrame:
+    """Entities in name order, counts as int64, and an ``(all)`` row when there are several."""
+    table = table.sort_values("entity", kind="stable")
+    table[counts] = table[counts].fillna(0).astype("int64")
+    if len(table) != 1:
+        total = table[counts].sum().to_frame().T
+        total.insert(0, "entity", ALL_ENTITIES)
+        table = pd.concat([table, total], ignore_index=True)
+    return table.reset_index(drop=True)
