@@ -43,7 +43,7 @@ test: $(STAMP) lint
 	$(BIN)/python -m pytest --nbval-lax tests notebooks
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not spark"
+	$(BIN)/python -m pytest -m "not spark and not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools notebooks

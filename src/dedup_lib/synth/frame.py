@@ -168,56 +168,79 @@ def _frame(spark: SparkSession, plan: TelemetryPlan, partitions: int | None) -> 
     """The sends, in two parts: each logical message's first send and its retries (an explode
     of a short sequence), and the restart resends and replays of the plan (joined in from a
     small table). No higher-order functions: they run interpreted and cost 20x more."""
-    scenario, seed = plan.scenario, plan.seed
-    slots = plan.attempt_slots
-    if slots > _ATTEMPT_SLOTS:
+    if plan.attempt_slots > _ATTEMPT_SLOTS:
         raise InputError(
             f"generate_telemetry: one message would be sent more than {_ATTEMPT_SLOTS} times; "
             "lower crashes, replays or unacked in the scenario"
         )
     senders = F.broadcast(spark.createDataFrame(_sender_rows(plan), _SENDER_SCHEMA))
-    quantiles = F.broadcast(
-        spark.createDataFrame(
-            [
-                (p.index, k, float(p.quantiles[k]), float(p.quantiles[k + 1]))
-                for p in plan.senders
-                for k in range(QUANTILES)
-            ],
-            _QUANTILE_SCHEMA,
-        )
+    quantiles = F.broadcast(spark.createDataFrame(_quantile_rows(plan), _QUANTILE_SCHEMA))
+    resends = spark.createDataFrame(_resend_rows(plan), _RESEND_SCHEMA)
+    firsts = _firsts_and_retries(spark, plan, senders, quantiles, partitions)
+    later = (
+        resends.join(senders, "sender_idx")
+        .withColumn("logical_id", F.col("first_id") + F.col("local"))
+        .transform(lambda df: _with_first_send(df, plan, quantiles))
+        .withColumn("attempt", F.col("retries") + 2 + F.col("rank"))
+        .drop("rank")
     )
-    resend_rows = []
+    sends = _labelled(firsts.unionByName(later), plan)
+    if plan.scenario.malformed > 0:
+        sends = _malformed(sends, plan)
+    return sends.select(*(F.col(c) for c in SYNTH_COLUMNS))
+
+
+def _quantile_rows(plan: TelemetryPlan) -> list[tuple[int, int, float, float]]:
+    """Each sender's traffic quantiles, as (sender, level, time at level, time at the next)."""
+    return [
+        (p.index, k, float(p.quantiles[k]), float(p.quantiles[k + 1]))
+        for p in plan.senders
+        for k in range(QUANTILES)
+    ]
+
+
+def _resend_rows(plan: TelemetryPlan) -> list[tuple[int, int, float, str, int]]:
+    """The plan's restart resends and replays, ranked in time within each message."""
+    rows = []
     for p in plan.senders:
         by_message: dict[int, list[tuple[float, str]]] = {}
         for local, at, cause in p.resends:
             by_message.setdefault(local, []).append((at, cause))
         for local, extra in by_message.items():
             for rank, (at, cause) in enumerate(sorted(extra)):
-                resend_rows.append((p.index, local, at, cause, rank))
-    resends = spark.createDataFrame(resend_rows, _RESEND_SCHEMA)
+                rows.append((p.index, local, at, cause, rank))
+    return rows
 
-    gid = F.col("logical_id")
 
-    def with_first_send(df: DataFrame) -> DataFrame:
-        """Sender settings, the first send's time (the sender's traffic quantiles,
-        interpolated) and the number of retries after lost acknowledgements."""
-        x = (F.col("local") + _uniform(seed, "time", gid)) / F.col("n") * QUANTILES
-        first = F.col("q0") + (F.col("x") - F.col("level")) * (F.col("q1") - F.col("q0"))
-        ack_loss = _ack_loss(plan, F.col("first"))
-        retries = F.when(
-            ack_loss > 0,
-            F.least(
-                F.floor(F.log(_uniform(seed, "ack", gid)) / F.log(ack_loss)), F.col("max_retries")
-            ),
-        ).otherwise(0)
-        return (
-            df.withColumn("x", x)
-            .withColumn("level", F.floor("x").cast("int"))
-            .join(quantiles, ["sender_idx", "level"])
-            .withColumn("first", first)
-            .withColumn("retries", retries.cast("int"))
-        )
+def _with_first_send(df: DataFrame, plan: TelemetryPlan, quantiles: DataFrame) -> DataFrame:
+    """Sender settings, the first send's time (the sender's traffic quantiles, interpolated)
+    and the number of retries after lost acknowledgements."""
+    seed, gid = plan.seed, F.col("logical_id")
+    x = (F.col("local") + _uniform(seed, "time", gid)) / F.col("n") * QUANTILES
+    first = F.col("q0") + (F.col("x") - F.col("level")) * (F.col("q1") - F.col("q0"))
+    ack_loss = _ack_loss(plan, F.col("first"))
+    retries = F.when(
+        ack_loss > 0,
+        F.least(F.floor(F.log(_uniform(seed, "ack", gid)) / F.log(ack_loss)), F.col("max_retries")),
+    ).otherwise(0)
+    return (
+        df.withColumn("x", x)
+        .withColumn("level", F.floor("x").cast("int"))
+        .join(quantiles, ["sender_idx", "level"])
+        .withColumn("first", first)
+        .withColumn("retries", retries.cast("int"))
+    )
 
+
+def _firsts_and_retries(
+    spark: SparkSession,
+    plan: TelemetryPlan,
+    senders: DataFrame,
+    quantiles: DataFrame,
+    partitions: int | None,
+) -> DataFrame:
+    """Every logical message's first send, and its retries after lost acknowledgements."""
+    seed, gid = plan.seed, F.col("logical_id")
     offsets = [p.offset for p in plan.senders]
     sender_idx = sum((F.when(F.col("id") >= o, 1).otherwise(0) for o in offsets[1:]), F.lit(0))
     logical = (
@@ -225,7 +248,7 @@ def _frame(spark: SparkSession, plan: TelemetryPlan, partitions: int | None) -> 
         .select(F.col("id").alias("logical_id"), sender_idx.cast("int").alias("sender_idx"))
         .join(senders, "sender_idx")
         .withColumn("local", gid - F.col("first_id"))
-        .transform(with_first_send)
+        .transform(lambda df: _with_first_send(df, plan, quantiles))
     )
     most_retries = max(p.sender.max_retries for p in plan.senders)
 
@@ -241,22 +264,19 @@ def _frame(spark: SparkSession, plan: TelemetryPlan, partitions: int | None) -> 
         (F.when(slot >= j, backoff(j)).otherwise(0.0) for j in range(1, most_retries + 1)),
         F.lit(0.0),
     )
-    firsts_and_retries = (
+    return (
         logical.select("*", F.explode(F.sequence(F.lit(0), F.col("retries"))).alias("slot"))
         .withColumn("at", F.col("first") + waited)
         .withColumn("cause", F.when(slot == 0, F.lit(FIRST)).otherwise(F.lit(ACK_LOST_RETRY)))
         .withColumn("attempt", slot + 1)
         .drop("slot")
     )
-    later = (
-        resends.join(senders, "sender_idx")
-        .withColumn("logical_id", F.col("first_id") + F.col("local"))
-        .transform(with_first_send)
-        .withColumn("attempt", F.col("retries") + 2 + F.col("rank"))
-        .drop("rank")
-    )
-    sends = firsts_and_retries.unionByName(later)
 
+
+def _session_and_partition_key(seed: int) -> tuple[Column, Column]:
+    """A message's SessionId (for the sender's share of messages) and its PartitionKey: the
+    session's, another key (the sender's mismatch share), or a key of its own."""
+    gid = F.col("logical_id")
     session = F.when(
         _uniform(seed, "session", gid) < F.col("session_share"),
         F.format_string(
@@ -282,6 +302,13 @@ def _frame(spark: SparkSession, plan: TelemetryPlan, partitions: int | None) -> 
         .when(F.col("session_id").isNotNull() & wants_key, F.col("session_id"))
         .when(F.col("session_id").isNull() & wants_key, other_key)
     )
+    return session, partition_key
+
+
+def _labelled(sends: DataFrame, plan: TelemetryPlan) -> DataFrame:
+    """The telemetry columns of each send: ids, keys, entity, times, payload."""
+    scenario, seed, gid = plan.scenario, plan.seed, F.col("logical_id")
+    session, partition_key = _session_and_partition_key(seed)
     entity = F.element_at(
         F.col("entities"),
         (F.floor(_uniform(seed, "entity", gid) * F.size("entities")) + 1).cast("int"),
@@ -295,24 +322,27 @@ def _frame(spark: SparkSession, plan: TelemetryPlan, partitions: int | None) -> 
     def timestamp(seconds: Column) -> Column:
         return F.timestamp_micros(F.lit(start_micros) + F.round(seconds * 1_000_000).cast("long"))
 
-    sends = (
+    return (
         sends.withColumn("session_id", session)
         .withColumn("partition_key", partition_key)
         .withColumn("entity", entity)
-        .withColumn("event_id", gid * slots + F.col("attempt") - 1)
+        .withColumn("event_id", gid * plan.attempt_slots + F.col("attempt") - 1)
         .withColumn("send_time", timestamp(F.col("at")))
         .withColumn("scheduled_enqueue_time", timestamp(scheduled))
         .withColumn("payload_hash", _hex(seed, "payload", gid))
         .withColumn("message_id", _message_id(seed, scenario.start.year))
     )
-    if scenario.malformed > 0:
-        garbage = F.element_at(
-            F.array(*(F.lit(t) for t in MALFORMED_TIMES)),
-            (F.floor(_uniform(seed, "garbage", F.col("event_id")) * len(MALFORMED_TIMES)) + 1).cast(
-                "int"
-            ),
-        )
-        text = F.date_format("send_time", TEXT_TIME_FORMAT)
-        bad = _uniform(seed, "malformed", F.col("event_id")) < scenario.malformed
-        sends = sends.withColumn("send_time", F.when(bad, garbage).otherwise(text))
-    return sends.select(*(F.col(c) for c in SYNTH_COLUMNS))
+
+
+def _malformed(sends: DataFrame, plan: TelemetryPlan) -> DataFrame:
+    """``send_time`` as text, garbage for the scenario's share of malformed sends."""
+    seed = plan.seed
+    garbage = F.element_at(
+        F.array(*(F.lit(t) for t in MALFORMED_TIMES)),
+        (F.floor(_uniform(seed, "garbage", F.col("event_id")) * len(MALFORMED_TIMES)) + 1).cast(
+            "int"
+        ),
+    )
+    text = F.date_format("send_time", TEXT_TIME_FORMAT)
+    bad = _uniform(seed, "malformed", F.col("event_id")) < plan.scenario.malformed
+    return sends.withColumn("send_time", F.when(bad, garbage).otherwise(text))
