@@ -45,7 +45,7 @@ def _count_where(condition: Column) -> Column:
     return F.count(F.when(condition, True))
 
 
-def _with_total(table: pd.DataFrame, counts: list[str]) -> pd.DataFrame:
+def with_total(table: pd.DataFrame, counts: list[str]) -> pd.DataFrame:
     """Entities in name order, counts as int64, and an ``(all)`` row when there are several."""
     table = table.sort_values("entity", kind="stable")
     table[counts] = table[counts].fillna(0).astype("int64")
@@ -79,7 +79,7 @@ def summarize(result: DataFrame) -> pd.DataFrame:
         )
         .toPandas()
     )
-    table = _with_total(counted, list(SUMMARY_COLUMNS[1:-1]))
+    table = with_total(counted, list(SUMMARY_COLUMNS[1:-1]))
     judged = table["accepted"] + table["duplicates"] - table["not_checked"]
     table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")
     return table[list(SUMMARY_COLUMNS)]
@@ -144,7 +144,7 @@ def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
         )
         .toPandas()
     )
-    table = _with_total(counted, list(TRUTH_SUMMARY_COLUMNS[1:]))
+    table = with_total(counted, list(TRUTH_SUMMARY_COLUMNS[1:]))
     return table[list(TRUTH_SUMMARY_COLUMNS)]
 
 
@@ -184,7 +184,7 @@ def id_quality(df: DataFrame) -> pd.DataFrame:
         )
         .toPandas()
     )
-    table = _with_total(counted, ["sends", "without_message_id", "guid_like", "distinct_ids"])
+    table = with_total(counted, ["sends", "without_message_id", "guid_like", "distinct_ids"])
     if len(table) > 1:
         # Ids are per entity: the total counts (entity, id) pairs.
         row = df.select(F.countDistinct(_entity(df), F.when(~missing, mid))).first()

@@ -21,10 +21,10 @@ from dedup_lib.analysis.diagnostics import content_key
 from dedup_lib.analysis.summaries import (
     _count_where,
     _entity,
-    _with_total,
     ground_truth_summary,
     has_ground_truth,
     summarize,
+    with_total,
 )
 from dedup_lib.replay.by_count import detect_duplicates_by_count
 from dedup_lib.replay.engine import detect_duplicates
@@ -102,7 +102,7 @@ def compare_keys(judged: DataFrame) -> pd.DataFrame:
         )
         .toPandas()
     )
-    return _with_total(counted, list(KEY_COMPARISON_COLUMNS[1:]))[list(KEY_COMPARISON_COLUMNS)]
+    return with_total(counted, list(KEY_COMPARISON_COLUMNS[1:]))[list(KEY_COMPARISON_COLUMNS)]
 
 
 def count_sweep(

@@ -26,7 +26,7 @@ from dedup_lib.analysis.summaries import (
     NO_ENTITY,
     SUMMARY_COLUMNS,
     TRUTH_SUMMARY_COLUMNS,
-    _with_total,
+    with_total,
 )
 from dedup_lib.replay.sql_rules import sql_rules, validate
 from dedup_lib.rules.durations import parse_window
@@ -616,7 +616,7 @@ def smallest_window(
 
 def _finish(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     counts = [c for c in columns[1:] if c != "share_caught"]
-    table = _with_total(table, counts)
+    table = with_total(table, counts)
     if "share_caught" in columns:
         judged = table["accepted"] + table["duplicates"]
         table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")
