@@ -14,7 +14,8 @@ from dedup_lib import (
     ground_truth_summary,
     summarize,
 )
-from dedup_lib.sweep.cache import ReplayCache, _in_replay_order, smallest_window, window_grid
+from dedup_lib.sweep.cache import ReplayCache, _in_replay_order
+from dedup_lib.sweep.grid import smallest_window, window_grid
 from dedup_lib.testing import Message
 from replay_kit import at, frame, mixed_scenario, telemetry
 

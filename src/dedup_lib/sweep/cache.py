@@ -29,8 +29,8 @@ from dedup_lib.analysis.summaries import (
     with_total,
 )
 from dedup_lib.replay.sql_rules import sql_rules, validate
-from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import REJECTED, DedupPolicy
+from dedup_lib.sweep.grid import to_micros, window_grid
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -148,7 +148,7 @@ class ReplayCache:
         driver takes off the repeated sends it holds. ``df`` is read once per pass, so it must
         give the same rows each time (files, or a persisted frame)."""
         validate(df)
-        bucket_us = _micros(bucket)
+        bucket_us = to_micros(bucket)
         columns = list(df.columns)
         missing = [c for c in carry if c not in columns]
         if missing:
@@ -247,7 +247,7 @@ class ReplayCache:
     def anchors(self, window: timedelta | float | str) -> Anchors:
         """The anchor chain of every repeated key at ``window``: accepted or duplicate, and
         the row index of the accepted send that each send counts against."""
-        micros = _micros(window)
+        micros = to_micros(window)
         if micros in self._anchors:
             return self._anchors[micros]
         n = len(self._time)
@@ -471,7 +471,7 @@ class ReplayCache:
         """How many ids the duplicate history holds at the end of each time bucket, per entity:
         every accepted send that has a MessageId is held for ``window`` (SPEC section 5).
         Columns ``entity``, ``time`` (UTC), ``held``. At the cache's bucket resolution."""
-        micros = _micros(window)
+        micros = to_micros(window)
         entity, where, weight = self._held_ids(micros)
         if len(where) == 0:
             return pd.DataFrame({"entity": [], "time": [], "held": []})
@@ -531,7 +531,7 @@ class ReplayCache:
         ``extra_deliveries`` and ``messages_lost``."""
         rows = []
         for window in windows if windows is not None else window_grid():
-            micros = _micros(window)
+            micros = to_micros(window)
             total = self.summary(micros / 1e6).iloc[-1]
             row: dict[str, float] = {
                 "window_s": micros / 1e6,
@@ -593,25 +593,6 @@ class ReplayCache:
         table["messages_rejected"] = m.fixed["messages_rejected"]
         table = table.astype("int64").rename_axis("entity").reset_index()
         return _finish(table, list(TRUTH_SUMMARY_COLUMNS))
-
-
-def window_grid(points: int = 50, low: float = 20.0, high: float = 7 * 86400.0) -> list[float]:
-    """``points`` windows in seconds, evenly spaced on a log scale from ``low`` to ``high``
-    (the service's bounds by default), rounded to the microsecond."""
-    return [round(float(w), 6) for w in np.geomspace(low, high, points)]
-
-
-def smallest_window(
-    sweep: pd.DataFrame, target: float = 0.99, column: str | None = None
-) -> pd.Series | None:
-    """The first row of ``sweep`` whose share caught reaches ``target``: of the resends any
-    window can catch when there is ground truth, else of judged sends. None when no window
-    does."""
-    column = column or (
-        "share_catchable_caught" if "share_catchable_caught" in sweep else "share_caught"
-    )
-    reached = sweep[sweep[column] >= target]
-    return None if reached.empty else reached.iloc[0]
 
 
 def _finish(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -720,7 +701,3 @@ def _accepted_elsewhere(rows: pd.DataFrame, messages: pa.Table) -> tuple[np.ndar
     totals = totals.groupby("entity")[["messages", "messages_rejected"]].sum()
     totals.insert(1, "extra_deliveries", extra.reindex(totals.index, fill_value=0))
     return elsewhere[code], totals.astype("int64").reset_index()
-
-
-def _micros(window: timedelta | float | str) -> int:
-    return int(parse_window(window) // timedelta(microseconds=1))
