@@ -30,6 +30,7 @@ from dedup_lib.analysis.summaries import (
 )
 from dedup_lib.replay.sql_rules import sql_rules, validate
 from dedup_lib.rules.policy import REJECTED, DedupPolicy
+from dedup_lib.sweep.anchors import Anchors, KeyedSends, walk_anchors
 from dedup_lib.sweep.grid import to_micros, window_grid
 
 if TYPE_CHECKING:
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 _POS = "__dedup_pos"
 _RANK = "__dedup_rank"
 _NEXT = "__dedup_next"
-_SAFE = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -75,15 +75,6 @@ class _TruthCodes:
     fixed: pd.DataFrame
 
 
-@dataclass(frozen=True)
-class Anchors:
-    """The verdicts of one window over the repeated keys of a :class:`ReplayCache`."""
-
-    window_micros: int
-    accepted: np.ndarray
-    anchor: np.ndarray
-
-
 class ReplayCache:
     """Everything needed to give the verdicts of any window, for one partitioning mode.
 
@@ -113,18 +104,8 @@ class ReplayCache:
         self.fixed = fixed
         self.truth_fixed = truth_fixed
         self._time = repeated["time_us"].to_numpy(dtype=np.int64)
-        segment = repeated["segment"].to_numpy(dtype=np.int64)
-        self._segment = segment
-        starts: np.ndarray = (
-            np.flatnonzero(np.r_[True, segment[1:] != segment[:-1]])
-            if len(segment)
-            else np.zeros(0, dtype=np.int64)
-        )
-        self._starts = starts.astype(np.int64)
-        # Time relative to the segment's first send: keys then fit side by side in one int64.
-        first = np.repeat(self._time[self._starts], np.diff(np.r_[self._starts, len(segment)]))
-        self._relative = self._time - first
-        self._span = int(self._relative.max()) + 1 if len(segment) else 1
+        self._segment = repeated["segment"].to_numpy(dtype=np.int64)
+        self._keys = KeyedSends.of(self._segment, self._time)
 
     @property
     def has_ground_truth(self) -> bool:
@@ -250,35 +231,7 @@ class ReplayCache:
         micros = to_micros(window)
         if micros in self._anchors:
             return self._anchors[micros]
-        n = len(self._time)
-        accepted = np.zeros(n, dtype=bool)
-        # Keys side by side on one axis: segment * stride + time since the key's first send.
-        stride = self._span + micros + 1
-        per_chunk = max(1, _SAFE // stride)
-        segments = int(self._segment[-1]) + 1 if n else 0
-        for low in range(0, segments, per_chunk):
-            if per_chunk >= segments:
-                rows = slice(None)
-                current = self._starts
-            else:
-                rows = slice(*np.searchsorted(self._segment, [low, low + per_chunk]))
-                current = None
-            segment = self._segment[rows]
-            line = (segment - low) * stride + self._relative[rows]
-            if current is None:
-                current = np.flatnonzero(np.r_[True, segment[1:] != segment[:-1]])
-            hit = accepted[rows]
-            # Each key's accepted sends, one step of its chain per pass: the first send at or
-            # after the end of the current one's window, in the same key.
-            while len(current):
-                hit[current] = True
-                following = np.searchsorted(line, line[current] + micros, side="left")
-                inside = following < len(line)
-                current, following = current[inside], following[inside]
-                current = following[segment[following] == segment[current]]
-        # Every send counts against the last accepted send of its key at or before it.
-        anchor = np.maximum.accumulate(np.where(accepted, np.arange(n, dtype=np.int64), 0))
-        anchors = Anchors(micros, accepted, anchor)
+        anchors = walk_anchors(self._keys, micros)
         if len(self._anchors) >= 8:
             self._anchors.pop(next(iter(self._anchors)))
         self._anchors[micros] = anchors
@@ -319,7 +272,7 @@ class ReplayCache:
                 lows.append(int(timed["bucket_us"].min()))
             low = min(lows) if lows else 0
             segment_sends = np.bincount(self._segment) if len(self._segment) else np.zeros(0)
-            first_row = self._starts
+            first_row = self._keys.starts
             fixed_entity = np.array([index[e] for e in fixed["entity"]], dtype=np.int64)
 
             def fixed_sends(kind: str) -> np.ndarray:
