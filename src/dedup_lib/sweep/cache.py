@@ -25,13 +25,13 @@ from pyspark.sql import types as T
 from dedup_lib.analysis.summaries import (
     NO_ENTITY,
     SUMMARY_COLUMNS,
-    TRUTH_SUMMARY_COLUMNS,
     with_total,
 )
 from dedup_lib.replay.sql_rules import sql_rules, validate
 from dedup_lib.rules.policy import REJECTED, DedupPolicy
 from dedup_lib.sweep.anchors import Anchors, KeyedSends, walk_anchors
 from dedup_lib.sweep.grid import to_micros, window_grid
+from dedup_lib.sweep.truth import TruthCodes, message_codes, truth_codes, truth_table
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -61,20 +61,6 @@ class _Codes:
     rejected: np.ndarray
 
 
-@dataclass(frozen=True)
-class _TruthCodes:
-    message: np.ndarray
-    messages: int
-    message_entity: np.ndarray
-    entities: list[str]
-    elsewhere: np.ndarray
-    resend: np.ndarray
-    row_entity: np.ndarray
-    row_entity_code: np.ndarray
-    rows_per_message: np.ndarray
-    fixed: pd.DataFrame
-
-
 class ReplayCache:
     """Everything needed to give the verdicts of any window, for one partitioning mode.
 
@@ -95,7 +81,7 @@ class ReplayCache:
     ) -> None:
         self.partitioning = partitioning
         self.bucket_us = bucket_us
-        self._truth: _TruthCodes | None = None
+        self._truth: TruthCodes | None = None
         self._anchors: dict[int, Anchors] = {}
         self._coded: _Codes | None = None
         self._delays: pd.DataFrame | None = None
@@ -297,43 +283,13 @@ class ReplayCache:
             )
         return self._coded
 
-    def _truth_codes(self) -> _TruthCodes:
+    def _truth_codes(self) -> TruthCodes:
         """Row-to-message and message-to-entity numbering, computed once."""
         if self._truth is None:
-            rows = self.repeated
-            c = self._codes()
-            entity = np.asarray(c.names, dtype=object)[c.entity]
-            message, first = _message_codes(c.entity, rows["logical_id"])
-            message_entity = c.entity[first]
-            elsewhere = np.zeros(len(first))
-            elsewhere[message] = rows["accepted_elsewhere"].to_numpy(dtype=float)
-            resend = rows["attempt"].to_numpy() > 1
-            # What does not depend on the window: messages and sends per entity, and the
-            # messages with no send in a repeated key.
             assert self.truth_fixed is not None
-            frame = pd.DataFrame({"entity": entity, "resend": resend})
-            fixed = self.fixed.assign(entity=self.fixed["entity"].fillna(NO_ENTITY))
-            sends = fixed.groupby("entity")[["sends", "resends"]].sum()
-            repeated = frame.groupby("entity").agg(
-                sends=("resend", "size"), resends=("resend", "sum")
-            )
-            sends = sends.add(repeated, fill_value=0)
-            settled = self.truth_fixed.assign(entity=self.truth_fixed["entity"].fillna(NO_ENTITY))
-            settled = settled.set_index("entity")
-            table = pd.concat([settled[["messages"]], sends], axis=1)
-            table["settled_extra"] = settled["extra_deliveries"].reindex(table.index).fillna(0)
-            table["messages_rejected"] = settled["messages_rejected"].reindex(table.index).fillna(0)
-            self._truth = _TruthCodes(
-                message=message,
-                messages=len(first),
-                message_entity=message_entity,
-                entities=c.names,
-                elsewhere=elsewhere,
-                resend=resend,
-                row_entity=entity,
-                row_entity_code=c.entity,
-                rows_per_message=np.bincount(message, minlength=len(first)),
-                fixed=table,
+            c = self._codes()
+            self._truth = truth_codes(
+                self.repeated, self.fixed, self.truth_fixed, c.entity, c.names
             )
         return self._truth
 
@@ -519,33 +475,7 @@ class ReplayCache:
                 "truth_summary: the input has no ground truth columns (logical_id, attempt)"
             )
         accepted = self.anchors(window).accepted
-        duplicate = ~accepted
-        m = self._truth_codes()
-        entities = len(m.entities)
-
-        def per_entity(codes: np.ndarray, where: np.ndarray) -> np.ndarray:
-            return np.bincount(codes[where], minlength=entities)
-
-        kept = np.bincount(m.message[accepted], minlength=m.messages)
-        delivered = kept + m.elsewhere
-        lost = (delivered == 0) & (m.rows_per_message > kept)
-        extra = np.bincount(
-            m.message_entity, weights=np.clip(delivered - 1, 0, None), minlength=entities
-        )
-        moving = pd.DataFrame(
-            {
-                "resends_caught": per_entity(m.row_entity_code, m.resend & duplicate),
-                "extra_deliveries": extra,
-                "messages_lost": per_entity(m.message_entity, lost),
-                "first_sends_dropped": per_entity(m.row_entity_code, ~m.resend & duplicate),
-            },
-            index=pd.Index(m.entities, name="entity"),
-        )
-        table = m.fixed[["messages", "sends", "resends"]].join(moving, how="left").fillna(0)
-        table["extra_deliveries"] += m.fixed["settled_extra"]
-        table["messages_rejected"] = m.fixed["messages_rejected"]
-        table = table.astype("int64").rename_axis("entity").reset_index()
-        return _finish(table, list(TRUTH_SUMMARY_COLUMNS))
+        return truth_table(self._truth_codes(), accepted)
 
 
 def _finish(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -611,17 +541,6 @@ def _fixed(counted: pd.DataFrame, rows: pd.DataFrame, bucket_us: int, truth: boo
     return fixed[[*keys, *counts]]
 
 
-def _message_codes(entity: np.ndarray, logical_id: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """One number per message (entity and logical_id, a null id being one message as in
-    Spark's grouping), in order of first appearance, and the first row of each message."""
-    entity_code, _ = pd.factorize(entity)
-    id_code, ids = pd.factorize(logical_id, use_na_sentinel=False)
-    code, firsts = pd.factorize(entity_code.astype(np.int64) * max(len(ids), 1) + id_code)
-    first = np.zeros(len(firsts), dtype=np.int64)
-    first[code[::-1]] = np.arange(len(code) - 1, -1, -1)
-    return code, first
-
-
 def _accepted_elsewhere(rows: pd.DataFrame, messages: pa.Table) -> tuple[np.ndarray, pd.DataFrame]:
     """Per repeated send, the sends of its message that are accepted whatever the window
     (outside repeated keys, not rejected); and per entity the messages, the extra deliveries
@@ -629,7 +548,7 @@ def _accepted_elsewhere(rows: pd.DataFrame, messages: pa.Table) -> tuple[np.ndar
     rejected. ``messages`` has one row per message with several sends not rejected, one per
     entity for the others."""
     entity = rows["entity"].fillna(NO_ENTITY).to_numpy(dtype=object)
-    code, first = _message_codes(entity, rows["logical_id"])
+    code, first = message_codes(entity, rows["logical_id"])
     held = pd.DataFrame(
         {
             "entity": entity[first],
