@@ -16,7 +16,7 @@ from IPython.display import display
 from dedup_lib.analysis.summaries import ALL_ENTITIES
 from dedup_lib.rules.durations import format_duration, format_window, parse_window
 from dedup_lib.rules.policy import DedupPolicy
-from dedup_lib.sweep.cache import ReplayCache
+from dedup_lib.sweep.views import ReplayCache
 from dedup_lib.workbench import charts
 
 if TYPE_CHECKING:

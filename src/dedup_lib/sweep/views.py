@@ -1,13 +1,13 @@
 """``ReplayCache``: the verdicts of any window, answered from a compact snapshot in memory.
 
-Only keys sent more than once can ever see a duplicate. One shuffle by key collects the
-eligible sends of those keys (entity, key, time, tie order, ground truth) into numpy arrays, in
-replay order; small aggregations count everything else per entity: sends to keys used once
-(always accepted), sends without a MessageId (accepted, unprotected) and rejected sends (never
-judged), and with ground truth the sends of each message. A window's verdicts are
-then the anchor chain of each repeated key, walked for all keys at once with ``searchsorted``:
-the same rule and the same order as :func:`dedup_lib.detect_duplicates`, so the figures agree
-exactly, in milliseconds instead of a Spark job. Used by the window explorer and the sweep.
+Spark runs once, in :func:`dedup_lib.sweep.collect.collect`: the sends of keys sent more than
+once come back in replay order, everything else as counts per entity and time bucket. A
+window's verdicts are then the anchor chain of each repeated key
+(:func:`dedup_lib.sweep.anchors.walk_anchors`): the same rule and the same order as
+:func:`dedup_lib.detect_duplicates`, so the figures agree exactly, in milliseconds instead of
+a Spark job. The views here (summary, sends over time, top keys, resend delays, ids held, the
+sweep) read those verdicts; ground truth is in :mod:`dedup_lib.sweep.truth`. Used by the
+window explorer and the sweep.
 """
 
 from __future__ import annotations
@@ -19,11 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from dedup_lib.analysis.summaries import (
-    NO_ENTITY,
-    SUMMARY_COLUMNS,
-    with_total,
-)
+from dedup_lib.analysis.summaries import NO_ENTITY, SUMMARY_COLUMNS, with_total
 from dedup_lib.sweep.anchors import Anchors, KeyedSends, walk_anchors
 from dedup_lib.sweep.collect import collect
 from dedup_lib.sweep.grid import to_micros, window_grid
@@ -34,9 +30,22 @@ if TYPE_CHECKING:
 
     from pyspark.sql import DataFrame
 
+#: Windows whose verdicts a cache keeps (the oldest goes first): a sweep step asks for the
+#: same window three times, the explorer for the current and the previous ones.
+_KEPT_WINDOWS = 8
+
 
 @dataclass(frozen=True)
 class _Codes:
+    """The repeated rows numbered, and the counts no window changes.
+
+    ``names``: entity names, sorted (``(none)`` for sends without one), numbered by their
+    place. Per repeated row: ``entity`` (code) and ``bucket`` (number of time buckets since
+    ``low``, the first bucket's start in microseconds). ``fixed``: the counts outside repeated
+    keys, with ``fixed_entity`` codes. Per key: ``segment_sends``, ``segment_entity``,
+    ``segment_key``. Per entity code: ``sends`` in repeated keys, and ``single``, ``no_id``
+    and ``rejected`` sends outside them."""
+
     names: list[str]
     entity: np.ndarray
     bucket: np.ndarray
@@ -115,7 +124,7 @@ class ReplayCache:
         if micros in self._anchors:
             return self._anchors[micros]
         anchors = walk_anchors(self._keys, micros)
-        if len(self._anchors) >= 8:
+        if len(self._anchors) >= _KEPT_WINDOWS:
             self._anchors.pop(next(iter(self._anchors)))
         self._anchors[micros] = anchors
         return anchors
@@ -136,98 +145,26 @@ class ReplayCache:
                 "not_checked": 0,
             }
         )
-        return _finish(table, list(SUMMARY_COLUMNS))
+        table = with_total(table, list(SUMMARY_COLUMNS[1:-1]))
+        judged = table["accepted"] + table["duplicates"]
+        table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")
+        return table[list(SUMMARY_COLUMNS)]
 
-    def _codes(self) -> _Codes:
-        """Entity and time-bucket numbering of the repeated rows, and the window-independent
-        counts, computed once."""
-        if self._coded is None:
-            bucket = self.bucket_us
-            repeated_entity = self.repeated["entity"].fillna(NO_ENTITY).to_numpy(dtype=object)
-            fixed = self.fixed.assign(entity=self.fixed["entity"].fillna(NO_ENTITY))
-            names = sorted(set(repeated_entity) | set(fixed["entity"]))
-            index = {name: i for i, name in enumerate(names)}
-            entity = np.array([index[e] for e in repeated_entity], dtype=np.int64)
-            starts = (self._time // bucket) * bucket
-            timed = fixed.dropna(subset=["bucket_us"])
-            lows = [int(starts.min())] if len(starts) else []
-            if len(timed):
-                lows.append(int(timed["bucket_us"].min()))
-            low = min(lows) if lows else 0
-            segment_sends = np.bincount(self._segment) if len(self._segment) else np.zeros(0)
-            first_row = self._keys.starts
-            fixed_entity = np.array([index[e] for e in fixed["entity"]], dtype=np.int64)
-
-            def fixed_sends(kind: str) -> np.ndarray:
-                mine = (fixed["kind"] == kind).to_numpy()
-                counts = fixed["sends"].to_numpy()[mine]
-                return np.bincount(fixed_entity[mine], weights=counts, minlength=len(names))
-
-            self._coded = _Codes(
-                names=names,
-                entity=entity,
-                bucket=(starts - low) // bucket,
-                low=low,
-                fixed=fixed,
-                fixed_entity=fixed_entity,
-                segment_sends=segment_sends,
-                segment_entity=entity[first_row] if len(first_row) else entity[:0],
-                segment_key=self.repeated["key"].to_numpy(dtype=object)[first_row],
-                sends=np.bincount(entity, minlength=len(names)),
-                single=fixed_sends("single").astype("int64"),
-                no_id=fixed_sends("no_id").astype("int64"),
-                rejected=fixed_sends("rejected").astype("int64"),
+    def truth_summary(self, window: timedelta | float | str) -> pd.DataFrame:
+        """:func:`dedup_lib.ground_truth_summary` of ``detect_duplicates`` at ``window``."""
+        if self.truth_fixed is None:
+            raise ValueError(
+                "truth_summary: the input has no ground truth columns (logical_id, attempt)"
             )
-        return self._coded
-
-    def _truth_codes(self) -> TruthCodes:
-        """Row-to-message and message-to-entity numbering, computed once."""
-        if self._truth is None:
-            assert self.truth_fixed is not None
-            c = self._codes()
-            self._truth = truth_codes(
-                self.repeated, self.fixed, self.truth_fixed, c.entity, c.names
-            )
-        return self._truth
+        accepted = self.anchors(window).accepted
+        return truth_table(self._truth_codes(), accepted)
 
     def over_time(self, window: timedelta | float | str) -> pd.DataFrame:
         """Sends per entity and time bucket at ``window``: ``entity``, ``time`` (UTC, bucket
         start), ``sends``, ``duplicates`` (dropped by the broker), ``rejected``. Sends without a
         send_time (rejected) have no bucket and are left out."""
         accepted = self.anchors(window).accepted
-        c = self._codes()
-        timed = c.fixed.dropna(subset=["bucket_us"])
-        fixed_bucket = ((timed["bucket_us"].to_numpy() - c.low) // self.bucket_us).astype("int64")
-        fixed_entity = c.fixed_entity[c.fixed["bucket_us"].notna().to_numpy()]
-        buckets = int(max(c.bucket.max(initial=-1), fixed_bucket.max(initial=-1))) + 1
-        cells = len(c.names) * buckets
-        if cells == 0:
-            return pd.DataFrame(
-                {"entity": [], "time": [], "sends": [], "duplicates": [], "rejected": []}
-            )
-        repeated_cell = c.entity * buckets + c.bucket
-        fixed_cell = fixed_entity * buckets + fixed_bucket
-        sends = np.bincount(repeated_cell, minlength=cells) + np.bincount(
-            fixed_cell, weights=timed["sends"].to_numpy(), minlength=cells
-        )
-        duplicates = np.bincount(repeated_cell, weights=~accepted, minlength=cells)
-        rejected_rows = (timed["kind"] == "rejected").to_numpy()
-        rejected = np.bincount(
-            fixed_cell[rejected_rows], weights=timed["sends"].to_numpy()[rejected_rows],
-            minlength=cells,
-        )  # fmt: skip
-        used = np.flatnonzero(sends)
-        return pd.DataFrame(
-            {
-                "entity": np.asarray(c.names, dtype=object)[used // buckets],
-                "time": pd.to_datetime(
-                    c.low + (used % buckets) * self.bucket_us, unit="us", utc=True
-                ),
-                "sends": sends[used].astype("int64"),
-                "duplicates": duplicates[used].astype("int64"),
-                "rejected": rejected[used].astype("int64"),
-            }
-        )
+        return _over_time(self._codes(), accepted, self.bucket_us)
 
     def top_keys(self, window: timedelta | float | str, n: int = 10) -> pd.DataFrame:
         """The keys with the most sends dropped as duplicates at ``window``: ``entity``,
@@ -278,20 +215,19 @@ class ReplayCache:
         every accepted send that has a MessageId is held for ``window`` (SPEC section 5).
         Columns ``entity``, ``time`` (UTC), ``held``. At the cache's bucket resolution."""
         micros = to_micros(window)
-        entity, where, weight = self._held_ids(micros)
+        c = self._codes()
+        entity, where, weight = _held_ids(c, self.anchors(micros / 1e6).accepted, self.bucket_us)
         if len(where) == 0:
             return pd.DataFrame({"entity": [], "time": [], "held": []})
-        bucket = self.bucket_us
-        c = self._codes()
-        width = max(1, -(-micros // bucket))
+        width = max(1, -(-micros // self.bucket_us))
         length = int(where.max()) + 1 + width
-        times = pd.to_datetime(c.low + (np.arange(length) + 1) * bucket, unit="us", utc=True)
+        times = pd.to_datetime(
+            c.low + (np.arange(length) + 1) * self.bucket_us, unit="us", utc=True
+        )
         frames = []
         for code in np.unique(entity):
             mine = entity == code
-            counts = np.bincount(where[mine], weights=weight[mine], minlength=length)
-            total = np.r_[0.0, np.cumsum(counts)]
-            held = total[1:] - total[np.maximum(np.arange(1, length + 1) - width, 0)]
+            held = _held_per_bucket(where[mine], weight[mine], width, length)
             first = int(where[mine].min())
             frames.append(
                 pd.DataFrame(
@@ -303,30 +239,6 @@ class ReplayCache:
                 )
             )
         return pd.concat(frames, ignore_index=True)
-
-    def _held_ids(self, micros: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The accepted sends with a MessageId at ``micros``: entity code, bucket number and
-        weight (1 for a repeated key's send, the count for a bucket of single-send keys)."""
-        accepted = self.anchors(micros / 1e6).accepted
-        c = self._codes()
-        singles = c.fixed["kind"].to_numpy() == "single"
-        single_bucket = (c.fixed["bucket_us"].to_numpy()[singles] - c.low) // self.bucket_us
-        entity = np.r_[c.entity[accepted], c.fixed_entity[singles]]
-        where = np.r_[c.bucket[accepted], single_bucket].astype("int64")
-        weight = np.r_[np.ones(int(accepted.sum())), c.fixed["sends"].to_numpy()[singles]]
-        return entity, where, weight
-
-    def _peak_held(self, micros: int) -> int:
-        """The most ids held at once at ``micros``, all entities together: the peak of the
-        sum over entities of :meth:`held_over_time`."""
-        _, where, weight = self._held_ids(micros)
-        if len(where) == 0:
-            return 0
-        width = max(1, -(-micros // self.bucket_us))
-        length = int(where.max()) + 1 + width
-        total = np.r_[0.0, np.cumsum(np.bincount(where, weights=weight, minlength=length))]
-        held = total[1:] - total[np.maximum(np.arange(1, length + 1) - width, 0)]
-        return int(np.rint(held[int(where.min()) :].max()))
 
     def sweep(self, windows: Sequence[timedelta | float | str] | None = None) -> pd.DataFrame:
         """One row per window (default :func:`window_grid`): ``window_s``, ``duplicates``,
@@ -347,38 +259,156 @@ class ReplayCache:
             }
             if self.has_ground_truth:
                 truth = self.truth_summary(micros / 1e6).iloc[-1]
-                resends = int(truth["resends"])
                 catchable = int(self._truth_codes().resend.sum())
-                row |= {
-                    "resends": resends,
-                    "catchable_resends": catchable,
-                    "resends_caught": int(truth["resends_caught"]),
-                    "share_catchable_caught": (
-                        truth["resends_caught"] / catchable if catchable else float("nan")
-                    ),
-                    "share_resends_caught": truth["resends_caught"] / resends
-                    if resends
-                    else float("nan"),
-                    "extra_deliveries": int(truth["extra_deliveries"]),
-                    "messages_lost": int(truth["messages_lost"]),
-                }
+                row |= _truth_columns(truth, catchable)
             rows.append(row)
         return pd.DataFrame(rows)
 
-    def truth_summary(self, window: timedelta | float | str) -> pd.DataFrame:
-        """:func:`dedup_lib.ground_truth_summary` of ``detect_duplicates`` at ``window``."""
-        if self.truth_fixed is None:
-            raise ValueError(
-                "truth_summary: the input has no ground truth columns (logical_id, attempt)"
+    def _peak_held(self, micros: int) -> int:
+        """The most ids held at once at ``micros``, all entities together: the peak of the
+        sum over entities of :meth:`held_over_time`."""
+        accepted = self.anchors(micros / 1e6).accepted
+        _, where, weight = _held_ids(self._codes(), accepted, self.bucket_us)
+        if len(where) == 0:
+            return 0
+        width = max(1, -(-micros // self.bucket_us))
+        held = _held_per_bucket(where, weight, width, int(where.max()) + 1 + width)
+        return int(np.rint(held[int(where.min()) :].max()))
+
+    def _codes(self) -> _Codes:
+        """The repeated rows numbered, computed once."""
+        if self._coded is None:
+            starts = self._keys.starts
+            self._coded = _number(
+                self.repeated, self.fixed, self._time, self._segment, starts, self.bucket_us
             )
-        accepted = self.anchors(window).accepted
-        return truth_table(self._truth_codes(), accepted)
+        return self._coded
+
+    def _truth_codes(self) -> TruthCodes:
+        """Row-to-message and message-to-entity numbering, computed once."""
+        if self._truth is None:
+            assert self.truth_fixed is not None
+            c = self._codes()
+            self._truth = truth_codes(
+                self.repeated, self.fixed, self.truth_fixed, c.entity, c.names
+            )
+        return self._truth
 
 
-def _finish(table: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    counts = [c for c in columns[1:] if c != "share_caught"]
-    table = with_total(table, counts)
-    if "share_caught" in columns:
-        judged = table["accepted"] + table["duplicates"]
-        table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")
-    return table[columns]
+def _number(
+    repeated: pd.DataFrame,
+    fixed: pd.DataFrame,
+    time: np.ndarray,
+    segment: np.ndarray,
+    first_row: np.ndarray,
+    bucket: int,
+) -> _Codes:
+    """Entity and time-bucket numbering of the repeated rows (at ``time``, keys numbered by
+    ``segment`` from ``first_row``), and the window-independent counts of ``fixed``."""
+    repeated_entity = repeated["entity"].fillna(NO_ENTITY).to_numpy(dtype=object)
+    fixed = fixed.assign(entity=fixed["entity"].fillna(NO_ENTITY))
+    names = sorted(set(repeated_entity) | set(fixed["entity"]))
+    index = {name: i for i, name in enumerate(names)}
+    entity = np.array([index[e] for e in repeated_entity], dtype=np.int64)
+    starts = (time // bucket) * bucket
+    timed = fixed.dropna(subset=["bucket_us"])
+    lows = [int(starts.min())] if len(starts) else []
+    if len(timed):
+        lows.append(int(timed["bucket_us"].min()))
+    low = min(lows) if lows else 0
+    segment_sends = np.bincount(segment) if len(segment) else np.zeros(0)
+    fixed_entity = np.array([index[e] for e in fixed["entity"]], dtype=np.int64)
+
+    def fixed_sends(kind: str) -> np.ndarray:
+        mine = (fixed["kind"] == kind).to_numpy()
+        counts = fixed["sends"].to_numpy()[mine]
+        return np.bincount(fixed_entity[mine], weights=counts, minlength=len(names))
+
+    return _Codes(
+        names=names,
+        entity=entity,
+        bucket=(starts - low) // bucket,
+        low=low,
+        fixed=fixed,
+        fixed_entity=fixed_entity,
+        segment_sends=segment_sends,
+        segment_entity=entity[first_row] if len(first_row) else entity[:0],
+        segment_key=repeated["key"].to_numpy(dtype=object)[first_row],
+        sends=np.bincount(entity, minlength=len(names)),
+        single=fixed_sends("single").astype("int64"),
+        no_id=fixed_sends("no_id").astype("int64"),
+        rejected=fixed_sends("rejected").astype("int64"),
+    )
+
+
+def _over_time(c: _Codes, accepted: np.ndarray, bucket_us: int) -> pd.DataFrame:
+    """:meth:`ReplayCache.over_time` when the repeated sends ``accepted`` are the accepted
+    ones: every (entity, bucket) cell counted with ``bincount``, the empty ones left out."""
+    timed = c.fixed.dropna(subset=["bucket_us"])
+    fixed_bucket = ((timed["bucket_us"].to_numpy() - c.low) // bucket_us).astype("int64")
+    fixed_entity = c.fixed_entity[c.fixed["bucket_us"].notna().to_numpy()]
+    buckets = int(max(c.bucket.max(initial=-1), fixed_bucket.max(initial=-1))) + 1
+    cells = len(c.names) * buckets
+    if cells == 0:
+        return pd.DataFrame(
+            {"entity": [], "time": [], "sends": [], "duplicates": [], "rejected": []}
+        )
+    repeated_cell = c.entity * buckets + c.bucket
+    fixed_cell = fixed_entity * buckets + fixed_bucket
+    sends = np.bincount(repeated_cell, minlength=cells) + np.bincount(
+        fixed_cell, weights=timed["sends"].to_numpy(), minlength=cells
+    )
+    duplicates = np.bincount(repeated_cell, weights=~accepted, minlength=cells)
+    rejected_rows = (timed["kind"] == "rejected").to_numpy()
+    rejected = np.bincount(
+        fixed_cell[rejected_rows], weights=timed["sends"].to_numpy()[rejected_rows],
+        minlength=cells,
+    )  # fmt: skip
+    used = np.flatnonzero(sends)
+    return pd.DataFrame(
+        {
+            "entity": np.asarray(c.names, dtype=object)[used // buckets],
+            "time": pd.to_datetime(c.low + (used % buckets) * bucket_us, unit="us", utc=True),
+            "sends": sends[used].astype("int64"),
+            "duplicates": duplicates[used].astype("int64"),
+            "rejected": rejected[used].astype("int64"),
+        }
+    )
+
+
+def _held_ids(
+    c: _Codes, accepted: np.ndarray, bucket_us: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sends with a MessageId that a window accepts (``accepted`` among the repeated
+    ones, and all single-send keys): entity code, bucket number and weight (1 for a repeated
+    key's send, the count for a bucket of single-send keys)."""
+    singles = c.fixed["kind"].to_numpy() == "single"
+    single_bucket = (c.fixed["bucket_us"].to_numpy()[singles] - c.low) // bucket_us
+    entity = np.r_[c.entity[accepted], c.fixed_entity[singles]]
+    where = np.r_[c.bucket[accepted], single_bucket].astype("int64")
+    weight = np.r_[np.ones(int(accepted.sum())), c.fixed["sends"].to_numpy()[singles]]
+    return entity, where, weight
+
+
+def _held_per_bucket(where: np.ndarray, weight: np.ndarray, width: int, length: int) -> np.ndarray:
+    """Ids held at the end of each of ``length`` buckets when each id (at bucket ``where``,
+    counted ``weight`` times) is held for ``width`` buckets: a moving sum of the counts."""
+    total = np.r_[0.0, np.cumsum(np.bincount(where, weights=weight, minlength=length))]
+    held: np.ndarray = total[1:] - total[np.maximum(np.arange(1, length + 1) - width, 0)]
+    return held
+
+
+def _truth_columns(truth: pd.Series, catchable: int) -> dict[str, float]:
+    """The ground-truth columns of a sweep row, from the total row of
+    :meth:`ReplayCache.truth_summary` and the resends any window can catch."""
+    resends = int(truth["resends"])
+    caught = truth["resends_caught"]
+    return {
+        "resends": resends,
+        "catchable_resends": catchable,
+        "resends_caught": int(caught),
+        "share_catchable_caught": caught / catchable if catchable else float("nan"),
+        "share_resends_caught": caught / resends if resends else float("nan"),
+        "extra_deliveries": int(truth["extra_deliveries"]),
+        "messages_lost": int(truth["messages_lost"]),
+    }
