@@ -33,7 +33,8 @@ from dedup_lib.rules.durations import format_duration, format_window, parse_wind
 from dedup_lib.rules.policy import DedupPolicy
 from dedup_lib.settings.config import EntityConfigError, load_entity_policies
 from dedup_lib.spark import JavaNotFoundError, get_spark
-from dedup_lib.sweep.cache import ReplayCache, smallest_window, window_grid
+from dedup_lib.sweep.grid import smallest_window, window_grid
+from dedup_lib.sweep.views import ReplayCache
 from dedup_lib.synth import generate_telemetry
 from dedup_lib.telemetry.read import LoadedTelemetry, load_telemetry
 from dedup_lib.telemetry.samples import sample_path

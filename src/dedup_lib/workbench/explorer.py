@@ -18,7 +18,7 @@ from dedup_lib.analysis.tables import ALL_ENTITIES
 from dedup_lib.errors import InputError
 from dedup_lib.rules.durations import format_duration, format_window, parse_window
 from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy
-from dedup_lib.sweep.cache import ReplayCache
+from dedup_lib.sweep.views import ReplayCache
 from dedup_lib.workbench import charts
 
 if TYPE_CHECKING:

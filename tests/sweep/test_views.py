@@ -14,7 +14,9 @@ from dedup_lib import (
     ground_truth_summary,
     summarize,
 )
-from dedup_lib.sweep.cache import ReplayCache, _in_replay_order, smallest_window, window_grid
+from dedup_lib.sweep.collect import in_replay_order
+from dedup_lib.sweep.grid import smallest_window, window_grid
+from dedup_lib.sweep.views import ReplayCache
 from dedup_lib.testing import Message
 from replay_kit import at, frame, mixed_scenario, telemetry
 
@@ -140,9 +142,9 @@ def test_rows_out_of_order_are_sorted_by_key_and_rank():
             "__dedup_rank": [1, 2, 3, 1, 2, 1, 1],
         }
     )
-    expected = _in_replay_order(ordered.copy())
+    expected = in_replay_order(ordered.copy())
     assert list(expected["segment"]) == [0, 0, 0, 1, 1, 2, 3]
-    shuffled = _in_replay_order(ordered.iloc[[4, 6, 2, 0, 5, 3, 1]].reset_index(drop=True))
+    shuffled = in_replay_order(ordered.iloc[[4, 6, 2, 0, 5, 3, 1]].reset_index(drop=True))
     # Keys numbered in order of first appearance; a null entity is not "".
     assert list(shuffled["segment"]) == [0, 0, 1, 2, 2, 2, 3]
     assert list(shuffled["entity"]) == [None, None, "q", "q", "q", "q", ""]

@@ -1,0 +1,267 @@
+"""Collect from Spark what the cache needs to answer any window: a few arrays in memory.
+
+Only keys sent more than once can ever see a duplicate. One shuffle by key collects the
+eligible sends of those keys (entity, key, time, tie order, ground truth) in replay order;
+small aggregations count everything else per entity and time bucket: sends to keys used once
+(always accepted), sends without a MessageId (accepted, unprotected) and rejected sends (never
+judged), and with ground truth the sends of each message. Neither aggregation needs to know
+which keys repeat: the driver takes off the repeated sends it holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dedup_lib.analysis.tables import NO_ENTITY
+from dedup_lib.columns import utc_wall_clock
+from dedup_lib.errors import InputError
+from dedup_lib.replay.sql_rules import sql_rules, validate
+from dedup_lib.rules.policy import REJECTED, DedupPolicy
+from dedup_lib.sweep.grid import to_micros
+from dedup_lib.sweep.truth import message_codes
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+_POS = "__dedup_pos"
+_RANK = "__dedup_rank"
+_NEXT = "__dedup_next"
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What :func:`collect` brings back: ``repeated`` (the sends of repeated keys, numbered
+    by key in ``segment``, in replay order), ``fixed`` (the other sends counted per entity,
+    kind and time bucket), ``truth_fixed`` (per entity message counts, None without ground
+    truth) and ``bucket_us``, the width of the time buckets."""
+
+    repeated: pd.DataFrame
+    fixed: pd.DataFrame
+    truth_fixed: pd.DataFrame | None
+    bucket_us: int
+
+
+def collect(
+    df: DataFrame,
+    partitioning: bool = False,
+    carry: Sequence[str] = (),
+    bucket: timedelta | float | str = "PT1M",
+) -> Collected:
+    """Spark passes over ``df`` (the input of ``detect_duplicates``) for one partitioning
+    mode; ``carry`` names input columns to keep in ``repeated``. ``df`` is read once per
+    pass, so it must give the same rows each time (files, or a persisted frame)."""
+    validate(df)
+    bucket_us = to_micros(bucket)
+    columns = list(df.columns)
+    missing = [c for c in carry if c not in columns]
+    if missing:
+        raise InputError(
+            f"ReplayCache.build: carry names column(s) {', '.join(missing)}, which the "
+            f"input does not have; it has {', '.join(columns)}"
+        )
+    df = df.withColumn(_POS, F.monotonically_increasing_id())
+    if "event_id" not in columns:
+        df = df.withColumn("event_id", F.col(_POS))
+    time = _time_us(df)
+    rules = sql_rules(df, DedupPolicy(partitioning=partitioning))
+    truth = all(c in columns for c in ("logical_id", "attempt"))
+    entity = (F.col("entity") if "entity" in columns else F.lit(None)).cast("string")
+    named = F.coalesce(entity, F.lit(NO_ENTITY))
+    repeated = _repeated_sends(df, entity, rules.key, time, truth, carry)
+    counted = _counted(df, named, rules.verdict, time, bucket_us, truth)
+    messages = _messages(df, named, rules.verdict) if truth else None
+    rows = in_replay_order(repeated.toPandas())
+    fixed = _fixed(counted, rows, bucket_us, truth)
+    truth_fixed = None
+    if messages is not None:
+        rows["accepted_elsewhere"], truth_fixed = _accepted_elsewhere(rows, messages)
+    return Collected(rows, fixed, truth_fixed, bucket_us)
+
+
+def _time_us(df: DataFrame) -> Column:
+    """``send_time`` in microseconds since the epoch; a timestamp without time zone is
+    read as UTC."""
+    if isinstance(df.schema["send_time"].dataType, T.TimestampNTZType):
+        return F.unix_micros(utc_wall_clock(F.col("send_time")))
+    return F.unix_micros(F.col("send_time"))
+
+
+def _repeated_sends(
+    df: DataFrame, entity: Column, key: Column, time: Column, truth: bool, carry: Sequence[str]
+) -> DataFrame:
+    """The eligible sends of keys sent more than once, with their rank in the key (lazy).
+
+    Spread and sorted by a hash of the key first (a radix-sortable prefix, as in
+    detect_duplicates), then in replay order within each key."""
+    truth_columns = (
+        [F.col("logical_id"), F.col("attempt").cast("int").alias("attempt")] if truth else []
+    )
+    by_key = Window.partitionBy(F.xxhash64("entity", "key"), "entity", "key").orderBy(
+        "time_us", F.col("event_id").asc_nulls_last(), "pos"
+    )
+    rank = F.row_number().over(by_key)
+    return (
+        df.select(
+            entity.alias("entity"),
+            key.alias("key"),
+            time.alias("time_us"),
+            F.col("event_id"),
+            F.col(_POS).alias("pos"),
+            *truth_columns,
+            *(F.col(c) for c in carry if c not in ("logical_id", "attempt", "event_id")),
+        )
+        .where(F.col("key").isNotNull())
+        .select("*", rank.alias(_RANK), F.lead("pos").over(by_key).alias(_NEXT))
+        .where((F.col(_RANK) > 1) | F.col(_NEXT).isNotNull())
+        .drop(_NEXT)
+    )
+
+
+def _counted(
+    df: DataFrame, named: Column, verdict: Column, time: Column, bucket_us: int, truth: bool
+) -> pd.DataFrame:
+    """All sends counted per entity, kind (``eligible``, ``no_id``, ``rejected``) and time
+    bucket, with the resends among them when there is ground truth."""
+    kind = (
+        F.when(verdict == REJECTED, F.lit("rejected"))
+        .when(verdict.isNull(), F.lit("eligible"))
+        .otherwise(F.lit("no_id"))
+    )
+    return (
+        df.groupBy(
+            named.alias("entity"),
+            kind.alias("kind"),
+            (time - F.pmod(time, F.lit(bucket_us))).alias("bucket_us"),
+        )
+        .agg(
+            F.count(F.lit(1)).alias("sends"),
+            *(
+                [F.count(F.when(F.col("attempt").cast("int") > 1, True)).alias("resends")]
+                if truth
+                else []
+            ),
+        )
+        .toPandas()
+    )
+
+
+def _messages(df: DataFrame, named: Column, verdict: Column) -> pa.Table:
+    """Per message, the sends that are not rejected. Only messages with two or more of them
+    can be delivered more than once: those come back one by one, the others as one count
+    per entity."""
+    unrejected = F.count(F.lit(1)) - F.count(F.when(verdict == REJECTED, True))
+    several = F.col("unrejected") >= 2
+    return (
+        df.groupBy(named.alias("entity"), F.col("logical_id"))
+        .agg(unrejected.alias("unrejected"))
+        .groupBy(
+            "entity",
+            several.alias("several"),
+            F.when(several, F.col("logical_id")).alias("logical_id"),
+        )
+        .agg(
+            F.count(F.lit(1)).alias("messages"),
+            F.count(F.when(F.col("unrejected") == 0, True)).alias("messages_rejected"),
+            F.max("unrejected").alias("unrejected"),
+        )
+        .toArrow()
+    )
+
+
+def in_replay_order(rows: pd.DataFrame) -> pd.DataFrame:
+    """The repeated sends numbered by key (``segment``), in replay order.
+
+    Spark returns each key's sends together and in order, with their rank in the key: checked
+    here, in one vectorised pass. Should the rows come back in another order, they are sorted
+    by key and rank instead."""
+    rank = rows.pop(_RANK).to_numpy(dtype=np.int64)
+    entity = rows["entity"].to_numpy(dtype=object)
+    key = rows["key"].to_numpy(dtype=object)
+    first = rank == 1
+    ordered = len(rows) == 0 or bool(
+        first[0]
+        and np.all(
+            first[1:]
+            | ((rank[1:] == rank[:-1] + 1) & (entity[1:] == entity[:-1]) & (key[1:] == key[:-1]))
+        )
+    )
+    if not ordered:
+        pairs = pd.MultiIndex.from_arrays([rows["entity"].isna(), rows["entity"].fillna(""), key])
+        order = np.lexsort((rank, pd.factorize(pairs)[0]))
+        rows = rows.take(order).reset_index(drop=True)
+        first = rank[order] == 1
+    rows["segment"] = np.cumsum(first) - 1
+    return rows
+
+
+def _fixed(counted: pd.DataFrame, rows: pd.DataFrame, bucket_us: int, truth: bool) -> pd.DataFrame:
+    """Sends per entity, kind (``single``, ``no_id``, ``rejected``) and time bucket outside
+    repeated keys: from ``counted``, the same for all sends, with the repeated ones taken off
+    the eligible (``single``) counts."""
+    counts = ["sends", "resends"] if truth else ["sends"]
+    time = rows["time_us"].to_numpy(dtype=np.int64)
+    repeated = (
+        pd.DataFrame(
+            {
+                "entity": rows["entity"].fillna(NO_ENTITY).to_numpy(dtype=object),
+                "bucket_us": time - time % bucket_us,
+                "sends": 1,
+                **({"resends": (rows["attempt"] > 1).to_numpy(dtype=np.int64)} if truth else {}),
+            }
+        )
+        .groupby(["entity", "bucket_us"], as_index=False)[counts]
+        .sum()
+        .assign(kind="eligible")
+    )
+    keys = ["entity", "kind", "bucket_us"]
+    fixed = counted.merge(repeated, on=keys, how="left", suffixes=("", "_repeated"))
+    for name in counts:
+        fixed[name] = fixed[name] - fixed.pop(f"{name}_repeated").fillna(0).astype("int64")
+    fixed = fixed[fixed["sends"] > 0].reset_index(drop=True)
+    fixed["kind"] = fixed["kind"].replace("eligible", "single")
+    return fixed[[*keys, *counts]]
+
+
+def _accepted_elsewhere(rows: pd.DataFrame, messages: pa.Table) -> tuple[np.ndarray, pd.DataFrame]:
+    """Per repeated send, the sends of its message that are accepted whatever the window
+    (outside repeated keys, not rejected); and per entity the messages, the extra deliveries
+    of messages with no send in a repeated key, and the messages whose every send was
+    rejected. ``messages`` has one row per message with several sends not rejected, one per
+    entity for the others."""
+    entity = rows["entity"].fillna(NO_ENTITY).to_numpy(dtype=object)
+    code, first = message_codes(entity, rows["logical_id"])
+    held = pd.DataFrame(
+        {
+            "entity": entity[first],
+            "logical_id": rows["logical_id"].to_numpy()[first],
+            "repeated": np.bincount(code, minlength=len(first)),
+            "message": np.arange(len(first)),
+        }
+    )
+    # Filtered before leaving Arrow: integer ids without the nulls of the other rows stay
+    # integers, exact.
+    several = messages.filter(messages["several"]).to_pandas()
+    matched = several.merge(held, on=["entity", "logical_id"], how="left")
+    hit = matched["message"].notna().to_numpy()
+    elsewhere = np.zeros(len(first), dtype=np.int64)
+    elsewhere[matched["message"].to_numpy()[hit].astype(np.int64)] = (
+        matched["unrejected"].to_numpy()[hit] - matched["repeated"].to_numpy()[hit]
+    )
+    # A message with no send in a repeated key is delivered once per send not rejected.
+    settled = matched[~hit]
+    extra = (settled["unrejected"] - 1).groupby(settled["entity"]).sum()
+    totals = messages.select(["entity", "messages", "messages_rejected"]).to_pandas()
+    totals = totals.groupby("entity")[["messages", "messages_rejected"]].sum()
+    totals.insert(1, "extra_deliveries", extra.reindex(totals.index, fill_value=0))
+    return elsewhere[code], totals.astype("int64").reset_index()

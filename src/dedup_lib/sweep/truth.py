@@ -1,0 +1,127 @@
+"""Ground truth from the cache: what a window does to messages, not only to sends.
+
+With ``logical_id`` and ``attempt`` in the input, each repeated send belongs to a message.
+The numbering of messages and what does not depend on the window are computed once
+(:func:`truth_codes`); a window's accepted sends then give the table of
+:func:`dedup_lib.ground_truth_summary` with a few ``bincount`` calls (:func:`truth_table`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dedup_lib.analysis.summaries import TRUTH_SUMMARY_COLUMNS
+from dedup_lib.analysis.tables import NO_ENTITY, with_total
+
+
+@dataclass(frozen=True)
+class TruthCodes:
+    """Repeated sends numbered by message, and the window-independent counts.
+
+    Per repeated row: ``message`` (its message's number), ``resend`` (attempt > 1) and
+    ``row_entity_code``. Per message: ``message_entity``, ``elsewhere`` (its sends accepted
+    whatever the window) and ``rows_per_message``. ``fixed`` has per entity name (in
+    ``entities``, numbered as the codes) the messages, sends, resends, extra deliveries of
+    messages outside repeated keys (``settled_extra``) and ``messages_rejected``."""
+
+    message: np.ndarray
+    messages: int
+    message_entity: np.ndarray
+    entities: list[str]
+    elsewhere: np.ndarray
+    resend: np.ndarray
+    row_entity_code: np.ndarray
+    rows_per_message: np.ndarray
+    fixed: pd.DataFrame
+
+
+def message_codes(entity: np.ndarray, logical_id: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """One number per message (entity and logical_id, a null id being one message as in
+    Spark's grouping), in order of first appearance, and the first row of each message."""
+    entity_code, _ = pd.factorize(entity)
+    id_code, ids = pd.factorize(logical_id, use_na_sentinel=False)
+    code, firsts = pd.factorize(entity_code.astype(np.int64) * max(len(ids), 1) + id_code)
+    first = np.zeros(len(firsts), dtype=np.int64)
+    first[code[::-1]] = np.arange(len(code) - 1, -1, -1)
+    return code, first
+
+
+def truth_codes(
+    repeated: pd.DataFrame,
+    fixed: pd.DataFrame,
+    truth_fixed: pd.DataFrame,
+    entity_code: np.ndarray,
+    entities: list[str],
+) -> TruthCodes:
+    """The message numbering of ``repeated`` (the cache's rows, whose entities are numbered
+    ``entity_code`` into ``entities``) and the counts no window changes, from ``fixed``
+    (sends outside repeated keys) and ``truth_fixed`` (messages)."""
+    message, first = message_codes(entity_code, repeated["logical_id"])
+    elsewhere = np.zeros(len(first))
+    elsewhere[message] = repeated["accepted_elsewhere"].to_numpy(dtype=float)
+    resend = repeated["attempt"].to_numpy() > 1
+    row_entity = np.asarray(entities, dtype=object)[entity_code]
+    return TruthCodes(
+        message=message,
+        messages=len(first),
+        message_entity=entity_code[first],
+        entities=entities,
+        elsewhere=elsewhere,
+        resend=resend,
+        row_entity_code=entity_code,
+        rows_per_message=np.bincount(message, minlength=len(first)),
+        fixed=_per_entity(row_entity, resend, fixed, truth_fixed),
+    )
+
+
+def _per_entity(
+    row_entity: np.ndarray, resend: np.ndarray, fixed: pd.DataFrame, truth_fixed: pd.DataFrame
+) -> pd.DataFrame:
+    """Messages and sends per entity, and the messages with no send in a repeated key:
+    what does not depend on the window."""
+    frame = pd.DataFrame({"entity": row_entity, "resend": resend})
+    fixed = fixed.assign(entity=fixed["entity"].fillna(NO_ENTITY))
+    sends = fixed.groupby("entity")[["sends", "resends"]].sum()
+    repeated = frame.groupby("entity").agg(sends=("resend", "size"), resends=("resend", "sum"))
+    sends = sends.add(repeated, fill_value=0)
+    settled = truth_fixed.assign(entity=truth_fixed["entity"].fillna(NO_ENTITY))
+    settled = settled.set_index("entity")
+    table = pd.concat([settled[["messages"]], sends], axis=1)
+    table["settled_extra"] = settled["extra_deliveries"].reindex(table.index).fillna(0)
+    table["messages_rejected"] = settled["messages_rejected"].reindex(table.index).fillna(0)
+    return table
+
+
+def truth_table(m: TruthCodes, accepted: np.ndarray) -> pd.DataFrame:
+    """:func:`dedup_lib.ground_truth_summary` when the repeated sends ``accepted`` are the
+    ones a window accepts: per entity and in total, resends caught, extra deliveries,
+    messages lost and first sends dropped."""
+    duplicate = ~accepted
+    entities = len(m.entities)
+
+    def per_entity(codes: np.ndarray, where: np.ndarray) -> np.ndarray:
+        return np.bincount(codes[where], minlength=entities)
+
+    kept = np.bincount(m.message[accepted], minlength=m.messages)
+    delivered = kept + m.elsewhere
+    lost = (delivered == 0) & (m.rows_per_message > kept)
+    extra = np.bincount(
+        m.message_entity, weights=np.clip(delivered - 1, 0, None), minlength=entities
+    )
+    moving = pd.DataFrame(
+        {
+            "resends_caught": per_entity(m.row_entity_code, m.resend & duplicate),
+            "extra_deliveries": extra,
+            "messages_lost": per_entity(m.message_entity, lost),
+            "first_sends_dropped": per_entity(m.row_entity_code, ~m.resend & duplicate),
+        },
+        index=pd.Index(m.entities, name="entity"),
+    )
+    table = m.fixed[["messages", "sends", "resends"]].join(moving, how="left").fillna(0)
+    table["extra_deliveries"] += m.fixed["settled_extra"]
+    table["messages_rejected"] = m.fixed["messages_rejected"]
+    table = table.astype("int64").rename_axis("entity").reset_index()
+    return with_total(table, list(TRUTH_SUMMARY_COLUMNS[1:]))[list(TRUTH_SUMMARY_COLUMNS)]

@@ -1,0 +1,51 @@
+"""walk_anchors: the anchor chain on tiny hand-made arrays, without Spark or pandas."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dedup_lib.sweep.anchors import KeyedSends, walk_anchors
+
+S = 1_000_000  # microseconds per second
+
+
+def walk(segment: list[int], seconds: list[float], window_s: float):
+    time_us = np.array([round(t * S) for t in seconds], dtype=np.int64)
+    sends = KeyedSends.of(np.array(segment, dtype=np.int64), time_us)
+    return walk_anchors(sends, round(window_s * S))
+
+
+def test_a_send_exactly_at_anchor_plus_window_is_accepted_again():
+    anchors = walk([0, 0, 0], [0, 59.999999, 60], 60)
+    assert anchors.accepted.tolist() == [True, False, True]
+    assert anchors.anchor.tolist() == [0, 0, 2]
+    assert anchors.window_micros == 60 * S
+
+
+def test_the_window_is_anchored_on_the_accepted_send_not_on_duplicates():
+    # 40 and 80 are each within 60 s of the send before them; 80 is 60 s past the anchor at 0.
+    anchors = walk([0, 0, 0, 0], [0, 40, 80, 139.999999], 60)
+    assert anchors.accepted.tolist() == [True, False, True, False]
+    # Duplicates count against the accepted send, not the send just before them.
+    assert anchors.anchor.tolist() == [0, 0, 2, 2]
+
+
+def test_keys_are_walked_apart():
+    # Key 1 starts 10 s after key 0's anchor: its own first send, accepted.
+    anchors = walk([0, 0, 1, 1, 2], [0, 30, 10, 50, 5], 60)
+    assert anchors.accepted.tolist() == [True, False, True, False, True]
+    assert anchors.anchor.tolist() == [0, 0, 2, 2, 4]
+
+
+def test_keys_too_wide_for_one_axis_are_walked_in_chunks():
+    # A window of 2**61 us leaves room for one key per int64 axis: each key is its own chunk.
+    window_s = (1 << 61) / S
+    anchors = walk([0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0, window_s], window_s)
+    assert anchors.accepted.tolist() == [True, False, True, False, True, True]
+    assert anchors.anchor.tolist() == [0, 0, 2, 2, 4, 5]
+
+
+def test_no_sends():
+    anchors = walk([], [], 60)
+    assert anchors.accepted.tolist() == []
+    assert anchors.anchor.tolist() == []
