@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 import os
-import stat
-from pathlib import Path
 
 import pytest
 
 from dedup_lib import JavaNotFoundError
 from dedup_lib.spark import check_java, java_version
-
-
-def fake_java(tmp_path: Path, banner: str) -> Path:
-    home = tmp_path / "jdk"
-    (home / "bin").mkdir(parents=True)
-    java = home / "bin" / "java"
-    java.write_text(f"#!/bin/sh\necho '{banner}' >&2\n")
-    java.chmod(java.stat().st_mode | stat.S_IEXEC)
-    return home
+from fakes import fake_java
 
 
 @pytest.mark.parametrize(

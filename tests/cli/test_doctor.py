@@ -1,22 +1,12 @@
 from __future__ import annotations
 
 import socket
-import stat
-from pathlib import Path
 
 import pytest
 
 from dedup_lib.cli import doctor, main
 from dedup_lib.replay.kernels import jvm
-
-
-def fake_java(tmp_path: Path, banner: str) -> Path:
-    home = tmp_path / "jdk"
-    (home / "bin").mkdir(parents=True)
-    java = home / "bin" / "java"
-    java.write_text(f"#!/bin/sh\necho '{banner}' >&2\n")
-    java.chmod(java.stat().st_mode | stat.S_IEXEC)
-    return home
+from fakes import fake_java
 
 
 def lines(out: str) -> dict[str, str]:

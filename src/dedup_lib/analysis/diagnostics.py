@@ -142,15 +142,7 @@ def missed_resends(result: DataFrame, content: str | Sequence[str] | None = None
     misses = delivered.where(F.col("__prev_send_time").isNotNull()).join(
         first_of_key, ["__entity", "dedup_key"], "left"
     )
-    mid = F.col("message_id").cast("string")
-    prev_mid = F.col("__prev_message_id").cast("string")
-    cause = (
-        F.when(F.col("reason") == DETECTION_OFF_NOTE, F.lit(MISS_NOT_CHECKED))
-        .when(F.col("reason") == NO_MESSAGE_ID_WARNING, F.lit(MISS_NO_ID))
-        .when(~mid.eqNullSafe(prev_mid), F.lit(MISS_NEW_ID))
-        .when(~F.col("dedup_key").eqNullSafe(F.col("__prev_dedup_key")), F.lit(MISS_PARTITION_KEY))
-        .otherwise(F.lit(MISS_AFTER_WINDOW))
-    )
+    cause = _miss_cause()
     micros = F.unix_micros("send_time")
     caught_from = F.when(
         cause == MISS_AFTER_WINDOW,
@@ -182,6 +174,20 @@ def missed_resends(result: DataFrame, content: str | Sequence[str] | None = None
         F.col("__prev_message_id").alias("previous_message_id"),
         CONTENT,
         *_ride_along(result, own),
+    )
+
+
+def _miss_cause() -> Column:
+    """Why a resend was delivered again, compared with the earlier copy (``__prev_*``): the
+    first of :data:`MISS_CAUSES` that applies."""
+    mid = F.col("message_id").cast("string")
+    prev_mid = F.col("__prev_message_id").cast("string")
+    return (
+        F.when(F.col("reason") == DETECTION_OFF_NOTE, F.lit(MISS_NOT_CHECKED))
+        .when(F.col("reason") == NO_MESSAGE_ID_WARNING, F.lit(MISS_NO_ID))
+        .when(~mid.eqNullSafe(prev_mid), F.lit(MISS_NEW_ID))
+        .when(~F.col("dedup_key").eqNullSafe(F.col("__prev_dedup_key")), F.lit(MISS_PARTITION_KEY))
+        .otherwise(F.lit(MISS_AFTER_WINDOW))
     )
 
 
