@@ -53,6 +53,7 @@ from dedup_lib.telemetry import (
     write_telemetry,
 )
 from dedup_lib.whatif import by_content, compare_keys, count_sweep
+from dedup_lib.workbench.tables import styled
 
 __version__ = "0.1.0"
 
@@ -106,6 +107,7 @@ __all__ = [
     "sample_path",
     "sends_over_time",
     "smallest_window",
+    "styled",
     "summarize",
     "window_grid",
     "write_telemetry",

@@ -1,0 +1,1 @@
+"""What the workbench notebooks show, apart from the analyses: tables styled for reading."""
