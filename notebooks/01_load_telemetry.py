@@ -36,10 +36,14 @@ loaded.mapping
 # Rows read, loaded and quarantined. Valid plus quarantined is always what was read.
 
 # %%
-print(loaded.counts())
+import pandas as pd
+
+from dedup_lib import styled
+
+styled(pd.DataFrame([loaded.counts()]))
 
 # %%
-print(loaded.quarantine_reasons().to_string(index=False))
+styled(loaded.quarantine_reasons())
 
 # %% [markdown]
 # A few quarantined rows, with the reason and the file they came from:
@@ -65,7 +69,7 @@ charts.show(charts.sends_per_entity(sends_over_time(loaded.valid, bucket="PT10M"
 # %%
 from dedup_lib import id_quality
 
-print(id_quality(loaded.valid).to_string(index=False))
+styled(id_quality(loaded.valid))
 
 # %% [markdown]
 # The ids sent most often. A constant id (all zeros) or a small pool of ids is a bug that makes the broker drop different messages silently.
@@ -73,4 +77,4 @@ print(id_quality(loaded.valid).to_string(index=False))
 # %%
 from dedup_lib import most_reused_ids
 
-print(most_reused_ids(loaded.valid, n=5)[["entity", "message_id", "sends"]].to_string(index=False))
+styled(most_reused_ids(loaded.valid, n=5)[["entity", "message_id", "sends"]])

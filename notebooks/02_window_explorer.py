@@ -40,14 +40,16 @@ explorer.widget
 # The figures at the default window of 10 minutes, partitioning disabled, all entities:
 
 # %%
+from dedup_lib import styled
+
 view = explorer.update(window="PT10M", partitioning=False, entity="(all)", draw=False)
-print(view.numbers.to_string(index=False))
+styled(view.numbers)
 
 # %% [markdown]
 # The keys with the most dropped sends. A key carrying many different messages (`messages` > 1) is a reused id: those drops are data loss.
 
 # %%
-print(view.top_keys.head(5).to_string(index=False))
+styled(view.top_keys.head(5))
 
 # %% [markdown]
 # ## What detection misses, and what it destroys
@@ -73,7 +75,7 @@ lost = collisions(judged).persist()
 # %%
 from dedup_lib import missed_summary
 
-print(missed_summary(misses).drop(columns="median_delay").to_string(index=False))
+styled(missed_summary(misses).drop(columns="median_delay"))
 
 # %%
 from dedup_lib import charts, counts_over_time
@@ -85,7 +87,7 @@ charts.show(charts.counts_over_time(by_cause, "miss_cause", title=title, what="r
 # %%
 from dedup_lib import collision_groups
 
-print(collision_groups(lost).to_string(index=False))
+styled(collision_groups(lost))
 
 # %%
 title = "Different messages dropped as duplicates (collisions), by id pattern"
@@ -102,13 +104,16 @@ charts.show(charts.counts_over_time(by_pattern, "id_pattern", title=title, what=
 # the `not_checked` column says so.
 
 # %%
+import pandas as pd
+
 from dedup_lib import load_entity_policies, summarize
 
 policies = load_entity_policies(sample_path("entities-arm.json"))
-for name, p in sorted(policies.items()):
-    print(f"{name:14s} {'detection off' if p is None else p.describe()}")
-print()
-print(summarize(detect_duplicates(loaded.valid, policies)).to_string(index=False))
+described = [(n, "detection off" if p is None else p.describe()) for n, p in policies.items()]
+styled(pd.DataFrame(sorted(described), columns=["entity", "settings"]))
+
+# %%
+styled(summarize(detect_duplicates(loaded.valid, policies)))
 
 # %% [markdown]
 # ## What other brokers would have done
@@ -123,18 +128,16 @@ print(summarize(detect_duplicates(loaded.valid, policies)).to_string(index=False
 # %%
 from dedup_lib import by_content, compare_keys
 
-print(compare_keys(by_content(loaded.valid, DedupPolicy("PT10M"))).to_string(index=False))
+styled(compare_keys(by_content(loaded.valid, DedupPolicy("PT10M"))))
 
 # %%
 from dedup_lib import count_sweep
 
-print(count_sweep(loaded.valid, (1_000, 20_000, 100_000)).to_string(index=False))
+styled(count_sweep(loaded.valid, (1_000, 20_000, 100_000)))
+
+# %%
 windows = explorer.caches[False].sweep(["PT1M", "PT10M", "PT1H", "P1D"])
-print(
-    windows[["window_s", "peak_held", "duplicates", "resends_caught", "messages_lost"]].to_string(
-        index=False
-    )
-)
+styled(windows[["window_s", "peak_held", "duplicates", "resends_caught", "messages_lost"]])
 
 # %% [markdown]
 # **What to do next:** note the window where the resends you care about fall left of the line and the ids held stay affordable, then check it with `03_window_sizing`. Missed resends with a new MessageId, and collisions, are fixed in the sender, not by any window.

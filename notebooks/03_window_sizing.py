@@ -45,21 +45,27 @@ for mode, sweep in sweeps.items():
 # The smallest window reaching the target, per mode, with what it loses and costs. When that window is hours long, the late resends are replays: catching them costs messages lost to reused ids and a large history. Often the better fix is in the sender (keep one MessageId per message, make replays idempotent downstream).
 
 # %%
+import pandas as pd
+
+from dedup_lib import styled
+
+shown = [
+    "window_s",
+    "share_catchable_caught",
+    "catchable_resends",
+    "share_resends_caught",
+    "resends",
+    "messages_lost",
+    "peak_held",
+]
+picked = []
 for mode, sweep in sweeps.items():
     best = smallest_window(sweep, TARGET)
-    if best is None:
-        reached = "no window reaches the target"
-    else:
-        reached = (
-            f"{charts.duration_label(best['window_s'])} catches"
-            f" {best['share_catchable_caught']:.1%} of {int(best['catchable_resends']):,}"
-            f" catchable resends ({best['share_resends_caught']:.1%} of all"
-            f" {int(best['resends']):,}); {int(best['messages_lost']):,} messages lost,"
-            f" {int(best['peak_held']):,} ids at the peak"
-        )
+    reached = "no window reaches the target" if best is None else f"smallest reaching {TARGET:.0%}"
     default = caches[mode].sweep(["PT10M"]).iloc[0]
-    print(f"partitioning {'enabled ' if mode else 'disabled'}: {reached}")
-    print(
-        f"  for comparison, 10m catches {default['share_catchable_caught']:.1%}"
-        f" and loses {int(default['messages_lost']):,} messages"
-    )
+    for choice, row in ((reached, best), ("10m, for comparison", default)):
+        values = {} if row is None else row[shown].to_dict()
+        picked.append(
+            {"partitioning": "enabled" if mode else "disabled", "choice": choice, **values}
+        )
+styled(pd.DataFrame(picked, columns=["partitioning", "choice", *shown]))

@@ -41,16 +41,19 @@ carry = tuple(c for c in ("cause",) if c in loaded.valid.columns)
 cache = ReplayCache.build(loaded.valid, PARTITIONING, carry=carry)
 
 # %%
+import pandas as pd
+
+from dedup_lib import styled
+
 name = path.rsplit("/", 1)[-1]
-print(f"{name}: {counts['read']:,} sends read, {counts['quarantined']:,} quarantined")
-print(policy.describe())
+styled(pd.DataFrame([{"input": name, **counts, "replayed with": policy.describe()}]))
 
 # %% [markdown]
 # ## What the broker did
 # Verdicts per entity at this window, over the whole input (the broker saw all of it).
 
 # %%
-print(cache.summary(policy.window).to_string(index=False))
+styled(cache.summary(policy.window))
 
 # %% [markdown]
 # ## What reached consumers twice, and what was lost
@@ -105,6 +108,8 @@ charts.show(charts.ids_held(during(cache.held_over_time(window_s)), window_s), e
 # id (collisions). Over the incident's entity and time range.
 
 # %%
+from IPython.display import Markdown
+
 from dedup_lib import (
     collision_groups,
     collisions,
@@ -118,19 +123,23 @@ if "payload_hash" in loaded.valid.columns:
     judged = detect_duplicates(loaded.valid, policy).persist()
     misses = narrow(missed_resends(judged), ENTITY, START, END).persist()
     lost = narrow(collisions(judged), ENTITY, START, END)
-    print(missed_summary(misses).drop(columns="median_delay").to_string(index=False))
-    print()
-    groups = collision_groups(lost)
-    print(
-        groups.to_string(index=False)
-        if len(groups)
-        else "no collisions: no message was lost to a reused id"
-    )
+    shown = styled(missed_summary(misses).drop(columns="median_delay"))
 else:
-    misses = None
-    print(
-        "no payload_hash column: name the content columns with missed_resends(..., content=[...])"
+    misses = lost = None
+    shown = Markdown(
+        "no `payload_hash` column: name the content columns with"
+        " `missed_resends(..., content=[...])`"
     )
+shown
+
+# %%
+if lost is None:
+    shown = None
+else:
+    groups = collision_groups(lost)
+    no_loss = "no collisions: no message was lost to a reused id"
+    shown = styled(groups) if len(groups) else Markdown(no_loss)
+shown
 
 # %%
 from dedup_lib import counts_over_time
@@ -157,7 +166,7 @@ wanted = (
     "peak_held",
 )
 columns = [c for c in wanted if c in sweep]
-print(sweep[columns].to_string(index=False))
+styled(sweep[columns])
 
 # %% [markdown]
 # **Reading it:** resends that came later than the window after their original reached consumers again; if a longer window catches them without losing messages (reused ids) or holding too many ids, propose it. Resends with a new MessageId per attempt are not caught by any window: the sender must keep its id.
