@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -93,3 +95,10 @@ def test_a_dict_of_counts_as_one_row():
         ["read", "valid", "quarantined"],
         ["199,895", "199,839", "56"],
     ]
+
+
+def test_numbers_align_right_and_text_left():
+    table = pd.DataFrame({"entity": ["orders"], "sends": [71975]})
+    html = styled(table).to_html()
+    aligned = dict(re.findall(r"_row0_(col\d) \{\s*text-align: (\w+);", html))
+    assert aligned == {"col0": "left", "col1": "right"}

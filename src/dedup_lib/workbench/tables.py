@@ -109,6 +109,10 @@ def styled(table: pd.DataFrame) -> Styler:
             if formatter is not _time:
                 numeric.append(name)
     styler = table.style.format(formatters, na_rep=MISSING)
+    # Jupyter right-aligns every cell: numbers stay so, text (names, causes) reads from the left.
+    text: list[Hashable] = [name for name in table.columns if name not in numeric]
     if numeric:
         styler = styler.set_properties(subset=numeric, **{"text-align": "right"})
+    if text:
+        styler = styler.set_properties(subset=text, **{"text-align": "left"})
     return styler.hide(axis="index")
