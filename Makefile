@@ -21,7 +21,7 @@ help:
 	@echo "make samples regenerate data/samples/ (deterministic: same seed, same rows)"
 	@echo "make postmortem INPUT=sends.parquet [WINDOW=PT10M] [ENTITY=orders] [START=..] [END=..]"
 	@echo "             run the postmortem notebook headless; HTML report under reports/"
-	@echo "make notebooks  rewrite notebooks/ from tools/make_notebooks.py and store checked outputs"
+	@echo "make notebooks  sync each notebooks/0*.py with its .ipynb (jupytext), ruff format, strip outputs"
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+"; exit 1; }
@@ -46,8 +46,8 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not spark and not slow"
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks tools notebooks
-	$(BIN)/ruff format --check src tests benchmarks tools notebooks
+	$(BIN)/ruff check src tests benchmarks notebooks
+	$(BIN)/ruff format --check src tests benchmarks notebooks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -79,11 +79,15 @@ postmortem: $(STAMP)
 		$(if $(PARTITIONING),--partitioning) $(if $(ENTITY),--entity "$(ENTITY)") \
 		$(if $(START),--start "$(START)") $(if $(END),--end "$(END)")
 
+# The .py files are the notebooks' reviewed source (notebooks/jupytext.toml pairs each with its
+# .ipynb): sync whichever side was edited last, format the .py, carry that back to the .ipynb,
+# and leave the .ipynb without outputs, as committed.
 notebooks: $(STAMP)
-	$(BIN)/python tools/make_notebooks.py
-	$(BIN)/ruff format --quiet notebooks
-	$(BIN)/ruff check --fix --quiet notebooks
-	$(BIN)/python tools/store_checked_outputs.py notebooks/0*.ipynb
+	$(BIN)/jupytext --sync notebooks/0*.py
+	$(BIN)/ruff check --fix --quiet notebooks/0*.py
+	$(BIN)/ruff format --quiet notebooks/0*.py
+	$(BIN)/jupytext --sync notebooks/0*.py
+	$(BIN)/jupyter nbconvert --clear-output --inplace --log-level=WARN notebooks/0*.ipynb
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis spark-warehouse metastore_db

@@ -43,6 +43,7 @@ from dedup_lib.telemetry.write import write_telemetry
 from dedup_lib.workbench import charts
 from dedup_lib.workbench.explorer import WindowExplorer
 from dedup_lib.workbench.report import run_postmortem
+from dedup_lib.workbench.tables import styled
 
 try:
     __version__ = version("dedup-lib")
@@ -87,6 +88,7 @@ __all__ = [
     "sample_path",
     "sends_over_time",
     "smallest_window",
+    "styled",
     "summarize",
     "window_grid",
     "write_telemetry",

@@ -20,3 +20,6 @@ def test_measured_durations_are_short():
     assert format_duration(87.32) == "1m27s"
     assert format_duration(87.32, "up") == "1m28s"
     assert format_duration(math.nan) == "-"
+    assert format_duration(0) == "0s"
+    assert format_duration(59.9999) == "1m"
+    assert format_duration(-90) == "-1m30s"

@@ -90,12 +90,14 @@ def format_window(window: timedelta) -> str:
 def format_duration(seconds: float, rounding: Literal["nearest", "up"] = "nearest") -> str:
     """A measured duration, short: ``250ms``, ``4.5s``, then whole seconds from a minute up
     (``1m27s``, ``10m``), rounded to the nearest second or ``up`` (a window that must reach
-    at least that far). ``-`` for a missing value."""
+    at least that far). ``-`` for a missing value; a negative duration keeps its sign."""
     if seconds is None or math.isnan(seconds):
         return "-"
-    if seconds < 1:
+    if seconds < 0:
+        return "-" + format_duration(-seconds, rounding)
+    if 0 < seconds < 1:
         return f"{seconds * 1000:.3g}ms"
-    if seconds < 60:
-        return f"{seconds:.3g}s"
+    if float(f"{seconds:.3g}") < 60:
+        return f"{float(f'{seconds:.3g}'):g}s"
     whole = math.ceil(seconds) if rounding == "up" else round(seconds)
     return format_window(timedelta(seconds=whole))

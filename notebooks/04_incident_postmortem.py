@@ -1,0 +1,159 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: dedup-lib (Spark)
+#     language: python
+#     name: dedup-lib
+# ---
+
+# %% [markdown]
+# # 4. Incident postmortem
+#
+# Did the retries during the incident reach the consumers twice? This notebook replays the
+# broker's duplicate detection over the telemetry of an incident and tells what was resent,
+# what the broker dropped, what reached consumers twice and what would have been lost.
+#
+# Run it here, or headless: `make postmortem INPUT=path/to/sends WINDOW=PT10M` writes a
+# self-contained HTML report under `reports/`.
+
+# %% tags=["parameters"]
+INPUT = None  # telemetry of the incident; None: the shipped incident sample
+WINDOW = "PT10M"  # the entity's duplicateDetectionHistoryTimeWindow
+PARTITIONING = False  # enablePartitioning of the entity
+ENTITY = "(all)"  # one queue or topic, or "(all)"
+START = None  # ISO 8601 start of the incident, None: from the first send
+END = None  # ISO 8601 end, None: to the last send
+EMBED_CHARTS = False  # True in headless runs: charts carry plotly.js, so the HTML works offline
+
+# %%
+from dedup_lib import get_spark
+
+spark = get_spark()  # local Spark on all cores; set SPARK_REMOTE to use a Spark Connect server
+
+# %%
+from dedup_lib import DedupPolicy, ReplayCache, load_telemetry, sample_path
+
+path = INPUT or sample_path("incident.parquet")
+policy = DedupPolicy(WINDOW, partitioning=PARTITIONING)
+loaded = load_telemetry(spark, path)
+counts = loaded.counts()
+carry = tuple(c for c in ("cause",) if c in loaded.valid.columns)
+cache = ReplayCache.build(loaded.valid, PARTITIONING, carry=carry)
+
+# %%
+import pandas as pd
+
+from dedup_lib import styled
+
+name = path.rsplit("/", 1)[-1]
+styled(pd.DataFrame([{"input": name, **counts, "replayed with": policy.describe()}]))
+
+# %% [markdown]
+# ## What the broker did
+# Verdicts per entity at this window, over the whole input (the broker saw all of it).
+
+# %%
+styled(cache.summary(policy.window))
+
+# %% [markdown]
+# ## What reached consumers twice, and what was lost
+# With ground truth (which sends are resends of which message) the replay says how many resends were caught, how many slipped through, and how many distinct messages the broker dropped without a trace.
+
+# %%
+if cache.has_ground_truth:
+    total = cache.truth_summary(policy.window).iloc[-1]
+    print(
+        f"{total.resends:,} resends: {total.resends_caught:,} caught,"
+        f" {total.extra_deliveries:,} reached consumers again;"
+        f" {total.messages_lost:,} messages lost"
+    )
+else:
+    print("no ground truth in this input: see the delays chart for resends by timing")
+
+# %% [markdown]
+# ## Over the incident
+# Sends and the duplicates dropped, minute by minute; then how long after the previous send each resend came (left of the dashed line: caught).
+
+# %%
+from dedup_lib import charts, format_duration, narrow
+
+
+def during(table):
+    return narrow(table, ENTITY, START, END, time="time")
+
+
+window_s = policy.window.total_seconds()
+title = f"Sends and dropped duplicates during the incident, window {format_duration(window_s)}"
+charts.show(
+    charts.sends_over_time(during(cache.over_time(window_s)), title=title), embed=EMBED_CHARTS
+)
+charts.show(charts.resend_delays(during(cache.resend_delays()), window_s), embed=EMBED_CHARTS)
+charts.show(charts.ids_held(during(cache.held_over_time(window_s)), window_s), embed=EMBED_CHARTS)
+
+# %% [markdown]
+# ## What reached consumers twice, by content, and what was destroyed
+#
+# Without relying on ground truth: sends whose content (`payload_hash`) had already been
+# delivered (missed resends, with why), and different messages dropped because they reused an
+# id (collisions). Over the incident's entity and time range.
+
+# %%
+from IPython.display import Markdown
+
+from dedup_lib import (
+    collision_groups,
+    collisions,
+    detect_duplicates,
+    missed_resends,
+    missed_summary,
+)
+
+if "payload_hash" in loaded.valid.columns:
+    judged = detect_duplicates(loaded.valid, policy).persist()
+    misses = narrow(missed_resends(judged), ENTITY, START, END).persist()
+    lost = narrow(collisions(judged), ENTITY, START, END)
+    shown = styled(missed_summary(misses).drop(columns="median_delay"))
+else:
+    misses = lost = None
+    shown = Markdown(
+        "no `payload_hash` column: name the content columns with"
+        " `missed_resends(..., content=[...])`"
+    )
+shown
+
+# %%
+if lost is None:
+    shown = None
+else:
+    groups = collision_groups(lost)
+    no_loss = "no collisions: no message was lost to a reused id"
+    shown = styled(groups) if len(groups) else Markdown(no_loss)
+shown
+
+# %%
+from dedup_lib import counts_over_time
+
+if misses is not None:
+    title = f"Resends that reached consumers again, by cause, window {format_duration(window_s)}"
+    by_cause = counts_over_time(misses, "miss_cause", "PT5M")
+    fig = charts.counts_over_time(by_cause, "miss_cause", title=title, what="resends")
+    charts.show(fig, embed=EMBED_CHARTS)
+
+# %% [markdown]
+# ## Would another window have helped?
+
+# %%
+sweep = cache.sweep(["PT20S", "PT1M", "PT5M", WINDOW, "PT1H", "P1D"]).drop_duplicates("window_s")
+wanted = (
+    "window_s",
+    "duplicates",
+    "resends_caught",
+    "extra_deliveries",
+    "messages_lost",
+    "peak_held",
+)
+columns = [c for c in wanted if c in sweep]
+styled(sweep[columns])
+
+# %% [markdown]
+# **Reading it:** resends that came later than the window after their original reached consumers again; if a longer window catches them without losing messages (reused ids) or holding too many ids, propose it. Resends with a new MessageId per attempt are not caught by any window: the sender must keep its id.

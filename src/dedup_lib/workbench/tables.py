@@ -1,0 +1,108 @@
+"""One style for every table the notebooks show.
+
+:func:`styled` turns a pandas table into a Styler that renders as a rich HTML table in
+JupyterLab, VS Code and the postmortem's HTML report: counts with thousands separators,
+``share_*`` columns as percentages, durations in seconds as ``10m`` or ``11h50m41s``, times
+to the second, no index. The table itself is not changed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import pandas as pd
+from pandas.api import types
+from pandas.io.formats.style import Styler
+
+from dedup_lib.rules.durations import format_duration
+
+__all__ = ["is_duration", "styled"]
+
+MISSING = "—"
+"""Shown for a missing value (NaN, None, NaT)."""
+
+DURATION_NAMES = frozenset({"delay", "caught_from", "window", "median_delay"})
+"""Columns in seconds that do not end in ``_s`` (see :func:`is_duration`)."""
+
+
+def is_duration(name: object) -> bool:
+    """Whether a column holds seconds: ``window_s``, ``delay_s``, ``delay``,
+    ``caught_from``, ``longest_caught_from``, ``median_delay`` and the like."""
+    text = str(name)
+    return (
+        text.endswith("_s") or text in DURATION_NAMES or text.endswith(("_delay", "_caught_from"))
+    )
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NaT or (isinstance(value, float) and math.isnan(value))
+
+
+def _duration(value: Any) -> str:
+    return MISSING if _missing(value) else format_duration(float(value))
+
+
+def _share(value: Any) -> str:
+    return MISSING if _missing(value) else f"{float(value):.1%}"
+
+
+def _count(value: Any) -> str:
+    return MISSING if _missing(value) else f"{round(float(value)):,}"
+
+
+def _number(value: Any) -> str:
+    if _missing(value):
+        return MISSING
+    number = float(value)
+    return f"{round(number):,}" if number.is_integer() else f"{number:,.2f}"
+
+
+def _time(value: Any) -> str:
+    return MISSING if _missing(value) else pd.Timestamp(value).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _formatter(name: object, column: pd.Series[Any]) -> Callable[[Any], str] | None:
+    if str(name).startswith("share_"):
+        return _share
+    if is_duration(name) and types.is_numeric_dtype(column) and not types.is_bool_dtype(column):
+        return _duration
+    if types.is_bool_dtype(column):
+        return None
+    if types.is_integer_dtype(column):
+        return _count
+    if types.is_float_dtype(column):
+        whole = column.dropna()
+        return _count if len(whole) and bool((whole == whole.round()).all()) else _number
+    if types.is_datetime64_any_dtype(column):
+        return _time
+    return None
+
+
+def styled(table: pd.DataFrame) -> Styler:
+    """``table`` styled for reading in a notebook, as the last expression of a cell.
+
+    - integer counts (and float columns holding whole numbers only): ``199,839``;
+    - columns named ``share_*``: percentages with one decimal, ``6.6%``;
+    - durations in seconds (:func:`is_duration`): ``20s``, ``10m``, ``11h50m41s``, ``250ms``
+      below a second, through :func:`dedup_lib.format_window`;
+    - other floats: two decimals; times: to the second; missing values: ``—``;
+    - the index is hidden (the tables of ``dedup_lib`` carry their keys as columns).
+    """
+    formatters: dict[Hashable, str | Callable[[object], str] | None] = {}
+    numeric: list[Hashable] = []
+    for name in table.columns:
+        formatter = _formatter(name, table[name])
+        if formatter is not None:
+            formatters[name] = formatter
+            if formatter is not _time:
+                numeric.append(name)
+    styler = table.style.format(formatters, na_rep=MISSING)
+    # Jupyter right-aligns every cell: numbers stay so, text (names, causes) reads from the left.
+    text: list[Hashable] = [name for name in table.columns if name not in numeric]
+    if numeric:
+        styler = styler.set_properties(subset=numeric, **{"text-align": "right"})
+    if text:
+        styler = styler.set_properties(subset=text, **{"text-align": "left"})
+    return styler.hide(axis="index")

@@ -1,0 +1,359 @@
+"""The deterministic figures the notebooks show on the shipped samples, pinned.
+
+Each test makes the library calls of one notebook cell (named in its docstring) and checks the
+numbers that cell showed when the notebooks kept them as text outputs checked by nbval. The
+notebooks now show them as styled tables, and nbval only checks that they run
+(``pytest --nbval-lax``); a change to any of these figures fails here instead.
+
+The incident sample (30 k sends) and the CSV load of notebook 1 run on classic Spark and on
+Spark Connect. The day sample's replays (notebooks 2 and 3: two cache builds, three replays
+and a count cache over 200 k sends) run on the classic pass only: the engine's tests already
+check that both kinds of session give the same verdicts, and once is enough for the figures.
+Each module-scoped fixture computes its frames once per session kind.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dedup_lib import (
+    DedupPolicy,
+    ReplayCache,
+    WindowExplorer,
+    by_content,
+    charts,
+    collision_groups,
+    collisions,
+    compare_keys,
+    count_sweep,
+    detect_duplicates,
+    id_quality,
+    load_entity_policies,
+    load_telemetry,
+    missed_resends,
+    missed_summary,
+    most_reused_ids,
+    narrow,
+    sample_path,
+    smallest_window,
+    summarize,
+)
+from dedup_lib.spark import is_connect
+
+
+def rows(table: pd.DataFrame, columns: list[str] | None = None) -> list[tuple[Any, ...]]:
+    """The table's rows as plain Python values: NaN and NaT as None, floats to 6 decimals
+    (what the notebooks printed), times as ISO text in UTC."""
+    if columns is not None:
+        table = table[columns]
+    return [tuple(_plain(v) for v in record) for record in table.itertuples(index=False)]
+
+
+def _plain(value: Any) -> Any:
+    if value is None or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, pd.Timestamp):
+        stamp = value.tz_convert("UTC") if value.tzinfo else value
+        return stamp.tz_localize(None).isoformat(sep=" ")
+    if isinstance(value, np.integer | bool):
+        return int(value) if not isinstance(value, bool) else value
+    if isinstance(value, float | np.floating):
+        return round(float(value), 6)
+    return value
+
+
+def _classic_only(spark: Any) -> None:
+    if is_connect(spark):
+        pytest.skip("day sample figures: checked on the classic pass only (see module docstring)")
+
+
+# -- 01_load_telemetry: the Azure-named CSV export of the day sample -------------------------
+
+
+@pytest.fixture(scope="module")
+def azure_csv(spark):
+    return load_telemetry(spark, sample_path("day-azure.csv.gz"))
+
+
+def test_01_rows_read_loaded_and_quarantined(azure_csv):
+    """Cells `loaded.counts()` and `loaded.quarantine_reasons()`."""
+    assert azure_csv.counts() == {"read": 199_895, "valid": 199_839, "quarantined": 56}
+    assert rows(azure_csv.quarantine_reasons()) == [
+        ("unparseable send_time", 41),
+        ("missing send_time", 15),
+    ]
+
+
+def test_01_id_quality(azure_csv):
+    """Cell `id_quality(loaded.valid)`."""
+    table = id_quality(azure_csv.valid)
+    assert list(table.columns) == [
+        "entity",
+        "sends",
+        "without_message_id",
+        "share_without_id",
+        "guid_like",
+        "share_guid_like",
+        "distinct_ids",
+        "sends_per_id",
+    ]
+    assert rows(table) == [
+        ("audit", 3994, 3994, 1.0, 0, 0.0, 0, None),
+        ("inventory", 24004, 0, 0.0, 0, 0.0, 400, 60.01),
+        ("notifications", 39957, 0, 0.0, 39957, 1.0, 39957, 1.0),
+        ("orders", 71975, 0, 0.0, 4006, 0.0557, 66549, 1.082),
+        ("payments", 59909, 0, 0.0, 19996, 0.3338, 57796, 1.037),
+        ("(all)", 199839, 3994, 0.02, 63959, 0.3201, 164702, 1.189),
+    ]
+
+
+def test_01_most_reused_ids(azure_csv):
+    """Cell `most_reused_ids(loaded.valid, n=5)`."""
+    table = most_reused_ids(azure_csv.valid, n=5)
+    assert rows(table, ["entity", "message_id", "sends"]) == [
+        ("orders", "00000000-0000-0000-0000-000000000000", 4006),
+        ("inventory", "stock/140", 63),
+        ("inventory", "stock/168", 63),
+        ("inventory", "stock/196", 63),
+        ("inventory", "stock/22", 63),
+    ]
+
+
+# -- 02_window_explorer and 03_window_sizing: the day sample (classic pass only) --------------
+
+
+@pytest.fixture(scope="module")
+def day(spark):
+    _classic_only(spark)
+    return load_telemetry(spark, sample_path("day.parquet")).valid
+
+
+@pytest.fixture(scope="module")
+def day_caches(day):
+    """What `WindowExplorer.from_frame` (notebook 2) and notebook 3 build: one cache per mode."""
+    carry = tuple(c for c in ("cause",) if c in day.columns)
+    return {mode: ReplayCache.build(day, mode, carry=carry) for mode in (False, True)}
+
+
+@pytest.fixture(scope="module")
+def day_judged(day) -> Iterator[Any]:
+    """Notebook 2's replay at 10 minutes, with its missed resends and collisions."""
+    judged = detect_duplicates(day, DedupPolicy("PT10M")).persist()
+    misses = missed_resends(judged).persist()
+    yield judged, misses, collisions(judged)
+    misses.unpersist()
+    judged.unpersist()
+
+
+def test_02_explorer_numbers_and_top_keys(day_caches):
+    """Cells `view.numbers` and `view.top_keys.head(5)` at 10 minutes, all entities."""
+    explorer = WindowExplorer(day_caches, window="PT10M")
+    view = explorer.update(window="PT10M", partitioning=False, entity="(all)", draw=False)
+    assert rows(view.numbers) == [
+        ("sends", "199,839"),
+        ("accepted", "186,679"),
+        ("dropped as duplicates", "13,086"),
+        ("rejected", "74"),
+        ("share of judged sends dropped", "6.55%"),
+        ("peak ids held", "3,849"),
+    ]
+    assert rows(view.top_keys.head(5)) == [
+        ("orders", "00000000-0000-0000-0000-000000000000", 4006, 3867, 3957),
+        ("inventory", "stock/140", 63, 19, 59),
+        ("inventory", "stock/168", 63, 19, 59),
+        ("inventory", "stock/196", 63, 19, 59),
+        ("inventory", "stock/22", 63, 19, 59),
+    ]
+    assert list(view.top_keys.columns) == ["entity", "key", "sends", "duplicates", "messages"]
+
+
+def test_02_missed_resends_and_collisions(day_judged):
+    """Cells `missed_summary(misses)` and `collision_groups(lost)` at 10 minutes."""
+    _, misses, lost = day_judged
+    summary = missed_summary(misses)
+    assert rows(summary, ["entity", "miss_cause", "resends", "longest_caught_from"]) == [
+        ("audit", "no MessageId", 77, None),
+        ("notifications", "new MessageId", 2010, None),
+        ("payments", "after the window", 800, 42640.974301),
+    ]
+    assert rows(collision_groups(lost)) == [
+        (
+            "inventory",
+            "inventory-sync",
+            "stock/#",
+            6143,
+            6000,
+            400,
+            "2026-11-02 07:39:36.467509",
+            "2026-11-02 21:42:54.902427",
+        ),
+        (
+            "orders",
+            "legacy-export",
+            "all-zero GUID",
+            3866,
+            3818,
+            1,
+            "2026-11-02 00:03:16.536332",
+            "2026-11-02 23:59:38.181093",
+        ),
+    ]
+
+
+def test_02_replay_with_the_entities_real_settings(day):
+    """Cells listing `load_entity_policies(entities-arm.json)` and their `summarize`."""
+    policies = load_entity_policies(sample_path("entities-arm.json"))
+    described = {n: "detection off" if p is None else p.describe() for n, p in policies.items()}
+    assert described == {
+        "audit": "detection off",
+        "inventory": "window 1h, partitioning disabled",
+        "notifications": "window 5m, partitioning disabled",
+        "orders": "window 10m, partitioning disabled",
+        "payments": "window 10m, partitioning enabled",
+    }
+    table = summarize(detect_duplicates(day, policies))
+    assert rows(table) == [
+        ("audit", 3994, 3994, 0, 0, 0, 3994, None),
+        ("inventory", 24004, 6603, 17401, 0, 0, 0, 0.724921),
+        ("notifications", 39957, 39957, 0, 0, 0, 0, 0.0),
+        ("orders", 71975, 66687, 5288, 0, 0, 0, 0.07347),
+        ("payments", 59909, 58524, 1311, 74, 0, 0, 0.02191),
+        ("(all)", 199839, 175765, 24000, 74, 0, 3994, 0.122592),
+    ]
+
+
+def test_02_by_content(day):
+    """Cell `compare_keys(by_content(loaded.valid, DedupPolicy("PT10M")))`."""
+    table = compare_keys(by_content(day, DedupPolicy("PT10M")))
+    assert list(table.columns) == [
+        "entity",
+        "sends",
+        "dropped_by_id",
+        "dropped_by_content",
+        "dropped_by_both",
+        "only_by_id",
+        "only_by_content",
+    ]
+    assert rows(table) == [
+        ("audit", 3994, 0, 77, 0, 0, 77),
+        ("inventory", 24004, 6487, 487, 487, 6000, 0),
+        ("notifications", 39957, 0, 2010, 0, 0, 2010),
+        ("orders", 71975, 5288, 1470, 1470, 3818, 0),
+        ("payments", 59909, 1311, 1311, 1311, 0, 0),
+        ("(all)", 199839, 13086, 5355, 3268, 9818, 2087),
+    ]
+
+
+def test_02_by_count_against_the_windows(day, day_caches):
+    """Cells `count_sweep(loaded.valid, ...)` and the windows' `sweep` beside it."""
+    assert rows(count_sweep(day, (1_000, 20_000, 100_000))) == [
+        (1000, 3400, 30276, 3268, 2887, 27008),
+        (20000, 60400, 30738, 3668, 2487, 27070),
+        (100000, 164630, 31141, 4068, 2087, 27073),
+    ]
+    windows = day_caches[False].sweep(["PT1M", "PT10M", "PT1H", "P1D"])
+    columns = ["window_s", "peak_held", "duplicates", "resends_caught", "messages_lost"]
+    assert rows(windows, columns) == [
+        (60.0, 536, 8097, 3195, 4901),
+        (600.0, 3849, 13086, 3268, 9818),
+        (3600.0, 12408, 24115, 3268, 20847),
+        (86400.0, 164630, 31141, 4068, 27073),
+    ]
+
+
+@pytest.mark.parametrize("mode", [False, True], ids=["partitioning-disabled", "enabled"])
+def test_03_smallest_window_reaching_99_percent(day_caches, mode):
+    """Cell of notebook 3: the smallest window reaching the target, and 10 minutes beside it.
+    Both modes give the same figures on this sample (its partition keys never split an id)."""
+    best = smallest_window(day_caches[mode].sweep(), 0.99)
+    assert best is not None
+    assert round(best["window_s"], 6) == 48_342.204025
+    assert charts.duration_label(best["window_s"]) == "13h25m42s"
+    assert round(best["share_catchable_caught"], 3) == 1.0
+    assert int(best["catchable_resends"]) == 4_068
+    assert round(best["share_resends_caught"], 3) == 0.661
+    assert int(best["resends"]) == 6_157
+    assert int(best["messages_lost"]) == 26_672
+    assert int(best["peak_held"]) == 115_858
+    default = day_caches[mode].sweep(["PT10M"]).iloc[0]
+    assert round(default["share_catchable_caught"], 3) == 0.803
+    assert int(default["messages_lost"]) == 9_818
+
+
+# -- 04_incident_postmortem: the incident sample, with the parameters' defaults --------------
+
+WINDOW = "PT10M"
+
+
+@pytest.fixture(scope="module")
+def incident(spark) -> Iterator[Any]:
+    loaded = load_telemetry(spark, sample_path("incident.parquet"))
+    carry = tuple(c for c in ("cause",) if c in loaded.valid.columns)
+    cache = ReplayCache.build(loaded.valid, False, carry=carry)
+    judged = detect_duplicates(loaded.valid, DedupPolicy(WINDOW)).persist()
+    yield loaded, cache, judged
+    judged.unpersist()
+
+
+def test_04_input_and_policy(incident):
+    """The first cell after the load: what was read, and the policy replayed."""
+    loaded, _, _ = incident
+    counts = loaded.counts()
+    assert (counts["read"], counts["quarantined"]) == (29_889, 0)
+    assert DedupPolicy(WINDOW, partitioning=False).describe() == "window 10m, partitioning disabled"
+
+
+def test_04_verdicts_and_ground_truth(incident):
+    """Cells `cache.summary(policy.window)` and the total of `cache.truth_summary`."""
+    _, cache, _ = incident
+    window = DedupPolicy(WINDOW).window
+    assert rows(cache.summary(window)) == [
+        ("notifications", 4492, 4492, 0, 0, 0, 0, 0.0),
+        ("orders", 17899, 14881, 3018, 0, 0, 0, 0.168613),
+        ("payments", 7498, 7275, 223, 0, 0, 0, 0.029741),
+        ("(all)", 29889, 26648, 3241, 0, 0, 0, 0.108435),
+    ]
+    assert cache.has_ground_truth
+    total = cache.truth_summary(window).iloc[-1]
+    assert (total.resends, total.resends_caught) == (3_458, 3_241)
+    assert (total.extra_deliveries, total.messages_lost) == (217, 0)
+
+
+def test_04_missed_resends_and_collisions(incident):
+    """The by-content cell: missed resends with their cause, and no collisions."""
+    _, _, judged = incident
+    misses = narrow(missed_resends(judged), "(all)", None, None)
+    summary = missed_summary(misses)
+    assert rows(summary, ["entity", "miss_cause", "resends", "longest_caught_from"]) == [
+        ("notifications", "new MessageId", 217, None),
+    ]
+    assert len(collision_groups(narrow(collisions(judged), "(all)", None, None))) == 0
+
+
+def test_04_other_windows(incident):
+    """Cell `cache.sweep([...])`: would another window have helped?"""
+    _, cache, _ = incident
+    sweep = cache.sweep(["PT20S", "PT1M", "PT5M", WINDOW, "PT1H", "P1D"])
+    sweep = sweep.drop_duplicates("window_s")
+    columns = [
+        "window_s",
+        "duplicates",
+        "resends_caught",
+        "extra_deliveries",
+        "messages_lost",
+        "peak_held",
+    ]
+    assert rows(sweep, columns) == [
+        (20.0, 2900, 2900, 558, 0, 205),
+        (60.0, 2925, 2925, 533, 0, 205),
+        (300.0, 3241, 3241, 217, 0, 748),
+        (600.0, 3241, 3241, 217, 0, 1489),
+        (3600.0, 3241, 3241, 217, 0, 8891),
+        (86400.0, 3241, 3241, 217, 0, 26648),
+    ]
