@@ -17,7 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from dedup_lib.rules.durations import format_window, parse_window
+from dedup_lib.rules.durations import format_window, parse_azure_window
 from dedup_lib.rules.policy import (
     DEFAULT_WINDOW,
     WINDOW_BOUNDS,
@@ -46,9 +46,6 @@ _WINDOW = "duplicateDetectionHistoryTimeWindow"
 _PARTITIONING = "enablePartitioning"
 _SESSIONS = "requiresSession"
 
-_TIMESPAN = re.compile(r"^(?:\d+[.:])?\d{1,2}:\d{2}:\d{2}(?:\.\d+)?$")
-#: ``str(timedelta)``, as older ``az`` versions print windows of a day or more.
-_PY_TIMEDELTA = re.compile(r"^(\d+) days?, (\d{1,2}:\d{2}:\d{2}(?:\.\d+)?)$")
 _DURATION_FORMS = (
     "an ISO 8601 duration such as PT10M or P7D (or a TimeSpan such as 0:10:00 or 7.00:00:00, "
     "as older az versions print)"
@@ -265,13 +262,9 @@ def _duration(value: Any, where: str, label: str) -> timedelta | None:
     """A window in a form the service or ``az`` writes; absent (or null) is ``None``."""
     if value is None:
         return None
-    text = value.strip() if isinstance(value, str) else ""
-    days = _PY_TIMEDELTA.match(text)
-    if days:
-        text = f"{days[1]}.{days[2]}"
-    if text[:1].upper() == "P" or _TIMESPAN.match(text):
+    if isinstance(value, str):
         try:
-            return parse_window(text)
+            return parse_azure_window(value)
         except ValueError:
             pass
     raise EntityConfigError(f"{where}: {label} {_json(value)}: expected {_DURATION_FORMS}")
