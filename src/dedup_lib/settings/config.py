@@ -24,6 +24,16 @@ from dedup_lib.rules.policy import (
     Bounds,
     DedupPolicy,
 )
+from dedup_lib.settings.arm_expressions import (
+    Call,
+    Opaque,
+    Piece,
+    UnresolvedError,
+    merge_pieces,
+    parse_expression,
+    split_name,
+    template_expression,
+)
 
 #: The formats :func:`load_entity_settings` understands, as its errors name them.
 FORMATS = (
@@ -408,116 +418,6 @@ def _read_emulator(doc: Any, path: str) -> list[EntitySettings]:
 # --- Resource Manager templates and Bicep compiled to JSON -----------------------------------
 
 
-class _UnresolvedError(Exception):
-    """A template expression this reader does not evaluate; the message says why."""
-
-
-@dataclass(frozen=True)
-class _Call:
-    """A function call in a template expression: ``func(args)``; ``plain`` when no property
-    or index access follows it; ``text`` is its canonical source, for messages and matching."""
-
-    func: str
-    args: tuple[object, ...]
-    plain: bool
-    text: str
-
-
-@dataclass(frozen=True)
-class _Opaque:
-    """Part of a name that cannot be evaluated here, by its canonical source text."""
-
-    text: str
-
-
-_Piece = str | _Opaque
-_TOKEN = re.compile(
-    r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>-?\d+)|(?P<ident>[A-Za-z_][A-Za-z0-9_]*)"
-    r"|(?P<punct>[(),.\[\]]))"
-)
-
-
-def _tokens(text: str) -> list[tuple[str, str]]:
-    out, pos = [], 0
-    while pos < len(text):
-        found = _TOKEN.match(text, pos)
-        if found is None or found.end() == pos:
-            if text[pos:].strip() == "":
-                break
-            raise _UnresolvedError(f"cannot parse the expression at {text[pos:]!r}")
-        kind = found.lastgroup
-        assert kind is not None
-        out.append((kind, found[kind]))
-        pos = found.end()
-    return out
-
-
-class _Parser:
-    """Just enough of the template expression grammar: calls, string and number literals,
-    property and index access."""
-
-    def __init__(self, text: str) -> None:
-        self.tokens = _tokens(text)
-        self.at = 0
-
-    def parse(self) -> object:
-        node = self.expression()
-        if self.at != len(self.tokens):
-            raise _UnresolvedError("unexpected text after the expression")
-        return node
-
-    def take(self, value: str | None = None) -> tuple[str, str]:
-        if self.at >= len(self.tokens):
-            raise _UnresolvedError("the expression ends too early")
-        token = self.tokens[self.at]
-        if value is not None and token[1] != value:
-            raise _UnresolvedError(f"expected {value!r}, found {token[1]!r}")
-        self.at += 1
-        return token
-
-    def peek(self) -> str | None:
-        return self.tokens[self.at][1] if self.at < len(self.tokens) else None
-
-    def expression(self) -> object:
-        start = self.at
-        kind, text = self.take()
-        if kind == "str":
-            return text[1:-1].replace("''", "'")
-        if kind == "num":
-            return int(text)
-        if kind != "ident":
-            raise _UnresolvedError(f"unexpected {text!r}")
-        if self.peek() != "(" and text.lower() in ("true", "false", "null"):
-            return {"true": True, "false": False, "null": None}[text.lower()]
-        self.take("(")
-        args = []
-        while self.peek() != ")":
-            args.append(self.expression())
-            if self.peek() != ")":
-                self.take(",")
-        self.take(")")
-        plain = True
-        while self.peek() in (".", "["):
-            plain = False
-            if self.take()[1] == ".":
-                self.take()
-            else:
-                self.expression()
-                self.take("]")
-        canonical = "".join(
-            token.lower() if token_kind == "ident" else token
-            for token_kind, token in self.tokens[start : self.at]
-        )
-        return _Call(text.lower(), tuple(args), plain, canonical)
-
-
-def _expression(raw: Any) -> str | None:
-    """The expression inside a template string ``[...]``, or ``None`` for a literal."""
-    if not isinstance(raw, str) or raw.startswith("[["):
-        return None
-    return raw[1:-1] if raw.startswith("[") and raw.endswith("]") else None
-
-
 class _Template:
     """Evaluates the few template expressions that settings and names use: ``parameters('x')``
     (from its ``defaultValue``), ``variables('x')``, and, for names, ``concat`` and ``format``."""
@@ -529,22 +429,22 @@ class _Template:
     def value(self, raw: Any, depth: int = 0) -> Any:
         """A JSON value with a ``[parameters('x')]`` or ``[variables('x')]`` in it resolved."""
         if depth > 20:
-            raise _UnresolvedError("the expressions refer to each other too deeply")
-        expression = _expression(raw)
+            raise UnresolvedError("the expressions refer to each other too deeply")
+        expression = template_expression(raw)
         if expression is None:
             return raw
-        node = _Parser(expression).parse()
-        if isinstance(node, _Call):
+        node = parse_expression(expression)
+        if isinstance(node, Call):
             ref = self._reference(node)
             if ref is None:
-                raise _UnresolvedError(
+                raise UnresolvedError(
                     f"{node.func}() is not evaluated here (only parameters('name') and "
                     "variables('name') are)"
                 )
             return self.value(ref, depth + 1)
         return node
 
-    def _reference(self, node: _Call) -> Any:
+    def _reference(self, node: Call) -> Any:
         """What ``parameters('x')`` or ``variables('x')`` stands for; ``None`` for other calls."""
         if not (node.plain and len(node.args) == 1 and isinstance(node.args[0], str)):
             return None
@@ -552,11 +452,11 @@ class _Template:
         if node.func == "parameters":
             declared = _get(self.parameters, name)
             if not isinstance(declared, dict):
-                raise _UnresolvedError(f"the template declares no parameter {name!r}")
+                raise UnresolvedError(f"the template declares no parameter {name!r}")
             missing = object()
             default = _get(declared, "defaultValue", missing)
             if default is missing:
-                raise _UnresolvedError(
+                raise UnresolvedError(
                     f"parameter {name!r} has no defaultValue (its value comes with the deployment)"
                 )
             return default
@@ -564,45 +464,45 @@ class _Template:
             missing = object()
             found = _get(self.variables, name, missing)
             if found is missing:
-                raise _UnresolvedError(f"the template declares no variable {name!r}")
+                raise UnresolvedError(f"the template declares no variable {name!r}")
             return found
         return None
 
-    def pieces(self, raw: Any, depth: int = 0) -> list[_Piece]:
+    def pieces(self, raw: Any, depth: int = 0) -> list[Piece]:
         """A name as literal text and opaque parts, so that its last segment can be read
         when only the namespace part is an expression."""
-        expression = _expression(raw)
+        expression = template_expression(raw)
         if expression is None:
             if isinstance(raw, str):
                 return [raw[1:] if raw.startswith("[[") else raw]
-            return [_Opaque(json.dumps(raw))]
+            return [Opaque(json.dumps(raw))]
         try:
-            node = _Parser(expression).parse()
-        except _UnresolvedError:
-            return [_Opaque(expression)]
+            node = parse_expression(expression)
+        except UnresolvedError:
+            return [Opaque(expression)]
         return self._node_pieces(node, depth)
 
-    def _node_pieces(self, node: object, depth: int) -> list[_Piece]:
+    def _node_pieces(self, node: object, depth: int) -> list[Piece]:
         if isinstance(node, str):
             return [node]
         if isinstance(node, int) and not isinstance(node, bool):
             return [str(node)]
-        if not isinstance(node, _Call) or not node.plain or depth > 20:
-            return [_Opaque(str(node))]
+        if not isinstance(node, Call) or not node.plain or depth > 20:
+            return [Opaque(str(node))]
         if node.func == "concat":
             return [piece for arg in node.args for piece in self._node_pieces(arg, depth)]
         if node.func == "format" and node.args and isinstance(node.args[0], str):
             return self._format_pieces(node.args[0], node.args[1:], depth)
         try:
             ref = self._reference(node)
-        except _UnresolvedError:
+        except UnresolvedError:
             ref = None
         if ref is None:
-            return [_Opaque(node.text)]
+            return [Opaque(node.text)]
         return self.pieces(ref, depth + 1)
 
-    def _format_pieces(self, template: str, args: tuple[object, ...], depth: int) -> list[_Piece]:
-        out: list[_Piece] = []
+    def _format_pieces(self, template: str, args: tuple[object, ...], depth: int) -> list[Piece]:
+        out: list[Piece] = []
         pos = 0
         for found in re.finditer(r"\{\{|\}\}|\{(\d+)(?:,[^}:]*)?(?::[^}]*)?\}", template):
             out.append(template[pos : found.start()])
@@ -612,34 +512,9 @@ class _Template:
             elif int(found[1]) < len(args) and ":" not in found[0]:
                 out.extend(self._node_pieces(args[int(found[1])], depth))
             else:
-                out.append(_Opaque(found[0]))
+                out.append(Opaque(found[0]))
         out.append(template[pos:])
         return out
-
-
-def _merge(pieces: Iterable[_Piece]) -> tuple[_Piece, ...]:
-    out: list[_Piece] = []
-    for piece in pieces:
-        if isinstance(piece, str) and out and isinstance(out[-1], str):
-            out[-1] += piece
-        elif piece != "":
-            out.append(piece)
-    return tuple(out)
-
-
-def _split_name(pieces: tuple[_Piece, ...]) -> tuple[tuple[_Piece, ...], str] | None:
-    """(the parent part, the last literal segment after ``/``), or ``None`` when the last
-    segment is not literal text."""
-    tail = ""
-    for at in range(len(pieces) - 1, -1, -1):
-        piece = pieces[at]
-        if isinstance(piece, _Opaque):
-            return None
-        if "/" in piece:
-            head, segment = piece.rsplit("/", 1)
-            return _merge([*pieces[:at], head]), segment + tail
-        tail = piece + tail
-    return (), tail
 
 
 @dataclass(frozen=True)
@@ -680,7 +555,7 @@ def _read_arm(doc: Any, path: str) -> list[EntitySettings]:
         r for r in _walk(_get(doc, "resources"), "resources", None, None) if _deployed(template, r)
     ]
     namespaces = [
-        (r.body, _merge(template.pieces(_get(r.body, "name"))), _tier(template, r.body))
+        (r.body, merge_pieces(template.pieces(_get(r.body, "name"))), _tier(template, r.body))
         for r in resources
         if r.full_type == _NAMESPACE
     ]
@@ -691,7 +566,7 @@ def _read_arm(doc: Any, path: str) -> list[EntitySettings]:
             continue
         source = f"{path}: {resource.locator}"
         raw_name = _get(resource.body, "name")
-        split = _split_name(_merge(template.pieces(raw_name)))
+        split = split_name(merge_pieces(template.pieces(raw_name)))
         if split is None or not split[1]:
             raise EntityConfigError(
                 f"{source}: {kind} name {_json(raw_name)}: cannot determine the entity name; "
@@ -707,7 +582,7 @@ def _read_arm(doc: Any, path: str) -> list[EntitySettings]:
             raw = _get(props, key)
             try:
                 return template.value(raw)
-            except _UnresolvedError as exc:
+            except UnresolvedError as exc:
                 raise EntityConfigError(
                     f"{where}: properties.{key} is {_json(raw)}, which cannot be evaluated "
                     f"here: {exc}; expected a literal value or [parameters('name')] with a "
@@ -730,9 +605,9 @@ def _read_arm(doc: Any, path: str) -> list[EntitySettings]:
 
 
 def _namespace_tier(
-    namespaces: list[tuple[Mapping[str, Any], tuple[_Piece, ...], str | None]],
+    namespaces: list[tuple[Mapping[str, Any], tuple[Piece, ...], str | None]],
     nested_in: Mapping[str, Any] | None,
-    parent: tuple[_Piece, ...],
+    parent: tuple[Piece, ...],
 ) -> str | None:
     """The tier of the entity's namespace: the one it is nested in, else the one its name
     starts with, else the template's only namespace when the names cannot be compared."""
@@ -743,7 +618,7 @@ def _namespace_tier(
         return matching[0]
     if len(namespaces) == 1:
         _, name, tier = namespaces[0]
-        if any(isinstance(piece, _Opaque) for piece in (*name, *parent)):
+        if any(isinstance(piece, Opaque) for piece in (*name, *parent)):
             return tier
     return None
 
@@ -755,7 +630,7 @@ def _deployed(template: _Template, resource: _Resource) -> bool:
         return False
     try:
         return template.value(_get(resource.body, "condition", True)) is not False
-    except _UnresolvedError:
+    except UnresolvedError:
         return True
 
 
@@ -766,6 +641,6 @@ def _tier(template: _Template, namespace: Mapping[str, Any]) -> str | None:
         return None
     try:
         name = template.value(_get(sku, "name")) or template.value(_get(sku, "tier"))
-    except _UnresolvedError:
+    except UnresolvedError:
         return None
     return _TIERS.get(name.lower(), name) if isinstance(name, str) else None
