@@ -32,7 +32,7 @@ from dedup_lib.analysis.summaries import (
 from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.rules.durations import format_duration
 from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy, Policies
-from dedup_lib.settings.config import load_entity_policies
+from dedup_lib.settings.load import load_entity_policies
 from dedup_lib.spark import JavaNotFoundError, get_spark, is_connect
 from dedup_lib.synth import (
     SCENARIOS,

@@ -11,13 +11,8 @@ from pathlib import Path
 import pytest
 
 from dedup_lib import DedupPolicy
-from dedup_lib.settings.config import (
-    EntityConfigError,
-    EntitySettings,
-    entity_policies,
-    load_entity_policies,
-    load_entity_settings,
-)
+from dedup_lib.settings.load import load_entity_policies, load_entity_settings
+from dedup_lib.settings.model import EntityConfigError, EntitySettings, entity_policies
 from dedup_lib.telemetry.samples import sample_path
 
 NS = "Microsoft.ServiceBus/namespaces"

@@ -46,6 +46,7 @@ _TOKEN = re.compile(
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
+    """(kind, text) tokens: ``str``, ``num``, ``ident`` or ``punct``."""
     out, pos = [], 0
     while pos < len(text):
         found = _TOKEN.match(text, pos)
