@@ -4,6 +4,7 @@ folder, and run from there on the samples it ships (no path into this source tre
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -12,6 +13,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+#: What the wheel is built from: the package, the files it links to, the metadata.
+SOURCES = ("pyproject.toml", "README.md", "src", "data/samples", "notebooks")
+JUNK = shutil.ignore_patterns("*.egg-info", "__pycache__", ".ipynb_checkpoints")
 pytestmark = pytest.mark.slow
 
 
@@ -28,7 +32,17 @@ def run(*argv: str | Path, cwd: Path, timeout: int = 900) -> subprocess.Complete
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv outside the checkout with the wheel and its report extra installed."""
     where = tmp_path_factory.mktemp("wheel")
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", where / "dist", ROOT,
+    # From a copy of what the wheel is made of: setuptools reuses a build/ folder, so a stale
+    # one in the checkout could put deleted modules into the wheel.
+    source = where / "source"
+    for part in SOURCES:
+        target = source / part
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (ROOT / part).is_dir():
+            shutil.copytree(ROOT / part, target, symlinks=True, ignore=JUNK)
+        else:
+            shutil.copy2(ROOT / part, target)
+    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", where / "dist", source,
         cwd=where)  # fmt: skip
     (wheel,) = (where / "dist").glob("dedup_lib-*.whl")
     run(sys.executable, "-m", "venv", where / "venv", cwd=where)

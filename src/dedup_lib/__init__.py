@@ -31,7 +31,8 @@ from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.replay.kernels.jvm import JvmKernelUnavailable
 from dedup_lib.rules.durations import format_duration, format_window, parse_window
 from dedup_lib.rules.policy import DedupPolicy
-from dedup_lib.settings.config import EntityConfigError, load_entity_policies
+from dedup_lib.settings.load import load_entity_policies
+from dedup_lib.settings.model import EntityConfigError
 from dedup_lib.spark import JavaNotFoundError, get_spark
 from dedup_lib.sweep.grid import smallest_window, window_grid
 from dedup_lib.sweep.views import ReplayCache

@@ -20,7 +20,7 @@ from dedup_lib.cli.common import CommandError, Progress, column_mapping, session
 from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.rules.durations import format_duration
 from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy, Policies
-from dedup_lib.settings.config import load_entity_policies
+from dedup_lib.settings.load import load_entity_policies
 from dedup_lib.telemetry.read import load_telemetry
 
 if TYPE_CHECKING:

@@ -1,8 +1,9 @@
 """Durations as people and Azure write them, read and written in one place.
 
 Read: a ``timedelta``, seconds, ISO 8601 (``PT10M``), shorthand (``10m``, ``1h30m``) or a .NET
-TimeSpan (``0:10:00``, ``7.00:00:00``). Written: the shortest readable form (``10m``,
-``1d2h``, ``1.5s``, ``250ms``).
+TimeSpan (``0:10:00``, ``7.00:00:00``); from Azure's files, only the forms Azure writes
+(:func:`parse_azure_window`). Written: the shortest readable form (``10m``, ``1d2h``, ``1.5s``,
+``250ms``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import math
 import re
 from datetime import timedelta
 from typing import Literal
+
+from dedup_lib.errors import InputError, InputTypeError
 
 _ISO_DURATION = re.compile(
     r"^P(?:(?P<w>\d+(?:\.\d+)?)W)?(?:(?P<d>\d+(?:\.\d+)?)D)?"
@@ -30,6 +33,8 @@ _SHORTHAND_UNITS = {
     "w": 604800,
 }
 _TIMESPAN = re.compile(r"^(?:(?P<d>\d+)[.:])?(?P<h>\d{1,2}):(?P<m>\d{2}):(?P<s>\d{2}(?:\.\d+)?)$")
+#: ``str(timedelta)``, as older ``az`` versions print windows of a day or more.
+_PY_TIMEDELTA = re.compile(r"^(\d+) days?, (\d{1,2}:\d{2}:\d{2}(?:\.\d+)?)$")
 
 
 def parse_window(value: timedelta | int | float | str) -> timedelta:
@@ -38,12 +43,45 @@ def parse_window(value: timedelta | int | float | str) -> timedelta:
     if isinstance(value, timedelta):
         return value
     if isinstance(value, bool):
-        raise TypeError(f"window: expected a duration, got the boolean {value!r}")
+        raise InputTypeError(f"window: expected a duration, got the boolean {value!r}")
     if isinstance(value, int | float):
         return timedelta(seconds=value)
     if not isinstance(value, str):
-        raise TypeError(f"window: expected a timedelta, seconds or a string, got {value!r}")
+        raise InputTypeError(f"window: expected a timedelta, seconds or a string, got {value!r}")
     text = value.strip()
+    found = _iso_or_timespan(text)
+    if found is not None:
+        return found
+    pieces = _SHORTHAND.findall(text)
+    if pieces and _SHORTHAND.sub("", text).strip() == "":
+        return timedelta(seconds=sum(float(n) * _SHORTHAND_UNITS[u.lower()] for n, u in pieces))
+    try:
+        return timedelta(seconds=float(text))
+    except ValueError:
+        raise InputError(
+            f"window: cannot read {value!r}; expected an ISO 8601 duration (PT10M, P7D), "
+            "shorthand (90s, 10m, 2h, 7d), a TimeSpan (0:10:00) or seconds"
+        ) from None
+
+
+def parse_azure_window(text: str) -> timedelta:
+    """Read a window in a form Azure writes it: ISO 8601 (``PT10M``, ``P7D``), a .NET TimeSpan
+    (``0:10:00``, ``7.00:00:00``) or Python's ``str(timedelta)`` (``1 day, 0:10:00``) as older
+    ``az`` versions print. Unlike :func:`parse_window`, no shorthand or bare seconds: in a
+    configuration file those are a mistake, not a window."""
+    text = text.strip()
+    days = _PY_TIMEDELTA.match(text)
+    found = _iso_or_timespan(f"{days[1]}.{days[2]}" if days else text)
+    if found is None:
+        raise InputError(
+            f"window: cannot read {text!r}; expected an ISO 8601 duration (PT10M, P7D), "
+            "a TimeSpan (0:10:00, 7.00:00:00) or '1 day, 0:10:00'"
+        )
+    return found
+
+
+def _iso_or_timespan(text: str) -> timedelta | None:
+    """An ISO 8601 duration or a .NET TimeSpan; ``None`` for any other text."""
     iso = _ISO_DURATION.match(text)
     if iso and text.upper() not in ("P", "PT") and not text.upper().endswith("T"):
         parts = {k: float(v) for k, v in iso.groupdict().items() if v is not None}
@@ -62,16 +100,7 @@ def parse_window(value: timedelta | int | float | str) -> timedelta:
             minutes=int(span["m"]),
             seconds=float(span["s"]),
         )
-    pieces = _SHORTHAND.findall(text)
-    if pieces and _SHORTHAND.sub("", text).strip() == "":
-        return timedelta(seconds=sum(float(n) * _SHORTHAND_UNITS[u.lower()] for n, u in pieces))
-    try:
-        return timedelta(seconds=float(text))
-    except ValueError:
-        raise ValueError(
-            f"window: cannot read {value!r}; expected an ISO 8601 duration (PT10M, P7D), "
-            "shorthand (90s, 10m, 2h, 7d), a TimeSpan (0:10:00) or seconds"
-        ) from None
+    return None
 
 
 def format_window(window: timedelta) -> str:
