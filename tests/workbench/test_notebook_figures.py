@@ -27,12 +27,12 @@ from dedup_lib import (
     ReplayCache,
     WindowExplorer,
     by_content,
-    charts,
     collision_groups,
     collisions,
     compare_keys,
     count_sweep,
     detect_duplicates,
+    format_duration,
     id_quality,
     load_entity_policies,
     load_telemetry,
@@ -274,7 +274,7 @@ def test_03_smallest_window_reaching_99_percent(day_caches, mode):
     best = smallest_window(day_caches[mode].sweep(), 0.99)
     assert best is not None
     assert round(best["window_s"], 6) == 48_342.204025
-    assert charts.duration_label(best["window_s"]) == "13h25m42s"
+    assert format_duration(best["window_s"]) == "13h25m42s"
     assert round(best["share_catchable_caught"], 3) == 1.0
     assert int(best["catchable_resends"]) == 4_068
     assert round(best["share_resends_caught"], 3) == 0.661
