@@ -38,7 +38,6 @@ WINDOW_BOUNDS: dict[str, tuple[timedelta, timedelta, str]] = {
 ACCEPTED = "accepted"
 DUPLICATE = "duplicate"
 REJECTED = "rejected"
-VERDICTS = (ACCEPTED, DUPLICATE, REJECTED)
 
 REASON_MISSING_TIME = "missing send_time: the send has no place on the time line"
 REASON_KEY_MISMATCH = "PartitionKey and SessionId differ: the SDK refuses to build the message"
