@@ -80,13 +80,18 @@ class Prepared:
         ]
 
 
+def with_position(df: DataFrame) -> DataFrame:
+    """``df`` with each row's position in the input (:data:`POS`), and an ``event_id`` that is
+    that position where the input has none: the last tie-break of the replay order."""
+    has_id = "event_id" in df.columns
+    df = df.withColumn(POS, F.monotonically_increasing_id())
+    return df if has_id else df.withColumn("event_id", F.col(POS))
+
+
 def prepare(df: DataFrame, policy: Policies) -> Prepared:
     validate(df)
-    columns = list(df.columns)
-    df = df.withColumn(POS, F.monotonically_increasing_id())
-    if "event_id" not in columns:
-        df = df.withColumn("event_id", F.col(POS))
-        columns.append("event_id")
+    df = with_position(df)
+    columns = [c for c in df.columns if c != POS]
     # A wall clock without zone (timestamp_ntz) is read as UTC, whatever the session time zone,
     # in a twin column: the input column is returned as it came.
     ntz = isinstance(df.schema["send_time"].dataType, T.TimestampNTZType)

@@ -23,6 +23,7 @@ from pyspark.sql import types as T
 from dedup_lib.analysis.tables import NO_ENTITY
 from dedup_lib.columns import utc_wall_clock
 from dedup_lib.errors import InputError
+from dedup_lib.replay.passes import POS, with_position
 from dedup_lib.replay.sql_rules import sql_rules, validate
 from dedup_lib.rules.policy import REJECTED, DedupPolicy
 from dedup_lib.sweep.grid import to_micros
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-_POS = "__dedup_pos"
 _RANK = "__dedup_rank"
 _NEXT = "__dedup_next"
 
@@ -70,9 +70,7 @@ def collect(
             f"ReplayCache.build: carry names column(s) {', '.join(missing)}, which the "
             f"input does not have; it has {', '.join(columns)}"
         )
-    df = df.withColumn(_POS, F.monotonically_increasing_id())
-    if "event_id" not in columns:
-        df = df.withColumn("event_id", F.col(_POS))
+    df = with_position(df)
     time = _time_us(df)
     rules = sql_rules(df, DedupPolicy(partitioning=partitioning))
     truth = all(c in columns for c in ("logical_id", "attempt"))
@@ -117,7 +115,7 @@ def _repeated_sends(
             key.alias("key"),
             time.alias("time_us"),
             F.col("event_id"),
-            F.col(_POS).alias("pos"),
+            F.col(POS).alias("pos"),
             *truth_columns,
             *(F.col(c) for c in carry if c not in ("logical_id", "attempt", "event_id")),
         )

@@ -1,6 +1,6 @@
 """Headless postmortem: run the postmortem notebook (``notebooks/04_incident_postmortem.ipynb``,
-shipped in the package) with papermill and
-write it as one self-contained HTML file (charts inlined, readable offline)."""
+shipped in the package) with papermill, and write it as one self-contained HTML file (charts
+inlined, readable offline)."""
 
 from __future__ import annotations
 
