@@ -7,6 +7,8 @@ a bug shows as one, with its traceback, instead of passing for bad input.
 
 from __future__ import annotations
 
+import re
+
 
 class DedupLibError(Exception):
     """Base of the library's own errors: the message says what was wrong and what to do."""
@@ -30,3 +32,28 @@ class ExistingFileError(DedupLibError, FileExistsError):
 
 class ToolMissingError(DedupLibError, RuntimeError):
     """Something outside Python the library needs (a Java runtime, a JDK) is missing or too old."""
+
+
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control, format and bidirectional characters escaped (``\\x1b``,
+    ``\\u202e``): data printed to a terminal or quoted in an error can then neither move the
+    cursor, retitle or clear the terminal, nor reorder what is shown."""
+    return _UNSAFE.sub(
+        lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text
+    )
+
+
+def excerpt(value: object, limit: int = 60) -> str:
+    """A value as an error message quotes it: quoted, escaped by :func:`printable`, and cut
+    to about ``limit`` characters with how much was left out, so a bad value of megabytes
+    (or of binary) gives a readable one-line message."""
+    if isinstance(value, bytes):
+        text = value.decode("utf-8", "backslashreplace")
+    else:
+        text = value if isinstance(value, str) else repr(value)
+    if len(text) > limit:
+        return f"'{printable(text[:limit])}'... ({len(text):,} characters)"
+    return f"'{printable(text)}'"
