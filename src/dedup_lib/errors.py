@@ -34,13 +34,16 @@ class ToolMissingError(DedupLibError, RuntimeError):
     """Something outside Python the library needs (a Java runtime, a JDK) is missing or too old."""
 
 
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+_UNSAFE = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff\ud800-\udfff]"
+)
 
 
 def printable(text: str) -> str:
-    """``text`` with control, format and bidirectional characters escaped (``\\x1b``,
-    ``\\u202e``): data printed to a terminal or quoted in an error can then neither move the
-    cursor, retitle or clear the terminal, nor reorder what is shown."""
+    """``text`` with control, format, bidirectional and lone surrogate characters escaped
+    (``\\x1b``, ``\\u202e``): data printed to a terminal or quoted in an error can then
+    neither move the cursor, retitle or clear the terminal, nor reorder what is shown, nor
+    fail to encode."""
     return _UNSAFE.sub(
         lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text
     )
@@ -51,9 +54,16 @@ def excerpt(value: object, limit: int = 60) -> str:
     to about ``limit`` characters with how much was left out, so a bad value of megabytes
     (or of binary) gives a readable one-line message."""
     if isinstance(value, bytes):
-        text = value.decode("utf-8", "backslashreplace")
+        text = value[: limit * 4].decode("utf-8", "backslashreplace")
+        size = len(value)
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**limit:
+        # str() of an int over 4,300 digits raises ValueError.
+        digits = f"{len(str(abs(value))):,}" if abs(value) < 10**4000 else "over 4,000"
+        return f"an integer of {digits} digits"
     else:
         text = value if isinstance(value, str) else repr(value)
-    if len(text) > limit:
-        return f"'{printable(text[:limit])}'... ({len(text):,} characters)"
-    return f"'{printable(text)}'"
+        size = len(text)
+    shown = printable(text[:limit])[:limit]
+    if size > limit or len(shown) < len(printable(text)):
+        return f"'{shown}'... ({size:,} characters)"
+    return f"'{shown}'"

@@ -8,179 +8,53 @@ quarantined is always the number of rows read. DataFrame API only: runs on Spark
 
 from __future__ import annotations
 
-import re
+import functools
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import TYPE_CHECKING
-from urllib.parse import unquote
 
-from pyspark.errors import PySparkException
+import pandas as pd
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dedup_lib.columns import column, utc_wall_clock
-from dedup_lib.errors import InputError, MissingFileError
-from dedup_lib.telemetry.schema import (
-    BUILTIN_ALIASES,
-    CANONICAL_COLUMNS,
-    FORMAT_NAMES,
-    FORMATS,
-    REQUIRED_COLUMNS,
-    SUPPORTED_FORMATS,
+from dedup_lib.columns import column
+from dedup_lib.errors import DedupLibError, InputError, excerpt, printable
+from dedup_lib.telemetry.files import InputFiles, list_input, local_path
+from dedup_lib.telemetry.schema import BUILTIN_ALIASES, CANONICAL_COLUMNS, REQUIRED_COLUMNS
+from dedup_lib.telemetry.sources import (
+    CORRUPT,
+    Source,
+    read_failure,
+    read_sources,
+    resolve_format,
+    spark_errors,
 )
+from dedup_lib.telemetry.times import never, parse_time
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    import pandas as pd
     from pyspark.sql import Column, DataFrame, SparkSession
 
-_TEXT_EXTENSIONS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
-_EXPECTED = {
-    "parquet": "a Parquet file",
-    "csv": "a CSV file with a header row",
-    "json": "JSON Lines (one JSON object per line)",
-}
 _MALFORMED = {"csv": "malformed CSV line", "json": "malformed JSON line"}
+_CALLER = "load_telemetry"
 
 REASON = "reason"
 SOURCE_FILE = "source_file"
-_CORRUPT = "__dedup_corrupt_record"
 _PARSED = "__dedup_parsed_"
+_NEVER = "__dedup_never_"
+_EXCERPT = 60
 
 _TEXT_COLUMNS = ("message_id", "entity", "partition_key", "session_id")
 _TIME_COLUMNS = ("send_time", "scheduled_enqueue_time")
-_NUMBER = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
-_ISO_DATE = r"^\s*(?!0000)\d{4}-\d{2}-\d{2}([T ]|\s*$)"
-_HAS_ZONE = r"\d:\d{2}(:\d{2}(\.\d*)?)?\s*[^\d\s.:]"
-_MIN_MICROS = -62_135_596_800_000_000
-_MAX_MICROS = 253_402_300_799_999_999
-
-
-def _spark_errors() -> tuple[type[Exception], ...]:
-    """Errors Spark raises while resolving a read: classic leaves some as Py4JJavaError."""
-    try:
-        from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
-    except ImportError:
-        return (PySparkException,)
-    return (PySparkException, Py4JJavaError)
-
-
-def _spark_message(exc: Exception) -> str:
-    """The first meaningful line of a Spark error, without the Py4J and Java class prefixes."""
-    for line in str(exc).splitlines():
-        line = line.strip().removeprefix(": ")
-        if line and not line.startswith("An error occurred while calling"):
-            return re.sub(r"^[\w.$]+(Exception|Error): ", "", line)
-    return type(exc).__name__
 
 
 def _norm(name: str) -> str:
     return name.strip().lstrip("\ufeff").replace("_", "").lower()
 
 
-def _format_of(name: str) -> str | None:
-    lower = name.lower()
-    if lower.endswith(".parquet"):
-        return "parquet"
-    lower = lower.removesuffix(".gz")
-    return next((fmt for ext, fmt in _TEXT_EXTENSIONS.items() if lower.endswith(ext)), None)
-
-
-def _list_files(spark: SparkSession, path: str) -> list[str]:
-    """Names of the data files under ``path`` as Spark lists them (folders and partitions
-    included), without hidden names such as ``_SUCCESS``. No Spark job: only the file index."""
-    try:
-        files = spark.read.format("text").load(path).inputFiles()
-    except _spark_errors() as exc:
-        if "PATH_NOT_FOUND" in str(exc):
-            raise MissingFileError(f"load_telemetry: {path} does not exist") from exc
-        raise InputError(f"load_telemetry: cannot list {path}: {_spark_message(exc)}") from exc
-    names = [unquote(uri.rstrip("/").rsplit("/", 1)[-1]) for uri in files]
-    named = path.rstrip("/").rsplit("/", 1)[-1]
-    return sorted(n for n in names if n == named or not n.startswith(("_", ".")))
-
-
-def _resolve_format(path: str, files: list[str], format: str | None) -> str:
-    if format is not None:
-        fmt = FORMAT_NAMES.get(format.lower())
-        if fmt is None:
-            raise InputError(
-                f"load_telemetry: unknown format {format!r} for {path}; "
-                f"supported: {', '.join(FORMATS)} ({SUPPORTED_FORMATS})"
-            )
-        return fmt
-    if not files:
-        raise InputError(f"load_telemetry: no data files in {path}")
-    by_format: dict[str, list[str]] = {}
-    for name in files:
-        by_format.setdefault(_format_of(name) or "unknown", []).append(name)
-    unknown = by_format.pop("unknown", [])
-    if unknown:
-        raise InputError(
-            f"load_telemetry: cannot tell the format of {path} from the file name(s) "
-            f"{', '.join(unknown[:5])}; supported: {SUPPORTED_FORMATS}, "
-            "or pass format='parquet', 'csv' or 'json'"
-        )
-    if len(by_format) > 1:
-        found = "; ".join(f"{fmt}: {', '.join(names[:3])}" for fmt, names in by_format.items())
-        raise InputError(
-            f"load_telemetry: {path} mixes formats ({found}); put each format in its own "
-            "folder and load them separately"
-        )
-    return next(iter(by_format))
-
-
-def _renamed_by_spark(columns: list[str]) -> bool:
-    """Spark names empty header cells ``_c<i>`` and suffixes duplicates with their index."""
-    return any(name == f"_c{i}" or name.endswith(str(i)) for i, name in enumerate(columns))
-
-
-def _read(spark: SparkSession, path: str, fmt: str) -> tuple[DataFrame, T.StructType]:
-    """The files as Spark reads them; schema resolved here, so unreadable files fail here."""
-    try:
-        if fmt == "parquet":
-            # mergeSchema reads every footer: a corrupt file fails now, and no column that
-            # only some files have is lost.
-            df = spark.read.option("mergeSchema", "true").parquet(path)
-        elif fmt == "json":
-            df = spark.read.options(mode="PERMISSIVE", columnNameOfCorruptRecord=_CORRUPT).json(
-                path
-            )
-        else:
-            header = spark.read.options(header=True, inferSchema=False).csv(path).schema
-            # enforceSchema=False checks every file's header against the first one, so
-            # files with reordered columns fail loudly instead of being read misaligned.
-            df = (
-                spark.read.options(
-                    header=True,
-                    enforceSchema=_renamed_by_spark(header.names),
-                    mode="PERMISSIVE",
-                    columnNameOfCorruptRecord=_CORRUPT,
-                )
-                .schema(T.StructType([*header.fields, T.StructField(_CORRUPT, T.StringType())]))
-                .csv(path)
-            )
-        schema = df.schema
-    except _spark_errors() as exc:
-        message = _spark_message(exc)
-        hint = ""
-        if "TIMESTAMP(NANOS" in str(exc):
-            hint = (
-                " Spark cannot read nanosecond timestamps (the pandas default): write with "
-                "to_parquet(..., coerce_timestamps='us', allow_truncated_timestamps=True), or "
-                "set spark.sql.legacy.parquet.nanosAsLong=true to read them as epoch "
-                "nanoseconds, which load_telemetry parses."
-            )
-        raise InputError(
-            f"load_telemetry: cannot read {path} as {fmt}: expected {_EXPECTED[fmt]}. "
-            f"Spark says: {message}.{hint}"
-        ) from exc
-    if fmt == "json" and schema.names == [_CORRUPT]:
-        raise InputError(
-            f"load_telemetry: no line of {path} is a JSON object: expected {_EXPECTED[fmt]}"
-        )
-    return df, schema
+def _listed(columns: list[str], most: int = 20) -> str:
+    shown = ", ".join(printable(c[:_EXCERPT]) for c in columns[:most]) or "none"
+    return shown + (f" and {len(columns) - most} more" if len(columns) > most else "")
 
 
 def _aliases(canonical: str) -> set[str]:
@@ -194,12 +68,12 @@ def _accepted_names(canonical: str) -> str:
 def _resolve_mapping(columns: list[str], mapping: Mapping[str, str], path: str) -> dict[str, str]:
     """The output name of every source column, in file order: the user's mapping first, then
     for each canonical name the one column that matches it or one of its built-in aliases."""
-    found = ", ".join(columns) or "none"
+    found = _listed(columns)
     for source in mapping:
         if source not in columns:
             raise InputError(
-                f"load_telemetry: mapping names column {source!r}, which {path} does not "
-                f"have; columns found: {found}"
+                f"load_telemetry: mapping names column {excerpt(source)}, which {path} does "
+                f"not have; columns found: {found}"
             )
     by_target: dict[str, list[str]] = {}
     for source, target in mapping.items():
@@ -265,57 +139,16 @@ def _check_types(fields: dict[str, T.DataType], names: dict[str, str], path: str
             )
 
 
-def _from_epoch(value: Column) -> Column:
-    """Epoch seconds, milliseconds, microseconds or nanoseconds (a decimal), told apart by
-    magnitude; null outside the years 1 to 9999."""
-    size = F.abs(value)
-    scale = (
-        F.when(size < 10**11, F.lit(Decimal(10**6)))
-        .when(size < 10**14, F.lit(Decimal(1000)))
-        .when(size < 10**17, F.lit(Decimal(1)))
-        .otherwise(F.lit(Decimal("0.001")))
-    )
-    micros = F.round(value * scale)
-    return F.when(
-        micros.between(_MIN_MICROS, _MAX_MICROS), F.timestamp_micros(micros.try_cast("long"))
-    )
-
-
 def _is_missing(value: Column, dtype: T.DataType) -> Column:
     if isinstance(dtype, T.StringType):
         return value.isNull() | value.rlike(r"^\s*$")
     return value.isNull()
 
 
-def _parse_time(value: Column, dtype: T.DataType) -> Column:
-    """A UTC timestamp from a timestamp, an epoch number, or text: a number (epoch) or ISO 8601
-    with a 4-digit year (no offset = UTC). Null when the value does not parse; never throws
-    under ANSI mode.
-
-    Each input is referenced only a few times: Spark inlines these expressions into one tree
-    (and into the quarantine filter), so repeated references would multiply its size."""
-    if isinstance(dtype, T.TimestampType):
-        return value
-    if isinstance(dtype, T.TimestampNTZType):
-        return utc_wall_clock(value)
-    if isinstance(dtype, T.NumericType):
-        return _from_epoch(value.try_cast("decimal(38,9)"))
-    if isinstance(dtype, T.NullType):
-        return F.lit(None).cast("timestamp")
-    iso = F.upper(value)
-    return F.coalesce(
-        F.when(value.rlike(_NUMBER), _from_epoch(value.try_cast("decimal(38,9)"))),
-        F.when(
-            iso.rlike(_ISO_DATE),
-            F.when(iso.rlike(_HAS_ZONE), iso.try_cast("timestamp")).otherwise(
-                utc_wall_clock(iso.try_cast("timestamp_ntz"))
-            ),
-        ),
-    )
-
-
 def _unparseable(name: str, value: Column) -> Column:
-    return F.concat(F.lit(f"unparseable {name}: '"), value.cast("string"), F.lit("'"))
+    text = value.cast("string")
+    cut = F.when(F.length(text) > _EXCERPT, F.concat(F.substring(text, 1, _EXCERPT), F.lit("...")))
+    return F.concat(F.lit(f"unparseable {name}: '"), F.coalesce(cut, text), F.lit("'"))
 
 
 def _reason(
@@ -325,19 +158,32 @@ def _reason(
     send = column("send_time")
     rules: list[tuple[Column, Column]] = []
     if has_corrupt:
-        rules.append((column(_CORRUPT).isNotNull(), F.lit(_MALFORMED[fmt])))
+        rules.append((column(CORRUPT).isNotNull(), F.lit(_MALFORMED[fmt])))
     if fmt == "csv":
         # With column pruning, Spark flags a CSV line as malformed only when the query reads
         # every column; so the reason reads them all (a row of empty cells has no send_time).
         everything = F.coalesce(*(column(c).cast("string") for c in data_columns))
         rules.append((everything.isNull(), F.lit("missing send_time")))
     rules.append((_is_missing(send, fields["send_time"]), F.lit("missing send_time")))
+    rules.append(
+        (
+            column(_NEVER + "send_time").isNotNull(),
+            F.concat(
+                F.lit("send_time is a 'never' sentinel: "),
+                column(_NEVER + "send_time"),
+                F.lit(" ('"),
+                F.substring(send.cast("string"), 1, _EXCERPT),
+                F.lit("')"),
+            ),
+        )
+    )
     rules.append((column(_PARSED + "send_time").isNull(), _unparseable("send_time", send)))
     if "scheduled_enqueue_time" in fields:
         scheduled = column("scheduled_enqueue_time")
         rules.append(
             (
                 ~_is_missing(scheduled, fields["scheduled_enqueue_time"])
+                & column(_NEVER + "scheduled_enqueue_time").isNull()
                 & column(_PARSED + "scheduled_enqueue_time").isNull(),
                 _unparseable("scheduled_enqueue_time", scheduled),
             )
@@ -350,11 +196,13 @@ def _reason(
 
 @dataclass(frozen=True)
 class LoadedTelemetry:
-    """Telemetry read by :func:`load_telemetry`.
+    """Telemetry read by :func:`load_telemetry`, with every row accounted for.
 
     ``valid`` has the canonical columns (typed) and the other columns as read; ``quarantine``
     has every column as read plus ``reason`` and ``source_file``. ``mapping`` is the renames
-    applied, source name to new name.
+    applied, source name to new name. ``files`` has, per data file, the rows Spark read and
+    how many of them are valid and quarantined (counted apart, and checked to add up when
+    loading); ``skipped`` the hidden and bookkeeping entries not read, with why.
     """
 
     valid: DataFrame
@@ -362,15 +210,12 @@ class LoadedTelemetry:
     path: str
     format: str
     mapping: dict[str, str]
-    _frame: DataFrame = field(repr=False, compare=False)
+    files: pd.DataFrame = field(repr=False, compare=False)
+    skipped: dict[str, str] = field(default_factory=dict, compare=False)
 
     def counts(self) -> dict[str, int]:
-        """Rows read, valid and quarantined, in one Spark job."""
-        row = self._frame.agg(
-            F.count(F.lit(1)).alias("read"), F.count(REASON).alias("quarantined")
-        ).first()
-        read, quarantined = (0, 0) if row is None else (int(row[0]), int(row[1]))
-        return {"read": read, "valid": read - quarantined, "quarantined": quarantined}
+        """Rows read, valid and quarantined, as counted when loading."""
+        return {name: int(self.files[name].sum()) for name in ("read", "valid", "quarantined")}
 
     def quarantine_reasons(self) -> pd.DataFrame:
         """Quarantined rows per reason category (the reason up to its first ':'), most first."""
@@ -383,6 +228,96 @@ class LoadedTelemetry:
         return ordered.reset_index(drop=True)
 
 
+@dataclass(frozen=True)
+class _Renamed:
+    """One source with its columns renamed: canonical names, ``CORRUPT``, ``SOURCE_FILE``."""
+
+    frame: DataFrame
+    read: DataFrame
+    fields: dict[str, T.DataType]
+    names: dict[str, str]
+
+
+def _renamed(source: Source, mapping: Mapping[str, str], where: str) -> _Renamed:
+    schema = source.schema
+    columns = [c for c in schema.names if c != CORRUPT]
+    names = _resolve_mapping(columns, {s: t for s, t in mapping.items() if s in columns}, where)
+    source_fields = {f.name: f.dataType for f in schema.fields}
+    _check_types(source_fields, names, where)
+    file_path = source.frame.metadataColumn("_metadata").getField("file_path").alias(SOURCE_FILE)
+    frame = source.frame.select(
+        *(column(s).alias(t) for s, t in names.items()),
+        *([column(CORRUPT)] if CORRUPT in schema.names else []),
+        file_path,
+    )
+    return _Renamed(
+        frame=frame,
+        read=source.frame.select(file_path),
+        fields={t: source_fields[s] for s, t in names.items()},
+        names=names,
+    )
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+
+
+def _file_key(uri: str) -> str:
+    return local_path(uri) or uri
+
+
+def _every_value(frame: DataFrame) -> Column:
+    """A hash of every column of a row: so the tally decodes every value, and a file whose
+    data pages are damaged fails while loading, not in the middle of an analysis."""
+    values = [
+        F.to_json(column(f.name)) if "map<" in f.dataType.simpleString() else column(f.name)
+        for f in frame.schema.fields
+        if f.name != SOURCE_FILE
+    ]
+    return F.xxhash64(*values) if values else F.lit(0)
+
+
+def _tally(
+    files: InputFiles, read: DataFrame, valid: DataFrame, quarantine: DataFrame, fmt: str
+) -> pd.DataFrame:
+    """Rows per file, read and judged, each counted by its own query in one Spark job; an
+    error when a file's valid and quarantined rows do not add up to its rows read."""
+    kinds = ("read", "valid", "quarantined")
+    parts = [
+        frame.select(
+            column(SOURCE_FILE), F.lit(kind).alias("kind"), _every_value(frame).alias("seen")
+        )
+        for frame, kind in zip((read, valid, quarantine), kinds, strict=True)
+    ]
+    try:
+        rows = (
+            _union(parts)
+            .groupBy(SOURCE_FILE, "kind")
+            .agg(F.count(F.lit(1)), F.max("seen"))
+            .collect()
+        )
+    except spark_errors() as exc:
+        raise read_failure(exc, files, fmt, _CALLER) from exc
+    counted: dict[str, dict[str, int]] = {
+        _file_key(f): dict.fromkeys(kinds, 0) for f in files.files
+    }
+    for row in rows:
+        counted.setdefault(_file_key(row[0]), dict.fromkeys(kinds, 0))[row[1]] = int(row[2])
+    table = pd.DataFrame(
+        [{"file": files.name(f), **c} for f, c in counted.items()],
+        columns=["file", *kinds],
+    )
+    lost = table[table["read"] != table["valid"] + table["quarantined"]]
+    if len(lost):
+        first = lost.iloc[0]
+        raise DedupLibError(
+            f"{_CALLER}: rows would be lost in {first.file}: {first.read} read, but "
+            f"{first.valid} valid and {first.quarantined} quarantined. This is a bug in "
+            "dedup_lib; please report it with the file."
+        )
+    return table
+
+
 def load_telemetry(
     spark: SparkSession,
     path: str,
@@ -393,39 +328,45 @@ def load_telemetry(
 ) -> LoadedTelemetry:
     """Read message telemetry (one row per send) from a file or a folder of files.
 
-    ``format`` is ``"parquet"``, ``"csv"`` or ``"json"`` (JSON Lines), guessed from the file
-    names when omitted. ``mapping`` renames source columns, ``{"Id": "message_id"}``; columns
-    it leaves out are matched to :data:`CANONICAL_COLUMNS` by name or by
-    :data:`BUILTIN_ALIASES`. ``send_time`` and ``scheduled_enqueue_time`` accept timestamps,
-    epoch numbers (s, ms, us or ns, by magnitude; also as text) and ISO 8601 text, without an
-    offset meaning UTC. Rows with a missing or unparseable time, or a malformed line, go to
-    the quarantine. ``keep_source_file`` adds the ``source_file`` column to the valid rows.
+    ``path`` is literal (``day[1].csv`` is that file, not a pattern); a folder is read with
+    its subfolders, skipping hidden and bookkeeping entries (``_SUCCESS``, ``.crc``), and
+    ``key=value`` folders become columns when every file sits in them. ``format`` is
+    ``"parquet"``, ``"csv"`` or ``"json"`` (JSON Lines), guessed from the file names when
+    omitted. ``mapping`` renames source columns, ``{"Id": "message_id"}``; columns it leaves
+    out are matched to :data:`CANONICAL_COLUMNS` by name or by :data:`BUILTIN_ALIASES`.
+    ``send_time`` and ``scheduled_enqueue_time`` accept timestamps, epoch numbers (s, ms, us
+    or ns, by magnitude; also as text) and ISO 8601 text, without an offset meaning UTC.
+    Rows with a missing, unparseable or "never" send time, or a malformed line, go to the
+    quarantine. Every file is read once here, so a damaged one fails now, naming it.
+    ``keep_source_file`` adds the ``source_file`` column to the valid rows.
     """
-    files = _list_files(spark, path)
-    fmt = _resolve_format(path, files, format)
-    df, schema = _read(spark, path, fmt)
-    has_corrupt = _CORRUPT in schema.names
-    columns = [c for c in schema.names if c != _CORRUPT]
-    names = _resolve_mapping(columns, mapping or {}, path)
-    source_fields = {f.name: f.dataType for f in schema.fields}
-    _check_types(source_fields, names, path)
-
-    raw = df.select(
-        *(column(source).alias(target) for source, target in names.items()),
-        *([column(_CORRUPT)] if has_corrupt else []),
-        F.col("_metadata.file_path").alias(SOURCE_FILE),
-    )
-    fields = {target: source_fields[source] for source, target in names.items()}
-    times = [c for c in _TIME_COLUMNS if c in fields]
-    parsed = raw.select("*", *(_parse_time(column(c), fields[c]).alias(_PARSED + c) for c in times))
-    frame = parsed.select(
-        *(column(c) for c in raw.columns),
-        *(column(_PARSED + c) for c in times),
-        _reason(fields, fmt, list(names.values()), has_corrupt).alias(REASON),
-    )
+    files = list_input(spark, path, _CALLER)
+    fmt = resolve_format(files, format, _CALLER)
+    mapping = dict(mapping or {})
+    read = read_sources(spark, files, fmt, _CALLER)
+    every = list(dict.fromkeys(c for s in read for c in s.schema.names if c != CORRUPT))
+    for source_name in mapping:
+        if source_name not in every:
+            raise InputError(
+                f"{_CALLER}: mapping names column {excerpt(source_name)}, which "
+                f"{printable(path)} does not have; columns found: {_listed(every)}"
+            )
+    sources = [
+        _renamed(s, mapping, files.name(s.files[0]) if len(s.files) == 1 else printable(path))
+        for s in read
+    ]
+    raw = _union([s.frame for s in sources])
+    fields: dict[str, T.DataType] = {}
+    for source in sources:
+        for name, dtype in source.fields.items():
+            fields.setdefault(name, dtype)
+    has_corrupt = CORRUPT in raw.columns
+    data_columns = [c for c in raw.columns if c not in (CORRUPT, SOURCE_FILE)]
+    frame = _judged(raw, fields, fmt, data_columns, has_corrupt)
 
     present = [c for c in CANONICAL_COLUMNS if c in fields]
-    order = present + [c for c in names.values() if c not in present]
+    order = present + [c for c in data_columns if c not in present]
+    times = [c for c in _TIME_COLUMNS if c in fields]
 
     def typed(name: str) -> Column:
         if name in times:
@@ -434,17 +375,50 @@ def load_telemetry(
             return column(name).cast("string").alias(name)
         return column(name)
 
-    valid = frame.where(column(REASON).isNull()).select(
+    judged = frame.where(column(REASON).isNull())
+    valid = judged.select(
         *(typed(c) for c in order), *([column(SOURCE_FILE)] if keep_source_file else [])
     )
     quarantine = frame.where(column(REASON).isNotNull()).select(
         *(column(c) for c in order), column(REASON), column(SOURCE_FILE)
     )
+    table = _tally(files, _union([s.read for s in sources]), judged, quarantine, fmt)
+    renames = {s: t for source in sources for s, t in source.names.items() if s != t}
     return LoadedTelemetry(
         valid=valid,
         quarantine=quarantine,
         path=path,
         format=fmt,
-        mapping={s: t for s, t in names.items() if s != t},
-        _frame=frame,
+        mapping=renames,
+        files=table,
+        skipped=dict(files.skipped),
+    )
+
+
+def _judged(
+    raw: DataFrame,
+    fields: dict[str, T.DataType],
+    fmt: str,
+    data_columns: list[str],
+    has_corrupt: bool,
+) -> DataFrame:
+    """``raw`` with its times parsed, "never" sentinels named, and each row's ``reason``
+    (null when valid). A "never" scheduled time means not scheduled: it becomes null."""
+    times = [c for c in _TIME_COLUMNS if c in fields]
+    parsed = raw.select("*", *(parse_time(column(c), fields[c]).alias(_PARSED + c) for c in times))
+    sentinels = parsed.select(
+        "*",
+        *(never(column(c), fields[c], column(_PARSED + c)).alias(_NEVER + c) for c in times),
+    )
+
+    def cleared(name: str) -> Column:
+        parsed_time = column(_PARSED + name)
+        if name == "scheduled_enqueue_time":
+            parsed_time = F.when(column(_NEVER + name).isNull(), parsed_time)
+        return parsed_time.alias(_PARSED + name)
+
+    return sentinels.select(
+        *(column(c) for c in raw.columns),
+        *(cleared(c) for c in times),
+        _reason(fields, fmt, data_columns, has_corrupt).alias(REASON),
     )

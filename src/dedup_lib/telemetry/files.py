@@ -1,0 +1,142 @@
+"""Which files a telemetry path means: exactly the ones the user named, nothing else.
+
+Spark reads a path as a glob (``day[1].csv`` is a pattern that matches ``day1.csv``) and a
+folder without recursion into folders that are not ``key=value`` partitions, silently. Here a
+path is literal, a folder is read recursively, and hidden or bookkeeping entries (``_SUCCESS``,
+``.crc`` checksums, ``_temporary``) are skipped and counted. Local paths are listed with the
+standard library; other file systems (``abfss://``, ``hdfs://``, a remote Spark Connect
+server's disk) through Spark, which skips hidden names itself, without telling which.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit
+
+from pyspark.errors import PySparkException
+
+from dedup_lib.errors import InputError, MissingFileError, printable
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+_GLOB = re.compile(r"([\\{}\[\]*?])")
+_PARTITION = re.compile(r"^[^=]+=.*$")
+_BOOKKEEPING = ("_SUCCESS", "_temporary", "_committed_", "_started_", "_metadata")
+
+
+@dataclass(frozen=True)
+class InputFiles:
+    """The data files under ``root``, and what was skipped with why.
+
+    ``files`` are literal paths (or URIs) in a stable order; ``skipped`` maps a skipped
+    entry's name, relative to ``root``, to the reason. ``partitioned`` is true when every file
+    sits in ``key=value`` folders with the same keys, so those become columns."""
+
+    root: str
+    files: list[str]
+    skipped: dict[str, str] = field(default_factory=dict)
+    partitioned: bool = False
+
+    def name(self, file: str) -> str:
+        """A file as the user knows it: its path relative to the folder they named."""
+        path = local_path(file) or unquote(file)
+        root = local_path(self.root) or self.root
+        if path == root or not path.startswith(root.rstrip("/") + "/"):
+            return printable(path)
+        return printable(path[len(root.rstrip("/")) + 1 :])
+
+
+def local_path(path: str) -> str | None:
+    """``path`` on this machine's disk (a plain path or a ``file:`` URI), else None."""
+    if path.startswith("file:"):
+        return os.path.normpath(unquote(urlsplit(path).path))
+    if re.match(r"^[A-Za-z][\w+.-]*://", path):
+        return None
+    return os.path.normpath(os.path.abspath(path))
+
+
+def spark_path(path: str) -> str:
+    """``path`` as Spark must be given it to read that one file: glob characters escaped."""
+    return _GLOB.sub(r"\\\1", path)
+
+
+def skip_reason(name: str) -> str | None:
+    """Why an entry in a folder is not telemetry (Spark and Hadoop skip the same names)."""
+    if name.endswith(".crc"):
+        return "checksum file"
+    if name.startswith(_BOOKKEEPING) or name.endswith("._COPYING_"):
+        return "Spark/Hadoop bookkeeping"
+    if name.startswith((".", "_")):
+        return "hidden"
+    return None
+
+
+def list_input(spark: SparkSession, path: str, caller: str = "load_telemetry") -> InputFiles:
+    """The files ``path`` names: itself if a file, else every data file below it."""
+    local = local_path(path)
+    if local is not None and os.path.exists(local):
+        return _list_local(path, local, caller)
+    if local is not None and not _is_remote_session(spark):
+        raise MissingFileError(f"{caller}: {printable(path)} does not exist")
+    return _list_with_spark(spark, path, caller)
+
+
+def _is_remote_session(spark: SparkSession) -> bool:
+    """A Spark Connect server elsewhere reads its own disk, not this machine's."""
+    return type(spark).__module__.startswith("pyspark.sql.connect") and not os.environ.get(
+        "SPARK_LOCAL_REMOTE"
+    )
+
+
+def _list_local(path: str, local: str, caller: str) -> InputFiles:
+    if not os.path.isdir(local):
+        if not os.access(local, os.R_OK):
+            raise InputError(f"{caller}: cannot read {printable(path)}: permission denied")
+        return InputFiles(root=local, files=[local])
+    files: list[str] = []
+    skipped: dict[str, str] = {}
+    partition_keys: set[tuple[str, ...]] = set()
+
+    def failed(error: OSError) -> None:
+        raise InputError(
+            f"{caller}: cannot list {printable(error.filename or path)}: {error.strerror}"
+        )
+
+    for folder, dirs, names in os.walk(local, onerror=failed, followlinks=True):
+        relative = os.path.relpath(folder, local)
+        for name in sorted(dirs):
+            reason = skip_reason(name)
+            if reason is not None:
+                skipped[os.path.normpath(os.path.join(relative, name)) + "/"] = reason
+        dirs[:] = sorted(d for d in dirs if skip_reason(d) is None)
+        levels = () if relative == "." else tuple(relative.split(os.sep))
+        for name in sorted(names):
+            reason = skip_reason(name)
+            if reason is not None:
+                skipped[os.path.normpath(os.path.join(relative, name))] = reason
+                continue
+            files.append(os.path.join(folder, name))
+            keys = tuple(p.split("=", 1)[0] for p in levels)
+            partition_keys.add(keys if all(_PARTITION.match(p) for p in levels) else ("/",))
+    partitioned = len(partition_keys) == 1 and next(iter(partition_keys)) not in ((), ("/",))
+    return InputFiles(root=local, files=files, skipped=skipped, partitioned=partitioned)
+
+
+def _list_with_spark(spark: SparkSession, path: str, caller: str) -> InputFiles:
+    try:
+        uris = (
+            spark.read.format("binaryFile")
+            .option("recursiveFileLookup", "true")
+            .load(spark_path(path))
+            .inputFiles()
+        )
+    except PySparkException as exc:
+        if "PATH_NOT_FOUND" in str(exc):
+            raise MissingFileError(f"{caller}: {printable(path)} does not exist") from exc
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{caller}: cannot list {printable(path)}: {printable(first)}") from exc
+    return InputFiles(root=path, files=sorted(unquote(uri) for uri in uris))

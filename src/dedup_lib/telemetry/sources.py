@@ -1,0 +1,229 @@
+"""Telemetry files as Spark reads them, and Spark's failures as errors that name the file.
+
+A format is read so that nothing is lost or misread without a word: Parquet footers are all
+read up front (a column only some files have is kept), CSV records may span lines (a quoted
+newline never cuts a field in two) and files whose header rows differ are read group by
+group and aligned by name; a line that does not parse is kept for the quarantine.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark.errors import PySparkException
+from pyspark.sql import types as T
+
+from dedup_lib.errors import InputError, excerpt, printable
+from dedup_lib.telemetry.files import InputFiles, local_path, spark_path
+from dedup_lib.telemetry.schema import FORMAT_NAMES, FORMATS, SUPPORTED_FORMATS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+CORRUPT = "__dedup_corrupt_record"
+_TEXT_EXTENSIONS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
+EXPECTED = {
+    "parquet": "a Parquet file",
+    "csv": "a CSV file with a header row",
+    "json": "JSON Lines (one JSON object per line)",
+}
+_FAILED_FILE = re.compile(r"(?:reading file|for file:?|path=)\s*([a-z][\w+.-]*:\S+?)[.,}]?(?:\s|$)")
+_CAUSES = (
+    ("not a gzip file", "it is named .gz but is not gzip-compressed"),
+    ("Not in GZIP format", "it is named .gz but is not gzip-compressed"),
+    ("Unexpected end of", "it is cut short (truncated)"),
+    ("Relative path in absolute URI", "Hadoop cannot read file names with ':'; rename the file"),
+    ("is not a Parquet file", "it is not a Parquet file"),
+    ("can not read class org.apache.parquet.format.PageHeader", "its data pages are damaged"),
+    ("FAILED_TO_UNCOMPRESS", "its data pages are damaged (they do not decompress)"),
+    ("ParquetDecodingException", "its data pages are damaged"),
+    ("CSV header does not conform", "its header row differs from the first file's"),
+    ("UNABLE_TO_INFER_SCHEMA", "Spark finds no schema in it (is it empty?)"),
+)
+
+
+def spark_errors() -> tuple[type[Exception], ...]:
+    """Errors Spark raises while reading: classic leaves some as Py4JJavaError."""
+    try:
+        from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
+    except ImportError:
+        return (PySparkException,)
+    return (PySparkException, Py4JJavaError)
+
+
+def spark_message(exc: BaseException) -> str:
+    """The first meaningful line of a Spark error, without the Py4J and Java class prefixes."""
+    for line in str(exc).splitlines():
+        line = line.strip().removeprefix(": ")
+        if line and not line.startswith("An error occurred while calling"):
+            line = re.sub(r"^[\w.$]+(Exception|Error): ", "", line)
+            line = re.sub(r"^\[[A-Z_.]+\]\s*|\s*SQLSTATE: \w+\.?$", "", line)
+            return printable(line)
+    return type(exc).__name__
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The deepest ``Caused by`` of a Java error, else its first line."""
+    text = str(exc)
+    for needle, meaning in _CAUSES:
+        if needle in text:
+            return meaning
+    causes = re.findall(r"Caused by: [\w.$]+: (.+)", text)
+    return printable(causes[-1].strip()) if causes else spark_message(exc)
+
+
+def read_failure(exc: BaseException, files: InputFiles, fmt: str, caller: str) -> InputError:
+    """Spark's failure to read ``files`` as one line: which file, what is wrong with it."""
+    found = _FAILED_FILE.search(str(exc))
+    where = files.name(found[1]) if found else printable(files.root)
+    return InputError(
+        f"{caller}: cannot read {where} as {fmt}: {_root_cause(exc)}; expected {EXPECTED[fmt]}. "
+        "Fix or remove the file and load again."
+    )
+
+
+def _format_of(name: str) -> str | None:
+    lower = name.lower()
+    if lower.endswith(".parquet"):
+        return "parquet"
+    lower = lower.removesuffix(".gz")
+    return next((fmt for ext, fmt in _TEXT_EXTENSIONS.items() if lower.endswith(ext)), None)
+
+
+def resolve_format(files: InputFiles, format: str | None, caller: str) -> str:
+    """The format the user named, else the one every file name says."""
+    path = printable(files.root)
+    if format is not None:
+        fmt = FORMAT_NAMES.get(format.lower())
+        if fmt is None:
+            raise InputError(
+                f"{caller}: unknown format {excerpt(format)} for {path}; "
+                f"supported: {', '.join(FORMATS)} ({SUPPORTED_FORMATS})"
+            )
+        return fmt
+    if not files.files:
+        skipped = f" ({len(files.skipped)} hidden or bookkeeping entries skipped)"
+        raise InputError(f"{caller}: no data files in {path}{skipped if files.skipped else ''}")
+    by_format: dict[str, list[str]] = {}
+    for file in files.files:
+        name = files.name(file)
+        by_format.setdefault(_format_of(name) or "unknown", []).append(name)
+    unknown = by_format.pop("unknown", [])
+    if unknown:
+        raise InputError(
+            f"{caller}: cannot tell the format of {path} from the file name(s) "
+            f"{', '.join(unknown[:5])}; supported: {SUPPORTED_FORMATS}, "
+            "or pass format='parquet', 'csv' or 'json'"
+        )
+    if len(by_format) > 1:
+        found = "; ".join(f"{fmt}: {', '.join(names[:3])}" for fmt, names in by_format.items())
+        raise InputError(
+            f"{caller}: {path} mixes formats ({found}); put each format in its own "
+            "folder and load them separately"
+        )
+    return next(iter(by_format))
+
+
+@dataclass(frozen=True)
+class Source:
+    """Files read together: Spark's DataFrame over them, and the first file, for messages."""
+
+    frame: DataFrame
+    files: list[str]
+
+    @property
+    def schema(self) -> T.StructType:
+        return self.frame.schema
+
+
+def read_sources(spark: SparkSession, files: InputFiles, fmt: str, caller: str) -> list[Source]:
+    """The files as Spark reads them, one source per CSV header; the schemas are resolved here,
+    so files whose footer or header cannot be read fail here."""
+    groups = _csv_groups(files.files) if fmt == "csv" else [files.files]
+    try:
+        sources = [Source(_reader(spark, group, fmt, files), group) for group in groups]
+        for source in sources:
+            _ = source.schema
+    except spark_errors() as exc:
+        error = read_failure(exc, files, fmt, caller)
+        if "TIMESTAMP(NANOS" in str(exc):
+            raise InputError(
+                f"{error} Spark cannot read nanosecond timestamps (the pandas default): write "
+                "with to_parquet(..., coerce_timestamps='us', allow_truncated_timestamps=True), "
+                "or set spark.sql.legacy.parquet.nanosAsLong=true to read them as epoch "
+                "nanoseconds, which load_telemetry parses."
+            ) from exc
+        raise error from exc
+    for source in sources:
+        if fmt == "json" and source.schema.names == [CORRUPT]:
+            raise InputError(
+                f"{caller}: no line of {files.name(source.files[0])} is a JSON object: "
+                f"expected {EXPECTED[fmt]}"
+            )
+    return sources
+
+
+def _reader(spark: SparkSession, group: list[str], fmt: str, files: InputFiles) -> DataFrame:
+    paths = [spark_path(f) for f in group]
+    reader = spark.read
+    if files.partitioned:
+        reader = reader.option("basePath", spark_path(files.root))
+    if fmt == "parquet":
+        # mergeSchema reads every footer: a corrupt file fails now, and no column that only
+        # some files have is lost.
+        return reader.option("mergeSchema", "true").parquet(*paths)
+    if fmt == "json":
+        return reader.options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT).json(paths)
+    # The header alone: read as one line, because a multi-line read globs the paths again.
+    header = reader.options(header=True, inferSchema=False).csv(paths).schema
+    # enforceSchema=False checks every file's header against the first one, so files with
+    # reordered columns that the grouping could not see (not on this disk) fail loudly.
+    return (
+        reader.options(
+            header=True,
+            multiLine=True,
+            enforceSchema=_renamed_by_spark(header.names),
+            mode="PERMISSIVE",
+            columnNameOfCorruptRecord=CORRUPT,
+        )
+        .schema(T.StructType([*header.fields, T.StructField(CORRUPT, T.StringType())]))
+        .csv(paths)
+    )
+
+
+def _renamed_by_spark(columns: list[str]) -> bool:
+    """Spark names empty header cells ``_c<i>`` and suffixes duplicates with their index."""
+    return any(name == f"_c{i}" or name.endswith(str(i)) for i, name in enumerate(columns))
+
+
+def _csv_groups(files: list[str]) -> list[list[str]]:
+    """CSV files grouped by header row, in order of first appearance. Files without a header
+    (empty) are left out when others have one; unreadable ones join the first group, whose
+    read then names them."""
+    groups: dict[tuple[str, ...] | None, list[str]] = {}
+    for file in files:
+        groups.setdefault(_csv_header(file), []).append(file)
+    unreadable = groups.pop(None, [])
+    if len(groups) > 1:
+        groups.pop((), None)
+    ordered = list(groups.values()) or [[]]
+    ordered[0] = unreadable + ordered[0]
+    return [group for group in ordered if group]
+
+
+def _csv_header(file: str) -> tuple[str, ...] | None:
+    """A local CSV file's header row (``()`` when empty), or None when this machine cannot
+    read it here (another file system, bad compression: Spark will say)."""
+    local = local_path(file)
+    if local is None:
+        return None
+    try:
+        opener = gzip.open if local.lower().endswith(".gz") else open
+        with opener(local, "rt", encoding="utf-8-sig", errors="replace", newline="") as text:
+            return tuple(next(csv.reader(text), ()))
+    except (OSError, EOFError, csv.Error, UnicodeError):
+        return None

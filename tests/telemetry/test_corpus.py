@@ -1,0 +1,66 @@
+"""Every file a user brings gets a clear answer, and no row is lost: the corpus in corpus.py
+through load_telemetry and through ``dedup-lib simulate``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dedup_lib.cli import main
+from dedup_lib.errors import DedupLibError, printable
+from dedup_lib.telemetry.read import load_telemetry
+from telemetry.corpus import CASES, Case
+
+ERRORS = [case for case in CASES if case.error is not None]
+JAVA = re.compile(r"org\.apache|py4j|Py4J|Traceback|\bat [\w$.]+\(|SQLSTATE|\[[A-Z_]+\.[A-Z_]+\]")
+
+
+def assert_one_clear_line(message: str, case: Case) -> None:
+    assert "\n" not in message, message
+    assert not JAVA.search(message), message
+    assert printable(message) == message, "control characters reach the user"
+    assert len(message) < 600, message
+    assert case.error is not None
+    assert re.search(case.error, message), message
+    assert case.names is not None
+    assert case.names in message, message
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_every_input_gets_an_answer(spark: Any, tmp_path: Path, case: Case) -> None:
+    path = case.build(tmp_path)
+    if case.error is not None:
+        with pytest.raises(DedupLibError) as info:
+            load_telemetry(spark, str(path), mapping=case.mapping)
+        assert_one_clear_line(str(info.value), case)
+        return
+    loaded = load_telemetry(spark, str(path), mapping=case.mapping)
+    counts = loaded.counts()
+    assert (counts["read"], counts["valid"], counts["quarantined"]) == case.counts
+    # Counted again, apart from the load's tally: the frames the user gets hold those rows.
+    assert loaded.valid.count() == counts["valid"]
+    assert loaded.quarantine.count() == counts["quarantined"]
+    assert len(loaded.skipped) == case.skipped
+    if case.reasons:
+        reasons = loaded.quarantine_reasons()
+        assert dict(zip(reasons["reason"], reasons["count"], strict=True)) == case.reasons
+    if case.check is not None:
+        case.check(loaded)
+
+
+@pytest.mark.parametrize("case", ERRORS, ids=[c.name for c in ERRORS])
+def test_the_command_line_gives_the_same_one_line(
+    spark: Any, tmp_path: Path, case: Case, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = case.build(tmp_path)
+    status = main(["simulate", str(path), "-q"], spark=spark)
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("dedup-lib simulate: error: ")
+    assert_one_clear_line(lines[0], case)
