@@ -123,12 +123,12 @@ HOSTILE_FILES = [
     ),
     pytest.param(
         az_queue_bytes(duplicateDetectionHistoryTimeWindow="P99999999999D"),
-        'duplicateDetectionHistoryTimeWindow "P99999999999D": expected',
+        "duplicateDetectionHistoryTimeWindow 'P99999999999D' is too long",
         id="overflowing-window",
     ),
     pytest.param(
         az_queue_bytes(duplicateDetectionHistoryTimeWindow="0:99:99"),
-        'duplicateDetectionHistoryTimeWindow "0:99:99": expected',
+        "duplicateDetectionHistoryTimeWindow '0:99:99' is not a TimeSpan: days must be",
         id="timespan-out-of-range",
     ),
     pytest.param(

@@ -208,14 +208,18 @@ def read_flag(value: Any, where: str, label: str) -> bool:
 
 
 def read_duration(value: Any, where: str, label: str) -> timedelta | None:
-    """A window in a form the service or ``az`` writes; absent (or null) is ``None``."""
+    """A window in a form the service or ``az`` writes; absent (or null) is ``None``. A
+    value in such a form that is still no window (``0:99:99``, ``P99999999999D``) keeps
+    :func:`~dedup_lib.rules.durations.parse_azure_window`'s reason."""
     if value is None:
         return None
     if isinstance(value, str):
         try:
             return parse_azure_window(value)
-        except ValueError:
-            pass
+        except InputError as exc:
+            reason = str(exc).removeprefix("window: ")
+            if not reason.startswith("cannot read"):
+                raise EntityConfigError(f"{where}: {label} {reason}") from None
     raise EntityConfigError(f"{where}: {label} {as_json(value)}: expected {_DURATION_FORMS}")
 
 
