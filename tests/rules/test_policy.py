@@ -7,9 +7,12 @@ from datetime import timedelta
 import pytest
 
 from dedup_lib import DedupPolicy, parse_window
+from dedup_lib.errors import InputError, InputTypeError
+from dedup_lib.rules.durations import MAX_WINDOW
 from dedup_lib.rules.policy import (
     REASON_KEY_MISMATCH,
     REASON_MISSING_TIME,
+    check_policies,
     effective_partition_key,
     parse_dedup_key,
     rejection_reasons,
@@ -127,3 +130,64 @@ def test_rejection_reasons():
         too_long_reason("MessageId"),
         too_long_reason("SessionId"),
     ]
+
+
+@pytest.mark.parametrize("bounds", ["service", "emulator", "none"])
+@pytest.mark.parametrize(
+    ("window", "shown"),
+    [
+        ("inf", "'inf'"),
+        (float("nan"), "'nan'"),
+        (10**30, "'1000000000000000000000000000000'"),
+        ("P99999999999D", "'P99999999999D'"),
+        ("99999999999999w", "'99999999999999w'"),
+        ("99999999999.00:00:00", "'99999999999.00:00:00'"),
+        ("0:99:99", "'0:99:99'"),
+        (-5, "'-5'"),
+        ("-5", "'-5'"),
+        (timedelta.max, "'999999999 days, 23:59:59.999999'"),
+        (timedelta(seconds=-5), "'-1 day, 23:59:55'"),
+        ("x" * 20_000_000, "'xxxxxxxxxx"),
+    ],
+)
+def test_policy_refuses_hostile_windows_whatever_the_bounds(window, shown, bounds):
+    with pytest.raises(InputError) as caught:
+        DedupPolicy(window, bounds=bounds)
+    message = str(caught.value)
+    assert message.startswith("window: ")
+    assert shown in message
+    assert len(message) < 300
+
+
+def test_what_if_windows_may_reach_the_longest_timespan():
+    assert DedupPolicy(MAX_WINDOW, bounds="none").window == MAX_WINDOW
+    with pytest.raises(InputError, match=r"too long.*7 days"):
+        DedupPolicy(MAX_WINDOW + timedelta(microseconds=1), bounds="none")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "shown"),
+    [
+        ({"partitioning": "y" * 10_000}, InputTypeError, "'yyyy"),
+        ({"bounds": ["service"]}, InputError, "'['service']'"),
+        ({"bounds": "\x1b[31mservice"}, InputError, "'\\x1b[31mservice'"),
+        ({"bounds": "s" * 10_000}, InputError, "(10,000 characters)"),
+    ],
+)
+def test_policy_refuses_other_arguments_clearly(kwargs, error, shown):
+    with pytest.raises(error) as caught:
+        DedupPolicy(**kwargs)
+    assert shown in str(caught.value)
+    assert len(str(caught.value)) < 300
+    assert "\x1b" not in str(caught.value)
+
+
+def test_check_policies_quotes_names_and_values_short():
+    with pytest.raises(InputTypeError, match=r"entity names must be text, got '\(1, 2\)'"):
+        check_policies({(1, 2): None})  # type: ignore[dict-item]
+    with pytest.raises(InputTypeError) as caught:
+        check_policies({"q\x1b" * 1000: "z" * 1_000_000})  # type: ignore[dict-item]
+    message = str(caught.value)
+    assert "q\\x1b" in message
+    assert "got str 'zzz" in message
+    assert len(message) < 300

@@ -10,7 +10,7 @@ import pytest
 
 from dedup_lib import DedupPolicy
 from dedup_lib.settings.load import load_entity_policies, load_entity_settings
-from dedup_lib.settings.model import EntitySettings, entity_policies
+from dedup_lib.settings.model import EntityConfigError, EntitySettings, as_json, entity_policies
 from settings_kit import SERVICE_WORDING, az, queue, raises, settings, template, write
 
 
@@ -175,3 +175,57 @@ def test_different_windows_are_ambiguous():
 def test_entity_policies_validates_each_entity():
     with raises("queue 'orders'", SERVICE_WORDING):
         entity_policies([settings(window=timedelta(seconds=5))])
+
+
+@pytest.mark.parametrize(
+    ("changes", "shown"),
+    [
+        ({"name": 7}, "entity name '7'"),
+        ({"name": "q" * 1_000_000, "kind": "blob"}, "(1,000,000 characters): kind"),
+        ({"bounds": "\x1b[2J" * 1000}, "bounds '\\x1b[2J"),
+        ({"requires_session": "y" * 1_000_000}, "requiresSession 'yyyy"),
+        ({"window": "P99999999999D"}, "duplicateDetectionHistoryTimeWindow 'P99999999999D'"),
+    ],
+)
+def test_entity_settings_quote_bad_fields_short(changes, shown):
+    fields = {
+        "name": "orders",
+        "kind": "queue",
+        "requires_duplicate_detection": True,
+        "window": None,
+        "partitioning": False,
+        "requires_session": False,
+        "source": "a.json",
+        "bounds": "service",
+        **changes,
+    }
+    with pytest.raises(EntityConfigError) as caught:
+        EntitySettings(**fields)
+    assert shown in str(caught.value)
+    assert len(str(caught.value)) < 300
+    assert "\x1b" not in str(caught.value)
+
+
+def test_a_timespan_out_of_range_keeps_its_reason(tmp_path):
+    path = write(
+        tmp_path,
+        [
+            az(
+                "orders",
+                requiresDuplicateDetection=True,
+                duplicateDetectionHistoryTimeWindow="25:00:00",
+            )
+        ],
+        "az.json",
+    )
+    with raises("az.json: [0]: queue 'orders'", "'25:00:00' is not a TimeSpan", "hours 0-23"):
+        load_entity_settings(path)
+
+
+def test_as_json_cuts_long_values():
+    assert as_json("PT10M") == '"PT10M"'
+    assert as_json({"value": True}) == '{"value": true}'
+    long = as_json(["x"] * 100_000)
+    assert long.startswith('\'["x", ')
+    assert long.endswith("(500,000 characters)")
+    assert len(long) < 100

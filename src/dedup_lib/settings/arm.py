@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dedup_lib.errors import excerpt
 from dedup_lib.settings.arm_expressions import (
     Call,
     Opaque,
@@ -92,7 +93,7 @@ def _entity(
         )
     parent, name = split
     tier = _namespace_tier(namespaces, resource.namespace, parent)
-    where = f"{source}: {kind} {name!r}"
+    where = f"{source}: {kind} {excerpt(name)}"
     props = read_mapping(lookup(resource.body, "properties"), where, "properties")
 
     def value(key: str) -> Any:
@@ -100,10 +101,10 @@ def _entity(
         try:
             return template.value(raw)
         except UnresolvedError as exc:
+            shown = as_json(raw) if len(raw) <= 58 else f"({len(raw):,} characters)"
             raise EntityConfigError(
-                f"{where}: properties.{key} is {as_json(raw)}, which cannot be evaluated "
-                f"here: {exc}; expected a literal value or [parameters('name')] with a "
-                "defaultValue"
+                f"{where}: properties.{key} {shown} cannot be evaluated here: {exc}; "
+                "expected a literal or [parameters('name')] with a defaultValue"
             ) from None
 
     return service_entity(value, name, kind, where, source, tier)
@@ -143,19 +144,20 @@ class _Template:
         if node.func == "parameters":
             declared = lookup(self.parameters, name)
             if not isinstance(declared, dict):
-                raise UnresolvedError(f"the template declares no parameter {name!r}")
+                raise UnresolvedError(f"the template declares no parameter {excerpt(name, 30)}")
             missing = object()
             default = lookup(declared, "defaultValue", missing)
             if default is missing:
                 raise UnresolvedError(
-                    f"parameter {name!r} has no defaultValue (its value comes with the deployment)"
+                    f"parameter {excerpt(name, 30)} has no defaultValue (its value comes with the "
+                    "deployment)"
                 )
             return default
         if node.func == "variables":
             missing = object()
             found = lookup(self.variables, name, missing)
             if found is missing:
-                raise UnresolvedError(f"the template declares no variable {name!r}")
+                raise UnresolvedError(f"the template declares no variable {excerpt(name, 30)}")
             return found
         return None
 
@@ -228,7 +230,7 @@ def _walk(
     if isinstance(resources, list):
         items = [(f"{locator}[{i}]", r) for i, r in enumerate(resources)]
     elif isinstance(resources, dict):
-        items = [(f"{locator}[{k!r}]", r) for k, r in resources.items()]
+        items = [(f"{locator}[{excerpt(k, 40)}]", r) for k, r in resources.items()]
     else:
         return
     for at, body in items:

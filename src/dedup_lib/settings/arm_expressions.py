@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from dedup_lib.errors import excerpt
+
 
 class UnresolvedError(Exception):
     """A template expression this reader does not evaluate; the message says why."""
@@ -53,7 +55,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         if found is None or found.end() == pos:
             if text[pos:].strip() == "":
                 break
-            raise UnresolvedError(f"cannot parse the expression at {text[pos:]!r}")
+            raise UnresolvedError(f"cannot parse the expression at {excerpt(text[pos:], 30)}")
         kind = found.lastgroup
         assert kind is not None
         out.append((kind, found[kind]))
@@ -67,6 +69,10 @@ def parse_expression(text: str) -> object:
     return _Parser(text).parse()
 
 
+#: Deepest nesting of calls and index access read; deeper is refused, not a RecursionError.
+_MAX_DEPTH = 50
+
+
 class _Parser:
     """Just enough of the template expression grammar: calls, string and number literals,
     property and index access."""
@@ -74,6 +80,7 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.tokens = _tokens(text)
         self.at = 0
+        self.depth = 0
 
     def parse(self) -> object:
         node = self.expression()
@@ -86,7 +93,7 @@ class _Parser:
             raise UnresolvedError("the expression ends too early")
         token = self.tokens[self.at]
         if value is not None and token[1] != value:
-            raise UnresolvedError(f"expected {value!r}, found {token[1]!r}")
+            raise UnresolvedError(f"expected {value!r}, found {excerpt(token[1], 30)}")
         self.at += 1
         return token
 
@@ -94,14 +101,25 @@ class _Parser:
         return self.tokens[self.at][1] if self.at < len(self.tokens) else None
 
     def expression(self) -> object:
+        if self.depth >= _MAX_DEPTH:
+            raise UnresolvedError(f"the expression nests calls over {_MAX_DEPTH} deep")
+        self.depth += 1
+        try:
+            return self._expression()
+        finally:
+            self.depth -= 1
+
+    def _expression(self) -> object:
         start = self.at
         kind, text = self.take()
         if kind == "str":
             return text[1:-1].replace("''", "'")
         if kind == "num":
+            if len(text) > 20:
+                raise UnresolvedError(f"the number {excerpt(text, 12)} is too large")
             return int(text)
         if kind != "ident":
-            raise UnresolvedError(f"unexpected {text!r}")
+            raise UnresolvedError(f"unexpected {excerpt(text, 30)}")
         if self.peek() != "(" and text.lower() in ("true", "false", "null"):
             return {"true": True, "false": False, "null": None}[text.lower()]
         self.take("(")

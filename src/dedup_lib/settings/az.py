@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from dedup_lib.errors import excerpt
 from dedup_lib.settings.model import (
     EntityConfigError,
     EntitySettings,
@@ -43,7 +44,9 @@ def read_az(doc: Any, path: str) -> list[EntitySettings]:
     for index, obj in items:
         source = path if index is None else f"{path}: [{index}]"
         if not isinstance(obj, dict):
-            raise EntityConfigError(f"{source}: expected a queue or topic object, got {obj!r}")
+            raise EntityConfigError(
+                f"{source}: expected a queue or topic object, got {as_json(obj)}"
+            )
         kind = az_kind(obj)
         if kind is None:
             raise EntityConfigError(
@@ -52,7 +55,7 @@ def read_az(doc: Any, path: str) -> list[EntitySettings]:
                 "`az servicebus queue show` or `topic show`)"
             )
         name = read_name(lookup(obj, "name"), source, kind)
-        where = f"{source}: {kind} {name!r}"
+        where = f"{source}: {kind} {excerpt(name)}"
         nested = read_mapping(lookup(obj, "properties"), where, "properties")
 
         def value(

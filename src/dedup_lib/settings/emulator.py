@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dedup_lib.errors import excerpt
 from dedup_lib.settings.model import (
     DETECTION_KEY,
     SESSIONS_KEY,
@@ -39,7 +40,7 @@ def read_emulator(doc: Any, path: str) -> list[EntitySettings]:
 def _entity(entity: Mapping[str, Any], kind: str, source: str) -> EntitySettings:
     """One queue or topic of the emulator, labelled in messages as Config.json spells it."""
     name = read_name(lookup(entity, "Name"), source, kind)
-    where = f"{source}: {kind} {name!r}"
+    where = f"{source}: {kind} {excerpt(name)}"
     props = read_mapping(lookup(entity, "Properties"), where, "Properties")
     if read_flag(lookup(props, "EnablePartitioning"), where, "EnablePartitioning"):
         raise EntityConfigError(

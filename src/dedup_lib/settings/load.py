@@ -7,11 +7,13 @@ Service Bus emulator's ``Config.json`` (:mod:`.emulator`). Pure Python.
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dedup_lib.errors import excerpt, printable
 from dedup_lib.rules.policy import DedupPolicy
 from dedup_lib.settings.arm import read_arm
 from dedup_lib.settings.az import az_kind, read_az
@@ -20,40 +22,115 @@ from dedup_lib.settings.model import EntityConfigError, EntitySettings, entity_p
 
 #: The formats :func:`load_entity_settings` understands, as its errors name them.
 FORMATS = (
-    "a Resource Manager template or Bicep compiled to JSON (`resources` holding "
-    "Microsoft.ServiceBus/namespaces/queues or topics)",
-    "`az servicebus queue show` / `topic show` output (one object, or a list as "
-    "`az servicebus queue list` prints; `type` Microsoft.ServiceBus/Namespaces/Queues or Topics)",
-    "the Service Bus emulator's Config.json (`UserConfig.Namespaces[].Queues` and `Topics`)",
+    "a Resource Manager template (or compiled Bicep) declaring Service Bus queues or topics",
+    "`az servicebus queue show` (or topic, list) output",
+    "the Service Bus emulator's Config.json",
 )
+#: Larger files are refused unread: a template is at most 4 MB, and ``az`` lists of every
+#: entity of a namespace stay well below this.
+MAX_FILE_BYTES = 64 * 1024 * 1024
 
 _Reader = Callable[[Any, str], list[EntitySettings]]
 
 
 def load_entity_settings(path: str | Path) -> list[EntitySettings]:
     """Read one file of entity settings, detecting its format (:data:`FORMATS`), and check
-    each entity the way the service would (see :meth:`EntitySettings.policy`)."""
+    each entity the way the service would (see :meth:`EntitySettings.policy`).
+
+    JSON in UTF-8 (with or without a BOM), UTF-16 or UTF-32 (as Windows PowerShell writes).
+    Anything else raises :class:`EntityConfigError` naming the file: no file or not a file,
+    over :data:`MAX_FILE_BYTES`, empty, not text, not JSON, nested too deeply, or not a
+    format understood.
+    """
     file = Path(path)
+    name = printable(str(file))
+    expected = f"expected one of: {'; '.join(FORMATS)}"
+    raw = _read(file, name)
+    if not raw.strip() or raw in (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        raise EntityConfigError(f"{name}: the file is empty; {expected}")
     try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        raise EntityConfigError(f"{file}: cannot read it: {exc.strerror or exc}") from exc
-    try:
-        doc = json.loads(raw)
+        doc = json.loads(raw, object_pairs_hook=_unique_keys)
+    except _DuplicateKeyError as exc:
+        raise EntityConfigError(
+            f"{name}: the key {excerpt(exc.key)} appears twice in one object, with "
+            "nothing to say which counts; expected each key once"
+        ) from None
     except json.JSONDecodeError as exc:
         raise EntityConfigError(
-            f"{file}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            f"expected one of: {'; '.join(FORMATS)}"
+            f"{name}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); {expected}"
         ) from None
+    except UnicodeDecodeError as exc:
+        raise EntityConfigError(
+            f"{name}: not text (byte {exc.object[exc.start : exc.start + 1]!r} at offset "
+            f"{exc.start:,} is not {exc.encoding}); expected JSON in UTF-8 or UTF-16"
+        ) from None
+    except RecursionError:
+        raise _too_deep(name) from None
     except ValueError as exc:
-        raise EntityConfigError(f"{file}: not JSON text ({exc})") from None
+        raise EntityConfigError(f"{name}: not JSON ({excerpt(str(exc), 100)})") from None
     reader = _reader(doc)
     if reader is None:
-        raise EntityConfigError(f"{file}: unknown format; expected one of: {'; '.join(FORMATS)}")
-    settings = reader(doc, str(file))
-    for entity in settings:
-        entity.policy()
+        found = f"a JSON {_JSON_TYPES.get(type(doc), type(doc).__name__)}"
+        raise EntityConfigError(f"{name}: unknown format ({found}); {expected}")
+    try:
+        settings = reader(doc, name)
+        for entity in settings:
+            entity.policy()
+    except RecursionError:
+        raise _too_deep(name) from None
     return settings
+
+
+def _read(file: Path, name: str) -> bytes:
+    """The file's bytes, at most :data:`MAX_FILE_BYTES` of them."""
+    try:
+        with file.open("rb") as stream:
+            raw = stream.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise EntityConfigError(
+            f"{name}: cannot read it: {exc.strerror or exc}; expected a settings file"
+        ) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise EntityConfigError(
+            f"{name}: larger than {MAX_FILE_BYTES // 1024 // 1024} MB, more than any settings "
+            "file holds; expected a template, `az` output or Config.json"
+        )
+    return raw
+
+
+class _DuplicateKeyError(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused when it names a key twice: readers disagree on which counts."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKeyError(key)
+            seen.add(key)
+    return obj
+
+
+def _too_deep(name: str) -> EntityConfigError:
+    return EntityConfigError(
+        f"{name}: nested too deeply (arrays and objects inside each other hundreds of levels "
+        "deep) to be a settings file; expected a template, `az` output or Config.json"
+    )
+
+
+_JSON_TYPES = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
 
 
 def load_entity_policies(*paths: str | Path) -> dict[str, DedupPolicy | None]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from dedup_lib.errors import InputError
+from dedup_lib.errors import InputError, excerpt
 from dedup_lib.rules.durations import format_window, parse_azure_window
 from dedup_lib.rules.policy import (
     DEFAULT_WINDOW,
@@ -42,9 +42,15 @@ class EntityConfigError(InputError):
     """An entity's settings cannot be read, or the service would refuse them."""
 
 
-def as_json(value: object) -> str:
-    """A value as it appears in the file, for messages."""
-    return json.dumps(value, default=repr)
+def as_json(value: object, limit: int = 60) -> str:
+    """A value as it appears in the file, for messages: its JSON text (control characters
+    escaped by JSON itself), or past ``limit`` characters an :func:`~dedup_lib.errors.excerpt`
+    of it, so that a value of megabytes gives a one-line message."""
+    try:
+        text = json.dumps(value, default=repr)
+    except (RecursionError, ValueError):
+        return f"a JSON {type(value).__name__} too large to show"
+    return text if len(text) <= limit else excerpt(text, limit)
 
 
 @dataclass(frozen=True)
@@ -70,13 +76,13 @@ class EntitySettings:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise EntityConfigError(
-                f"{self.source}: entity name {self.name!r}: expected a non-empty name"
+                f"{self.source}: entity name {excerpt(self.name)}: expected a non-empty name"
             )
         if self.kind not in _KINDS:
             raise EntityConfigError(f"{self._where}: kind: expected 'queue' or 'topic'")
         if self.bounds not in _BOUNDS:
             raise EntityConfigError(
-                f"{self._where}: bounds {self.bounds!r}: expected 'service' or 'emulator'"
+                f"{self._where}: bounds {excerpt(self.bounds)}: expected 'service' or 'emulator'"
             )
         for label, flag in (
             (DETECTION_KEY, self.requires_duplicate_detection),
@@ -84,10 +90,12 @@ class EntitySettings:
             (SESSIONS_KEY, self.requires_session),
         ):
             if not isinstance(flag, bool):
-                raise EntityConfigError(f"{self._where}: {label} {flag!r}: expected true or false")
+                raise EntityConfigError(
+                    f"{self._where}: {label} {excerpt(flag)}: expected true or false"
+                )
         if self.window is not None and not isinstance(self.window, timedelta):
             raise EntityConfigError(
-                f"{self._where}: {WINDOW_KEY} {self.window!r}: expected a timedelta or None"
+                f"{self._where}: {WINDOW_KEY} {excerpt(self.window)}: expected a timedelta or None"
             )
         if self.bounds == "emulator" and self.partitioning:
             raise EntityConfigError(
@@ -97,7 +105,7 @@ class EntitySettings:
 
     @property
     def _where(self) -> str:
-        return f"{self.source}: {self.kind} {self.name!r}"
+        return f"{self.source}: {self.kind} {excerpt(self.name)}"
 
     def policy(self) -> DedupPolicy | None:
         """The policy the replay uses for this entity, or ``None`` when detection is off.
@@ -154,9 +162,10 @@ def _check_agree(
     ):  # fmt: skip
         if a != b:
             raise EntityConfigError(
-                f"entity {name!r}: {label} is {as_json(a)} in {first.source} but {as_json(b)} "
-                f"in {other.source}; {what} cannot be changed after an entity is created, so "
-                "these cannot both describe it: expected the settings of one deployment"
+                f"entity {excerpt(name)}: {label} is {as_json(a)} in {first.source} but "
+                f"{as_json(b)} in {other.source}; {what} cannot be changed after an entity is "
+                "created, so these cannot both describe it: expected the settings of one "
+                "deployment"
             )
     if (
         first_policy is not None
@@ -164,7 +173,7 @@ def _check_agree(
         and first_policy.window != other_policy.window
     ):
         raise EntityConfigError(
-            f"entity {name!r}: {WINDOW_KEY} is {_window_text(first)} in {first.source} but "
+            f"entity {excerpt(name)}: {WINDOW_KEY} is {_window_text(first)} in {first.source} but "
             f"{_window_text(other)} in {other.source}; ambiguous: expected one window per entity"
         )
 
@@ -199,14 +208,18 @@ def read_flag(value: Any, where: str, label: str) -> bool:
 
 
 def read_duration(value: Any, where: str, label: str) -> timedelta | None:
-    """A window in a form the service or ``az`` writes; absent (or null) is ``None``."""
+    """A window in a form the service or ``az`` writes; absent (or null) is ``None``. A
+    value in such a form that is still no window (``0:99:99``, ``P99999999999D``) keeps
+    :func:`~dedup_lib.rules.durations.parse_azure_window`'s reason."""
     if value is None:
         return None
     if isinstance(value, str):
         try:
             return parse_azure_window(value)
-        except ValueError:
-            pass
+        except InputError as exc:
+            reason = str(exc).removeprefix("window: ")
+            if not reason.startswith("cannot read"):
+                raise EntityConfigError(f"{where}: {label} {reason}") from None
     raise EntityConfigError(f"{where}: {label} {as_json(value)}: expected {_DURATION_FORMS}")
 
 
