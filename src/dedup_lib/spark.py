@@ -111,10 +111,11 @@ def _prepare_log(log: Path) -> None:
 
 
 @contextlib.contextmanager
-def _output_to(log: Path) -> Iterator[None]:
-    """File descriptors 1 and 2 point at ``log`` while the JVM is started, so what the JVM
-    writes outside log4j (its own warnings, "Using incubator modules", Python workers' stderr)
-    goes there for its whole life; in a notebook, ipykernel would forward it into the cell."""
+def output_to(log: Path) -> Iterator[None]:
+    """File descriptors 1 and 2 point at ``log`` for the ``with`` block, so a process started
+    there writes to ``log`` for its whole life: the JVM what it prints outside log4j (its own
+    warnings, "Using incubator modules", Python workers' stderr), which ipykernel would
+    forward into a notebook cell; a Jupyter kernel its own warnings."""
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -242,11 +243,36 @@ def get_spark(
         # local one (local[...]) is started with all of them.
         if local or key.startswith("spark.sql."):
             builder = builder.config(key, value)
-    with _output_to(log) if starts_jvm else contextlib.nullcontext():
+    with output_to(log) if starts_jvm else contextlib.nullcontext():
         spark = builder.getOrCreate()
     for key in SESSION_SETTINGS:
         spark.conf.set(key, settings[key])
     return spark
+
+
+def spark_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions Spark raises (classic and Connect); py4j is imported only when present,
+    as a Connect-only install has none."""
+    from pyspark.errors import PySparkException
+
+    found: list[type[BaseException]] = [PySparkException]
+    try:
+        from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    except ImportError:
+        pass
+    else:
+        found.append(Py4JError)
+    return tuple(found)
+
+
+def spark_message(exc: BaseException | str) -> str:
+    """The first meaningful line of a Spark error (or of its text), without the Py4J and Java
+    class prefixes."""
+    for line in str(exc).splitlines():
+        line = line.strip().removeprefix(": ")
+        if line and not line.startswith("An error occurred while calling"):
+            return re.sub(r"^[\w.$]+(Exception|Error): ", "", line)
+    return type(exc).__name__
 
 
 def is_connect(spark: SparkSession) -> bool:
