@@ -93,11 +93,14 @@ def _log_settings(log: Path, settings: dict[str, str]) -> dict[str, str]:
     return {**settings, "spark.driver.extraJavaOptions": f"{theirs} {ours}".strip()}
 
 
-def _prepare_log(log: Path) -> None:
+def _prepare_log(log: Path) -> bool:
     """Create the log's folder, start a fresh log past :data:`LOG_ROLL_BYTES`, and send
     py4j's and pyspark's Python loggers there too (without a handler, Python prints their
-    warnings on stderr)."""
-    log.parent.mkdir(parents=True, exist_ok=True)
+    warnings on stderr). False when the folder cannot be made: Spark then logs as it would."""
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
     with contextlib.suppress(OSError):
         if log.stat().st_size > LOG_ROLL_BYTES:
             log.replace(log.with_name(log.name + ".1"))
@@ -108,6 +111,7 @@ def _prepare_log(log: Path) -> None:
             handler.dedup_spark_log = True  # type: ignore[attr-defined]
             handler.setFormatter(logging.Formatter(LOG_FORMAT))
             logger.addHandler(handler)
+    return True
 
 
 @contextlib.contextmanager
@@ -228,8 +232,7 @@ def get_spark(
     if local:
         check_java()
     log = spark_log_path()
-    _prepare_log(log)
-    starts_jvm = local and not _jvm_running()
+    starts_jvm = _prepare_log(log) and local and not _jvm_running()
     if starts_jvm:
         settings = _log_settings(log, settings)
 
@@ -272,7 +275,7 @@ def spark_message(exc: BaseException | str) -> str:
         line = line.strip().removeprefix(": ")
         if line and not line.startswith("An error occurred while calling"):
             return re.sub(r"^[\w.$]+(Exception|Error): ", "", line)
-    return type(exc).__name__
+    return "Spark error" if isinstance(exc, str) else type(exc).__name__
 
 
 def is_connect(spark: SparkSession) -> bool:

@@ -5,6 +5,7 @@ would outside the notebook."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
 from importlib.resources import as_file, files
@@ -107,8 +108,12 @@ def run_postmortem(
     name = f"postmortem-{stem}-{label}" + ("-partitioned" if partitioning else "")
     executed = out / f"{name}.ipynb"
     log = spark_log_path()
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with as_file(notebook) as path, output_to(log):
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        quiet: contextlib.AbstractContextManager[None] = output_to(log)
+    except OSError:
+        quiet = contextlib.nullcontext()
+    with as_file(notebook) as path, quiet:
         try:
             pm.execute_notebook(
                 str(path),
