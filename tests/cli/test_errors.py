@@ -174,6 +174,20 @@ def test_a_library_error_in_a_notebook_cell_is_raised_again_as_itself(log_dir):
     assert str(error) == "load_telemetry: in.csv has no send_time"
 
 
+def test_a_library_error_a_spark_error_caused_in_a_cell_names_spark_log(log_dir):
+    failure = SimpleNamespace(
+        ename="InputError",
+        evalue="load_telemetry: cannot read file:/abs/in.parquet as parquet",
+        traceback=["\x1b[0;31mAnalysisException\x1b[0m", "File pyspark/errors/exceptions.py"],
+    )
+    error = cell_error(failure, "/abs/in.parquet", "in.parquet")
+    log = log_dir / "spark.log"
+    assert type(error) is InputError
+    assert str(error) == (
+        f"load_telemetry: cannot read file:/abs/in.parquet as parquet (Spark's log: {log})"
+    )
+
+
 def test_another_error_in_a_notebook_cell_is_one_line_and_its_traceback_logged(log_dir):
     failure = SimpleNamespace(
         ename="KeyError",

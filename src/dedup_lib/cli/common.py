@@ -137,7 +137,7 @@ def text_table(df: pd.DataFrame) -> str:
     shown = df.copy()
     shown.columns = [printable(str(name)) for name in shown.columns]
     for name in shown.columns:
-        if shown[name].dtype == object:
+        if pd.api.types.is_object_dtype(shown[name]) or pd.api.types.is_string_dtype(shown[name]):
             shown[name] = shown[name].map(_shown)
         if name.startswith("share"):
             shown[name] = shown[name].map(lambda v: "-" if pd.isna(v) else f"{v:.1%}")

@@ -36,6 +36,11 @@ def _library_errors() -> dict[str, type[DedupLibError]]:
     return found
 
 
+#: A cell's traceback shows a Spark error as the cause: the command line then names Spark's
+#: log after the library's message, as it does outside the notebook.
+_SPARK_CAUSE = re.compile(r"\bPy4J\w*Error\b|\bpyspark\.errors\b|\bpyspark/errors/")
+
+
 def _is_spark_error(name: str) -> bool:
     from pyspark.errors import PySparkException
 
@@ -50,20 +55,23 @@ def _is_spark_error(name: str) -> bool:
 
 def cell_error(failure: Any, source: str = "", input: str = "") -> DedupLibError:
     """The library's error for a papermill ``PapermillExecutionError``: one of the library's
-    own errors raised again with its message; anything else a :class:`ReportError` of one
+    own errors raised again with its message (and where Spark's log is when a Spark error
+    caused it); anything else a :class:`ReportError` of one
     line, with the cell's traceback written to Spark's log. The notebook's ``source`` path
     is written as the user named it (``input``), as outside the notebook."""
     ename, evalue = str(failure.ename), str(failure.evalue)
     if source and input:
-        evalue = evalue.replace(source, input)
+        evalue = re.sub(rf"(?<![\w:/]){re.escape(source)}", lambda _: input, evalue)
+    log = spark_log_path()
+    trace = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(failure.traceback))
     cls = _library_errors().get(ename)
     if cls is not None:
+        if _SPARK_CAUSE.search(trace):
+            evalue += f" (Spark's log: {log})"
         try:
             return cls(evalue)
         except TypeError:
             return InputError(evalue)
-    log = spark_log_path()
-    trace = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(failure.traceback))
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("a", encoding="utf-8") as out:
