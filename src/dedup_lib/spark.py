@@ -2,21 +2,30 @@
 
 Everything else in ``dedup_lib`` takes a ``SparkSession`` and uses only the DataFrame API,
 so the same code runs on a classic local session and on a Spark Connect server.
+
+Spark's own log (log4j, the JVM's warnings, py4j's) goes to :func:`spark_log_path`, never to
+the terminal, a notebook cell or a report: the user sees the library's one-line errors, and
+the file keeps Spark's traces for whoever needs them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
 import shutil
 import subprocess
 import sys
+from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dedup_lib.errors import ToolMissingError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from pyspark.sql import SparkSession
 
 MIN_JAVA = 17
@@ -42,6 +51,98 @@ SESSION_SETTINGS = (
     "spark.sql.execution.arrow.pyspark.enabled",
     "spark.sql.execution.arrow.maxBytesPerBatch",
 )
+
+
+#: Spark's log is started afresh past this size; the previous one is kept as ``spark.log.1``.
+LOG_ROLL_BYTES = 20 * 1024 * 1024
+
+#: How Python's lines in Spark's log look (py4j's, pyspark's, the command line's).
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+#: The log4j2 configuration a JVM started by :func:`get_spark` reads: everything to the log file.
+LOG4J2_PROPERTIES = files("dedup_lib") / "resources" / "log4j2.properties"
+
+
+def spark_log_path() -> Path:
+    """Where Spark's log goes: ``$DEDUP_LOG_DIR/spark.log``, else ``spark.log`` in the user's
+    cache folder (``$XDG_CACHE_HOME`` or ``~/.cache``, under ``dedup-lib``)."""
+    folder = os.environ.get("DEDUP_LOG_DIR")
+    if not folder:
+        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        folder = str(Path(cache) / "dedup-lib")
+    return Path(folder).expanduser() / "spark.log"
+
+
+def _java_option(name: str, value: str) -> str:
+    """``-Dname=value`` quoted for spark-submit's option parser, so a path with spaces or
+    backslashes stays one option."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"-D{name}={escaped}"'
+
+
+def _log_settings(log: Path, settings: dict[str, str]) -> dict[str, str]:
+    """``settings`` with the driver JVM's options extended to log to ``log`` only."""
+    config = Path(str(LOG4J2_PROPERTIES))
+    ours = " ".join(
+        (
+            _java_option("log4j2.configurationFile", str(config)),
+            _java_option("dedup.spark.log", str(log)),
+        )
+    )
+    theirs = settings.get("spark.driver.extraJavaOptions", "")
+    return {**settings, "spark.driver.extraJavaOptions": f"{theirs} {ours}".strip()}
+
+
+def _prepare_log(log: Path) -> bool:
+    """Create the log's folder, start a fresh log past :data:`LOG_ROLL_BYTES`, and send
+    py4j's and pyspark's Python loggers there too (without a handler, Python prints their
+    warnings on stderr). False when the folder cannot be made: Spark then logs as it would."""
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    with contextlib.suppress(OSError):
+        if log.stat().st_size > LOG_ROLL_BYTES:
+            log.replace(log.with_name(log.name + ".1"))
+    for name in ("py4j", "pyspark"):
+        logger = logging.getLogger(name)
+        if not any(getattr(h, "dedup_spark_log", False) for h in logger.handlers):
+            handler = logging.FileHandler(log, delay=True, encoding="utf-8")
+            handler.dedup_spark_log = True  # type: ignore[attr-defined]
+            handler.setFormatter(logging.Formatter(LOG_FORMAT))
+            logger.addHandler(handler)
+    return True
+
+
+@contextlib.contextmanager
+def output_to(log: Path) -> Iterator[None]:
+    """File descriptors 1 and 2 point at ``log`` for the ``with`` block, so a process started
+    there writes to ``log`` for its whole life: the JVM what it prints outside log4j (its own
+    warnings, "Using incubator modules", Python workers' stderr), which ipykernel would
+    forward into a notebook cell; a Jupyter kernel its own warnings."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = (os.dup(1), os.dup(2))
+    except (OSError, ValueError):
+        yield
+        return
+    try:
+        with open(log, "ab") as target:
+            os.dup2(target.fileno(), 1)
+            os.dup2(target.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+def _jvm_running() -> bool:
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 class JavaNotFoundError(ToolMissingError):
@@ -113,6 +214,7 @@ def get_spark(
     ``sc://host:15002`` for a cluster or ``local[2]`` for a local Connect server. Otherwise a
     classic local session on all cores (``master``, default ``local[*]``) is started. ``config``
     overrides :data:`LOCAL_DEFAULTS`; static settings are ignored by a running Connect server.
+    A JVM started here logs to :func:`spark_log_path` only.
     """
     from pyspark.sql import SparkSession
 
@@ -126,8 +228,13 @@ def get_spark(
         for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE"):
             os.environ.pop(name, None)
     settings = {**LOCAL_DEFAULTS, **(config or {})}
-    if remote is None or not remote.startswith("sc://"):
+    local = remote is None or not remote.startswith("sc://")
+    if local:
         check_java()
+    log = spark_log_path()
+    starts_jvm = _prepare_log(log) and local and not _jvm_running()
+    if starts_jvm:
+        settings = _log_settings(log, settings)
 
     builder = SparkSession.builder.appName(app_name)
     if remote is not None:
@@ -137,12 +244,38 @@ def get_spark(
     for key, value in settings.items():
         # A remote Connect server (sc://) is already running: it takes SQL settings only. A
         # local one (local[...]) is started with all of them.
-        if remote is None or not remote.startswith("sc://") or key.startswith("spark.sql."):
+        if local or key.startswith("spark.sql."):
             builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with output_to(log) if starts_jvm else contextlib.nullcontext():
+        spark = builder.getOrCreate()
     for key in SESSION_SETTINGS:
         spark.conf.set(key, settings[key])
     return spark
+
+
+def spark_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions Spark raises (classic and Connect); py4j is imported only when present,
+    as a Connect-only install has none."""
+    from pyspark.errors import PySparkException
+
+    found: list[type[BaseException]] = [PySparkException]
+    try:
+        from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    except ImportError:
+        pass
+    else:
+        found.append(Py4JError)
+    return tuple(found)
+
+
+def spark_message(exc: BaseException | str) -> str:
+    """The first meaningful line of a Spark error (or of its text), without the Py4J and Java
+    class prefixes."""
+    for line in str(exc).splitlines():
+        line = line.strip().removeprefix(": ")
+        if line and not line.startswith("An error occurred while calling"):
+            return re.sub(r"^[\w.$]+(Exception|Error): ", "", line)
+    return "Spark error" if isinstance(exc, str) else type(exc).__name__
 
 
 def is_connect(spark: SparkSession) -> bool:

@@ -30,6 +30,8 @@ def test_postmortem_writes_a_self_contained_report(tmp_path):
     assert not re.findall(r'<script[^>]*src="http', html)
     # code is hidden, errors are absent
     assert "Traceback" not in html
+    # nor Spark's log lines: they go to its log file (dedup_lib.spark.spark_log_path)
+    assert not re.search(r"\b(WARN|ERROR) \w+: |log4j|incubator modules", html)
     assert "cache = ReplayCache.build" not in html
 
 

@@ -1,20 +1,24 @@
 """``dedup-lib``: the headless jobs: ``simulate`` (load, detect, summarize, diagnose),
 ``generate``, ``postmortem``, and ``doctor`` (what this machine has for the workbench).
 
-Errors are one line on stderr and a non-zero exit: 2 for a wrong command line, 1 for input the
-job cannot use (any :class:`dedup_lib.errors.DedupLibError`). Anything else is a bug and shows
-its traceback. Progress goes to stderr: a line per step, and Spark's stage progress.
+Errors are one line on stderr, escaped, and a non-zero exit: 2 for a wrong command line
+(argparse's usage line), 1 for anything else: input the job cannot use (any
+:class:`dedup_lib.errors.DedupLibError`), a Spark error (its first line and where Spark's log
+is), or a bug ("internal error", its traceback in that log). Every option is checked before
+Spark starts. Progress goes to stderr: a line per step, and Spark's stage progress.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
 from typing import TYPE_CHECKING
 
 from dedup_lib.cli import doctor, generate, postmortem, simulate
-from dedup_lib.cli.common import PROG, common_options
-from dedup_lib.errors import DedupLibError
+from dedup_lib.cli.common import PROG, common_options, error_line
+from dedup_lib.spark import LOG_FORMAT, spark_log_path
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -44,15 +48,33 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
     starting one from ``--master``/``--remote``."""
     args = parser().parse_args(argv)
     args.spark = spark
+    warnings = _warnings_to_log()
     try:
         status: int = args.run(args)
-    except DedupLibError as exc:
-        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        print(error_line(args.command, exc), file=sys.stderr)
+        return 1
+    finally:
+        logging.captureWarnings(False)
+        logging.getLogger("py.warnings").removeHandler(warnings)
+        warnings.close()
     return status
+
+
+def _warnings_to_log() -> logging.Handler:
+    """Python warnings a command's libraries raise (pyspark's, pandas') go to Spark's log:
+    on the terminal they would be lines of library internals around the command's answer."""
+    log = spark_log_path()
+    with contextlib.suppress(OSError):
+        log.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(log, delay=True, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    logging.getLogger("py.warnings").addHandler(handler)
+    logging.captureWarnings(True)
+    return handler
 
 
 if __name__ == "__main__":

@@ -1,18 +1,23 @@
-"""What the commands share: errors the user can fix, progress lines, the Spark session, and
-small tables printed as text."""
+"""What the commands share: errors the user can fix, the one line an error becomes, option
+checks that run before Spark starts, progress lines, the Spark session, and small tables
+printed as text."""
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import os
+import re
 import sys
 import time
+import traceback
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from dedup_lib.errors import DedupLibError
+from dedup_lib.errors import DedupLibError, excerpt, printable
 from dedup_lib.rules.durations import format_duration
-from dedup_lib.spark import get_spark, is_connect
+from dedup_lib.spark import get_spark, is_connect, spark_errors, spark_log_path, spark_message
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -21,9 +26,57 @@ if TYPE_CHECKING:
 
 PROG = "dedup-lib"
 
+#: The most rows ``generate`` is asked for: beyond, a typo (an extra zero or three) would run
+#: for days.
+MAX_ROWS = 10**12
+
 
 class CommandError(DedupLibError):
     """A problem with the command line the user can fix: reported as one line, exit status 1."""
+
+
+def _from_spark(exc: BaseException) -> bool:
+    """True when ``exc`` is a Spark error or was raised because of one."""
+    errors = spark_errors()
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, errors):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def log_details(command: str, exc: BaseException) -> None:
+    """Append ``exc``'s traceback to Spark's log, for an error whose one line is not enough."""
+    log = spark_log_path()
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as out:
+            stamp = dt.datetime.now(dt.UTC).strftime("%y/%m/%d %H:%M:%S")
+            out.write(f"{stamp} ERROR {PROG} {command}: {type(exc).__name__}\n")
+            out.write("".join(traceback.format_exception(exc)))
+    except OSError:
+        pass
+
+
+def error_line(command: str, exc: BaseException) -> str:
+    """The one line an error becomes on stderr, escaped (no control characters from data):
+    the library's message as it is; a Spark error's first meaningful line; anything else as
+    an internal error, its traceback in the log. Each names the log when Spark was involved."""
+    log = spark_log_path()
+    if isinstance(exc, DedupLibError):
+        text = str(exc)
+        if _from_spark(exc):
+            text += f" (Spark's log: {log})"
+    elif _from_spark(exc):
+        log_details(command, exc)
+        text = f"{spark_message(exc)} (Spark's log: {log})"
+    else:
+        log_details(command, exc)
+        text = f"internal error: {type(exc).__name__}: {exc} (details: {log})"
+    return printable(f"{PROG} {command}: error: {text}")
 
 
 class Progress:
@@ -36,7 +89,7 @@ class Progress:
     def step(self, text: str) -> None:
         if not self.quiet:
             elapsed = time.perf_counter() - self.started
-            print(f"[{elapsed:7.1f}s] {text}", file=sys.stderr, flush=True)
+            print(f"[{elapsed:7.1f}s] {printable(text)}", file=sys.stderr, flush=True)
 
 
 def connect_progress(
@@ -67,14 +120,25 @@ def column_mapping(pairs: Sequence[str]) -> dict[str, str]:
     for pair in pairs:
         source, sep, target = pair.partition("=")
         if not sep or not source or not target:
-            raise CommandError(f"--map {pair!r}: expected SOURCE=CANONICAL, e.g. Id=message_id")
+            raise CommandError(
+                f"--map {excerpt(pair)}: expected SOURCE=CANONICAL, e.g. Id=message_id"
+            )
         mapping[source] = target
     return mapping
 
 
+def _shown(value: object) -> object:
+    return printable(value) if isinstance(value, str) else value
+
+
 def text_table(df: pd.DataFrame) -> str:
+    """``df`` as aligned text: shares as percentages, delays as durations, and data (entity
+    names, MessageIds) escaped by :func:`printable`."""
     shown = df.copy()
+    shown.columns = [printable(str(name)) for name in shown.columns]
     for name in shown.columns:
+        if pd.api.types.is_object_dtype(shown[name]) or pd.api.types.is_string_dtype(shown[name]):
+            shown[name] = shown[name].map(_shown)
         if name.startswith("share"):
             shown[name] = shown[name].map(lambda v: "-" if pd.isna(v) else f"{v:.1%}")
         elif name.endswith(("delay", "caught_from")):
@@ -84,12 +148,101 @@ def text_table(df: pd.DataFrame) -> str:
     return shown.to_string(index=False)
 
 
+def iso_time(text: str) -> str:
+    """An ISO 8601 time for ``--start``/``--end``, checked and passed on as written."""
+    try:
+        pd.Timestamp(dt.datetime.fromisoformat(text.strip()))
+    except (ValueError, OverflowError):
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO 8601 time such as 2026-11-03T21:00, got {excerpt(text)}"
+        ) from None
+    return text.strip()
+
+
+def time_range(start: str | None, end: str | None) -> None:
+    """``--end`` after ``--start``, both read as UTC when they name no offset."""
+    if start is None or end is None:
+        return
+    first, last = (pd.Timestamp(t) for t in (start, end))
+    first, last = (t.tz_localize("UTC") if t.tzinfo is None else t for t in (first, last))
+    if last <= first:
+        raise CommandError(f"--end {end} is not after --start {start}")
+
+
+def entity_name(text: str) -> str:
+    """A queue or topic name for ``--entity``: not empty, printable, at most 260 characters
+    (the service's limit)."""
+    if not text.strip() or printable(text) != text or len(text) > 260:
+        raise argparse.ArgumentTypeError(
+            f"expected a queue or topic name (printable, 1 to 260 characters), got {excerpt(text)}"
+        )
+    return text
+
+
+def existing_input(path: str) -> None:
+    """The input exists, when it is a local path (a URL is Spark's to check)."""
+    if "://" not in path and not os.path.exists(path):
+        raise CommandError(f"{path} does not exist")
+
+
+def writable_target(option: str, path: str) -> None:
+    """``path`` can be written: its nearest existing folder is a folder we may write in (Spark
+    creates the missing ones). A URL is Spark's to check."""
+    if "://" in path:
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise CommandError(f"{option} {path}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CommandError(f"{option} {path}: cannot write in {parent}")
+
+
+def content_columns(text: str | None) -> list[str] | None:
+    """The ``--content`` columns, at least one when the option is given."""
+    if text is None:
+        return None
+    columns = [c.strip() for c in text.split(",") if c.strip()]
+    if not columns:
+        raise CommandError(f"--content {text!r}: name at least one column, e.g. Body,Subject")
+    return columns
+
+
+def seed(text: str) -> int:
+    """A random seed for ``--seed``: a whole number, 0 or more."""
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {excerpt(text)}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
+def rows(text: str) -> int:
+    """How many rows ``generate`` writes: 1 to :data:`MAX_ROWS`."""
+    value = positive(text)
+    if value > MAX_ROWS:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_ROWS:,}, got {value:,}")
+    return value
+
+
+def remote_url(text: str) -> str:
+    """A Spark Connect URL for ``--remote``: ``sc://host[:port]`` or ``local[N]``."""
+    if not re.fullmatch(r"sc://[^\s/]+(/.*)?|local(\[(\d+|\*)\])?", text):
+        raise argparse.ArgumentTypeError(
+            f"expected sc://host:15002 or local[2], got {excerpt(text)}"
+        )
+    return text
+
+
 def share(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected a share between 0 and 1, got {text!r}"
+            f"expected a share between 0 and 1, got {excerpt(text)}"
         ) from None
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(f"expected a share in [0, 1), got {text}")
@@ -100,7 +253,7 @@ def positive(text: str) -> int:
     try:
         value = int(text.replace("_", ""))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {excerpt(text)}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
     return value
@@ -116,6 +269,7 @@ def common_options() -> argparse.ArgumentParser:
     )
     spark_opts.add_argument(
         "--remote",
+        type=remote_url,
         help="Spark Connect: sc://host:15002, or local[2] for a local server "
         "(default: $SPARK_REMOTE when set)",
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlparse
 
-from dedup_lib.errors import ToolMissingError
+from dedup_lib.errors import ToolMissingError, printable
 from dedup_lib.replay.kernels import jvm
 from dedup_lib.spark import check_java
 
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     remote = args.remote or os.environ.get("SPARK_REMOTE") or None
     found = checks(remote, kernel=args.jupyter)
     for check in found:
-        print(check.line())
+        print(printable(check.line()))
     if args.json:
         print(json.dumps([check.__dict__ for check in found]))
     return 1 if any(c.status == "error" for c in found) else 0

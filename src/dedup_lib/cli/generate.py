@@ -7,7 +7,17 @@ import argparse
 import dataclasses
 import os
 
-from dedup_lib.cli.common import CommandError, Progress, positive, session, share
+from dedup_lib.cli.common import (
+    CommandError,
+    Progress,
+    positive,
+    rows,
+    seed,
+    session,
+    share,
+    writable_target,
+)
+from dedup_lib.errors import printable
 from dedup_lib.synth import SCENARIOS, SYNTH_COLUMNS, generate_telemetry, plan_telemetry
 from dedup_lib.telemetry.write import NAMING_STYLES, write_telemetry
 
@@ -21,8 +31,10 @@ examples:
 
 def run(args: argparse.Namespace) -> int:
     progress = Progress(args.quiet)
+    wanted = _columns(args.columns)
     if os.path.exists(args.out) and not args.overwrite:
         raise CommandError(f"{args.out} exists; pass --overwrite to replace it")
+    writable_target("OUT", args.out)
     scenario = SCENARIOS[args.scenario]()
     if args.malformed is not None:
         scenario = dataclasses.replace(scenario, malformed=args.malformed)
@@ -35,14 +47,7 @@ def run(args: argparse.Namespace) -> int:
     df = generate_telemetry(
         spark, args.rows, seed=args.seed, scenario=scenario, partitions=args.partitions
     )
-    if args.columns:
-        wanted = [c.strip() for c in args.columns.split(",") if c.strip()]
-        unknown = [c for c in wanted if c not in SYNTH_COLUMNS]
-        if unknown:
-            raise CommandError(
-                f"--columns: unknown column(s) {', '.join(unknown)}; "
-                f"choose from {', '.join(SYNTH_COLUMNS)}"
-            )
+    if wanted:
         df = df.select(*wanted)
     order = (
         tuple(c for c in ("send_time", "event_id") if c in df.columns) if args.single_file else ()
@@ -57,8 +62,20 @@ def run(args: argparse.Namespace) -> int:
         order_by=order,
     )
     progress.step(f"wrote {args.out}")
-    print(args.out)
+    print(printable(args.out))
     return 0
+
+
+def _columns(text: str | None) -> list[str] | None:
+    """The ``--columns`` to keep, each one ``generate`` makes."""
+    if text is None:
+        return None
+    wanted = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in wanted if c not in SYNTH_COLUMNS]
+    if unknown or not wanted:
+        listed = f"unknown column(s) {', '.join(unknown)}" if unknown else "no column named"
+        raise CommandError(f"--columns: {listed}; choose from {', '.join(SYNTH_COLUMNS)}")
+    return wanted
 
 
 def add_to(
@@ -79,9 +96,9 @@ def add_to(
         "out", metavar="OUT", help="where to write (a folder, or a file with --single-file)"
     )
     gen.add_argument(
-        "--rows", type=positive, default=200_000, help="about how many sends (default: 200000)"
+        "--rows", type=rows, default=200_000, help="about how many sends (default: 200000)"
     )
-    gen.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    gen.add_argument("--seed", type=seed, default=0, help="random seed, 0 or more (default: 0)")
     gen.add_argument(
         "--scenario",
         choices=sorted(SCENARIOS),

@@ -6,20 +6,26 @@ import argparse
 import os
 
 from dedup_lib.analysis.tables import ALL_ENTITIES
-from dedup_lib.cli.common import CommandError, Progress
-from dedup_lib.rules.policy import DedupPolicy
+from dedup_lib.cli.common import (
+    Progress,
+    entity_name,
+    existing_input,
+    iso_time,
+    time_range,
+    writable_target,
+)
+from dedup_lib.cli.simulate import window_policy
+from dedup_lib.errors import printable
 
 
 def run(args: argparse.Namespace) -> int:
     from dedup_lib.workbench.report import run_postmortem
 
     progress = Progress(args.quiet)
-    try:
-        DedupPolicy(args.window, partitioning=args.partitioning)
-    except ValueError as exc:
-        raise CommandError(f"--window {args.window}: {exc}") from exc
-    if not os.path.exists(args.input):
-        raise CommandError(f"{args.input} does not exist")
+    existing_input(args.input)
+    window_policy(args.window, partitioning=args.partitioning)
+    time_range(args.start, args.end)
+    writable_target("--out-dir", os.path.join(args.out_dir, "report.html"))
     progress.step(f"running the postmortem notebook on {args.input} ({args.window})")
     report = run_postmortem(
         args.input,
@@ -31,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         out_dir=args.out_dir,
     )
     progress.step("done")
-    print(report)
+    print(printable(str(report)))
     return 0
 
 
@@ -53,8 +59,14 @@ def add_to(
     post.add_argument("input", metavar="INPUT", help="the incident's telemetry, file or folder")
     post.add_argument("--window", default="PT10M", help="the entity's window (default: PT10M)")
     post.add_argument("--partitioning", action="store_true", help="the entity is partitioned")
-    post.add_argument("--entity", default=ALL_ENTITIES, help="one queue or topic (default: all)")
-    post.add_argument("--start", help="start of the incident, ISO 8601 UTC (default: first send)")
-    post.add_argument("--end", help="end of the incident, ISO 8601 UTC (default: last send)")
+    post.add_argument(
+        "--entity", type=entity_name, default=ALL_ENTITIES, help="one queue or topic (default: all)"
+    )
+    post.add_argument(
+        "--start", type=iso_time, help="start of the incident, ISO 8601 UTC (default: first send)"
+    )
+    post.add_argument(
+        "--end", type=iso_time, help="end of the incident, ISO 8601 UTC (default: last send)"
+    )
     post.add_argument("--out-dir", default="reports", help="where to write (default: reports)")
     post.set_defaults(run=run)

@@ -16,10 +16,20 @@ from dedup_lib.analysis.diagnostics import (
 )
 from dedup_lib.analysis.summaries import ground_truth_summary, has_ground_truth, summarize
 from dedup_lib.analysis.tables import ALL_ENTITIES
-from dedup_lib.cli.common import CommandError, Progress, column_mapping, session, text_table
+from dedup_lib.cli.common import (
+    CommandError,
+    Progress,
+    column_mapping,
+    content_columns,
+    existing_input,
+    session,
+    text_table,
+    writable_target,
+)
+from dedup_lib.errors import excerpt, printable
 from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.rules.durations import format_duration
-from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy, Policies
+from dedup_lib.rules.policy import WINDOW_BOUNDS, Bounds, DedupPolicy, Policies
 from dedup_lib.settings.load import load_entity_policies
 from dedup_lib.telemetry.read import load_telemetry
 
@@ -42,10 +52,18 @@ examples:
 def _policies(args: argparse.Namespace) -> DedupPolicy | dict[str, DedupPolicy | None]:
     if args.entities:
         return load_entity_policies(*args.entities)
+    return window_policy(args.window, partitioning=args.partitioning, bounds=args.bounds)
+
+
+def window_policy(window: str, *, partitioning: bool, bounds: Bounds = "service") -> DedupPolicy:
+    """The policy ``--window`` and ``--partitioning`` name; an unreadable or out-of-range
+    window (an overflow too: ``P99999999999D``) is a one-line error."""
     try:
-        return DedupPolicy(args.window, partitioning=args.partitioning, bounds=args.bounds)
+        return DedupPolicy(window, partitioning=partitioning, bounds=bounds)  # type: ignore[arg-type]
+    except OverflowError as exc:
+        raise CommandError(f"--window {excerpt(window)}: too long for a window") from exc
     except ValueError as exc:
-        raise CommandError(f"--window {args.window}: {exc}") from exc
+        raise CommandError(f"--window {excerpt(window)}: {exc}") from exc
 
 
 def describe(policy: Policies) -> str:
@@ -53,7 +71,7 @@ def describe(policy: Policies) -> str:
     if isinstance(policy, DedupPolicy):
         return policy.describe()
     each = [
-        f"{name} {'detection off' if p is None else p.describe()}"
+        f"{printable(name)} {'detection off' if p is None else p.describe()}"
         for name, p in sorted(policy.items())
     ]
     return "per-entity settings: " + "; ".join(each)
@@ -61,15 +79,17 @@ def describe(policy: Policies) -> str:
 
 def run(args: argparse.Namespace) -> int:
     progress = Progress(args.quiet)
+    existing_input(args.input)
     policy = _policies(args)
-    content = [c.strip() for c in args.content.split(",") if c.strip()] if args.content else None
-    if args.out and os.path.exists(args.out) and not args.overwrite:
-        raise CommandError(f"--out {args.out} exists; pass --overwrite to replace it")
-    if "://" not in args.input and not os.path.exists(args.input):
-        raise CommandError(f"{args.input} does not exist")
+    content = content_columns(args.content)
+    mapping = column_mapping(args.map)
+    if args.out:
+        if os.path.exists(args.out) and not args.overwrite:
+            raise CommandError(f"--out {args.out} exists; pass --overwrite to replace it")
+        writable_target("--out", args.out)
     spark = session(args)
     progress.step(f"loading {args.input}")
-    loaded = load_telemetry(spark, args.input, format=args.format, mapping=column_mapping(args.map))
+    loaded = load_telemetry(spark, args.input, format=args.format, mapping=mapping)
     counts = loaded.counts()
     progress.step(
         f"read {counts['read']:,} rows ({loaded.format}): {counts['valid']:,} valid, "
@@ -109,11 +129,13 @@ def _report(
     result: DataFrame,
 ) -> None:
     print(
-        f"{source}: {counts['read']:,} rows read, {counts['valid']:,} replayed, "
+        f"{printable(source)}: {counts['read']:,} rows read, {counts['valid']:,} replayed, "
         f"{counts['quarantined']:,} quarantined. {describe(policy)}."
     )
     if reasons is not None:
-        listed = ", ".join(f"{r.reason}: {r.count:,}" for r in reasons().itertuples())
+        listed = ", ".join(
+            f"{printable(str(r.reason))}: {r.count:,}" for r in reasons().itertuples()
+        )
         print(f"Quarantined (not replayed): {listed}")
     print()
     print("Verdicts per entity")
@@ -122,7 +144,8 @@ def _report(
     unchecked = table[(table["not_checked"] > 0) & (table["entity"] != ALL_ENTITIES)]
     if len(unchecked):
         print(
-            f"Duplicates were not checked on {', '.join(unchecked['entity'])}: detection is off "
+            f"Duplicates were not checked on {printable(', '.join(unchecked['entity']))}: "
+            "detection is off "
             "there, so every send was accepted."
         )
     if has_ground_truth(result):

@@ -1,19 +1,89 @@
 """Headless postmortem: run the postmortem notebook (``notebooks/04_incident_postmortem.ipynb``,
 shipped in the package) with papermill, and write it as one self-contained HTML file (charts
-inlined, readable offline)."""
+inlined, readable offline). A cell that fails raises the same one-line error the library
+would outside the notebook."""
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 import re
 from importlib.resources import as_file, files
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dedup_lib.analysis.tables import ALL_ENTITIES
-from dedup_lib.errors import MissingFileError
+from dedup_lib.errors import DedupLibError, InputError, MissingFileError
+from dedup_lib.spark import output_to, spark_log_path, spark_message
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
+
+
+class ReportError(DedupLibError, RuntimeError):
+    """The postmortem notebook failed in a cell, not on the input: the message names the
+    error, its traceback is in Spark's log."""
+
+
+def _library_errors() -> dict[str, type[DedupLibError]]:
+    """The library's error classes by name, as a notebook cell's failure names its error."""
+    found: dict[str, type[DedupLibError]] = {}
+    pending: list[type[DedupLibError]] = [DedupLibError]
+    while pending:
+        cls = pending.pop()
+        found.setdefault(cls.__name__, cls)
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+#: A cell's traceback shows a Spark error as the cause: the command line then names Spark's
+#: log after the library's message, as it does outside the notebook.
+_SPARK_CAUSE = re.compile(r"\bPy4J\w*Error\b|\bpyspark\.errors\b|\bpyspark/errors/")
+
+
+def _is_spark_error(name: str) -> bool:
+    from pyspark.errors import PySparkException
+
+    pending: list[type[BaseException]] = [PySparkException]
+    while pending:
+        cls = pending.pop()
+        if cls.__name__ == name:
+            return True
+        pending.extend(cls.__subclasses__())
+    return name.startswith("Py4J")
+
+
+def cell_error(failure: Any, source: str = "", input: str = "") -> DedupLibError:
+    """The library's error for a papermill ``PapermillExecutionError``: one of the library's
+    own errors raised again with its message (and where Spark's log is when a Spark error
+    caused it); anything else a :class:`ReportError` of one
+    line, with the cell's traceback written to Spark's log. The notebook's ``source`` path
+    is written as the user named it (``input``), as outside the notebook."""
+    ename, evalue = str(failure.ename), str(failure.evalue)
+    if source and input:
+        evalue = re.sub(rf"(?<![\w:/]){re.escape(source)}", lambda _: input, evalue)
+    log = spark_log_path()
+    trace = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(failure.traceback))
+    cls = _library_errors().get(ename)
+    if cls is not None:
+        if _SPARK_CAUSE.search(trace):
+            evalue += f" (Spark's log: {log})"
+        try:
+            return cls(evalue)
+        except TypeError:
+            return InputError(evalue)
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as out:
+            stamp = dt.datetime.now(dt.UTC).strftime("%y/%m/%d %H:%M:%S")
+            out.write(f"{stamp} ERROR postmortem notebook: {ename}: {evalue}\n{trace}\n")
+    except OSError:
+        pass
+    if _is_spark_error(ename):
+        return ReportError(f"{spark_message(evalue or ename)} (Spark's log: {log})")
+    first = evalue.strip().splitlines()[0] if evalue.strip() else ""
+    return ReportError(f"the postmortem notebook failed: {ename}: {first} (details: {log})")
+
 
 #: The postmortem notebook, shipped inside the package (``notebooks/`` in the source tree).
 POSTMORTEM = files("dedup_lib") / "resources" / "postmortem.ipynb"
@@ -34,6 +104,7 @@ def run_postmortem(
     import nbformat
     import papermill as pm
     from nbconvert import HTMLExporter
+    from papermill.exceptions import PapermillExecutionError
 
     source = Path(input).resolve()
     if not source.exists():
@@ -44,23 +115,32 @@ def run_postmortem(
     label = re.sub(r"[^\w]+", "", window)
     name = f"postmortem-{stem}-{label}" + ("-partitioned" if partitioning else "")
     executed = out / f"{name}.ipynb"
-    with as_file(notebook) as path:
-        pm.execute_notebook(
-            str(path),
-            str(executed),
-            parameters={
-                "INPUT": str(source),
-                "WINDOW": window,
-                "PARTITIONING": partitioning,
-                "ENTITY": entity,
-                "START": start,
-                "END": end,
-                "EMBED_CHARTS": True,
-            },
-            cwd=str(out),
-            progress_bar=False,
-            kernel_name="python3",
-        )
+    log = spark_log_path()
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        quiet: contextlib.AbstractContextManager[None] = output_to(log)
+    except OSError:
+        quiet = contextlib.nullcontext()
+    with as_file(notebook) as path, quiet:
+        try:
+            pm.execute_notebook(
+                str(path),
+                str(executed),
+                parameters={
+                    "INPUT": str(source),
+                    "WINDOW": window,
+                    "PARTITIONING": partitioning,
+                    "ENTITY": entity,
+                    "START": start,
+                    "END": end,
+                    "EMBED_CHARTS": True,
+                },
+                cwd=str(out),
+                progress_bar=False,
+                kernel_name="python3",
+            )
+        except PapermillExecutionError as failure:
+            raise cell_error(failure, str(source), input) from None
     settings = {"exclude_input": True, "exclude_input_prompt": True, "exclude_output_prompt": True}
     exporter = HTMLExporter(**settings)  # type: ignore[no-untyped-call]
     notebook_node = nbformat.read(executed, as_version=4)  # type: ignore[no-untyped-call]
