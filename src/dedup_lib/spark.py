@@ -274,7 +274,8 @@ def spark_message(exc: BaseException | str) -> str:
     for line in str(exc).splitlines():
         line = line.strip().removeprefix(": ")
         if line and not line.startswith("An error occurred while calling"):
-            return re.sub(r"^[\w.$]+(Exception|Error): ", "", line)
+            line = re.sub(r"^[\w.$]+(Exception|Error): ", "", line)
+            return re.sub(r"^\[[A-Z_.]+\]\s*|\s*SQLSTATE: \w+\.?$", "", line)
     return "Spark error" if isinstance(exc, str) else type(exc).__name__
 
 

@@ -18,6 +18,7 @@ from pyspark.sql import types as T
 
 from dedup_lib.columns import column
 from dedup_lib.errors import DedupLibError, InputError, excerpt, printable
+from dedup_lib.spark import spark_errors
 from dedup_lib.telemetry.files import InputFiles, list_input, local_path
 from dedup_lib.telemetry.schema import BUILTIN_ALIASES, CANONICAL_COLUMNS, REQUIRED_COLUMNS
 from dedup_lib.telemetry.sources import (
@@ -26,7 +27,6 @@ from dedup_lib.telemetry.sources import (
     read_failure,
     read_sources,
     resolve_format,
-    spark_errors,
 )
 from dedup_lib.telemetry.times import never, parse_time
 

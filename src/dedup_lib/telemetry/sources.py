@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pyspark.errors import PySparkException
 from pyspark.sql import types as T
 
 from dedup_lib.errors import InputError, excerpt, printable
+from dedup_lib.spark import spark_errors, spark_message
 from dedup_lib.telemetry.files import InputFiles, local_path, spark_path
 from dedup_lib.telemetry.schema import FORMAT_NAMES, FORMATS, SUPPORTED_FORMATS
 
@@ -46,26 +46,6 @@ _CAUSES = (
 )
 
 
-def spark_errors() -> tuple[type[Exception], ...]:
-    """Errors Spark raises while reading: classic leaves some as Py4JJavaError."""
-    try:
-        from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
-    except ImportError:
-        return (PySparkException,)
-    return (PySparkException, Py4JJavaError)
-
-
-def spark_message(exc: BaseException) -> str:
-    """The first meaningful line of a Spark error, without the Py4J and Java class prefixes."""
-    for line in str(exc).splitlines():
-        line = line.strip().removeprefix(": ")
-        if line and not line.startswith("An error occurred while calling"):
-            line = re.sub(r"^[\w.$]+(Exception|Error): ", "", line)
-            line = re.sub(r"^\[[A-Z_.]+\]\s*|\s*SQLSTATE: \w+\.?$", "", line)
-            return printable(line)
-    return type(exc).__name__
-
-
 def _root_cause(exc: BaseException) -> str:
     """The deepest ``Caused by`` of a Java error, else its first line."""
     text = str(exc)
@@ -73,7 +53,7 @@ def _root_cause(exc: BaseException) -> str:
         if needle in text:
             return meaning
     causes = re.findall(r"Caused by: [\w.$]+: (.+)", text)
-    return printable(causes[-1].strip()) if causes else spark_message(exc)
+    return printable(causes[-1].strip()) if causes else printable(spark_message(exc))
 
 
 def read_failure(exc: BaseException, files: InputFiles, fmt: str, caller: str) -> InputError:
