@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,14 +64,21 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LOG4J2_PROPERTIES = files("dedup_lib") / "resources" / "log4j2.properties"
 
 
+def cache_dir() -> Path:
+    """The library's own folder for what it builds and logs: ``DEDUP_LIB_CACHE``, else
+    ``dedup_lib`` in the user's cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``)."""
+    explicit = os.environ.get("DEDUP_LIB_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dedup_lib"
+
+
 def spark_log_path() -> Path:
-    """Where Spark's log goes: ``$DEDUP_LOG_DIR/spark.log``, else ``spark.log`` in the user's
-    cache folder (``$XDG_CACHE_HOME`` or ``~/.cache``, under ``dedup-lib``)."""
+    """Where Spark's log goes: ``$DEDUP_LOG_DIR/spark.log``, else ``spark.log`` in
+    :func:`cache_dir`, beside the compiled replay kernel."""
     folder = os.environ.get("DEDUP_LOG_DIR")
-    if not folder:
-        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        folder = str(Path(cache) / "dedup-lib")
-    return Path(folder).expanduser() / "spark.log"
+    return (Path(folder).expanduser() if folder else cache_dir()) / "spark.log"
 
 
 def _java_option(name: str, value: str) -> str:
@@ -246,7 +254,10 @@ def get_spark(
         # local one (local[...]) is started with all of them.
         if local or key.startswith("spark.sql."):
             builder = builder.config(key, value)
-    with output_to(log) if starts_jvm else contextlib.nullcontext():
+    with output_to(log) if starts_jvm else contextlib.nullcontext(), warnings.catch_warnings():
+        # A local Connect server is started with every setting, then the client sets them again
+        # and warns for each static one (CANNOT_MODIFY_CONFIG): noise, not a problem.
+        warnings.filterwarnings("ignore", message="Failed to set .*CANNOT_MODIFY_CONFIG")
         spark = builder.getOrCreate()
     for key in SESSION_SETTINGS:
         spark.conf.set(key, settings[key])

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dedup_lib.errors import ToolMissingError
-from dedup_lib.spark import is_connect, java_tool
+from dedup_lib.spark import cache_dir, is_connect, java_tool
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -55,15 +55,6 @@ _failed: dict[Path, JvmKernelUnavailable] = {}
 class JvmKernelUnavailable(ToolMissingError):  # noqa: N818 (a state, not a failure of the caller)
     """Raised when the JVM kernel cannot be built or loaded; the message says why and what to
     install. The engine then uses the Python kernel, which gives the same verdicts."""
-
-
-def cache_dir() -> Path:
-    """Where compiled jars live: ``DEDUP_LIB_CACHE``, else the user's cache directory."""
-    explicit = os.environ.get("DEDUP_LIB_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "dedup_lib"
 
 
 def _javac() -> str | None:
