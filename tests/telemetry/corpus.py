@@ -544,6 +544,12 @@ CASES: list[Case] = [
         counts=(3, 3, 0),
     ),
     Case(
+        "parquet-nanosecond-timestamps-in-utc",
+        lambda d: _parquet_nanos(d / "nanos.parquet"),
+        error="Spark cannot read nanosecond timestamps.*coerce_timestamps='us'",
+        names="nanos.parquet",
+    ),
+    Case(
         "struct-message-id",
         lambda d: _parquet_struct_id(d / "s.parquet"),
         error="column 'message_id' .* is struct",
@@ -566,6 +572,13 @@ def _parquet_extremes(path: Path) -> Path:
         {"message_id": ["a", "b", "c"], "send_time": pa.array(micros, pa.timestamp("us", "UTC"))}
     )
     pq.write_table(table, path)
+    return path
+
+
+def _parquet_nanos(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    times = pa.array([T0 * 10**9, (T0 + 1) * 10**9], pa.timestamp("ns", "UTC"))
+    pq.write_table(pa.table({"message_id": ["a", "b"], "send_time": times}), path)
     return path
 
 

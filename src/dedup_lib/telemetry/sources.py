@@ -58,8 +58,16 @@ def _root_cause(exc: BaseException) -> str:
 
 def read_failure(exc: BaseException, files: InputFiles, fmt: str, caller: str) -> InputError:
     """Spark's failure to read ``files`` as one line: which file, what is wrong with it."""
-    found = _FAILED_FILE.search(str(exc))
+    text = str(exc)
+    found = _FAILED_FILE.search(text)
     where = files.name(found[1]) if found else printable(files.root)
+    if "TIMESTAMP(NANOS" in text or re.search(r"INT64, logicalType: timestamp", text):
+        return InputError(
+            f"{caller}: cannot read {where}: Spark cannot read nanosecond timestamps (the "
+            "pandas and pyarrow default): write with to_parquet(..., coerce_timestamps='us', "
+            "allow_truncated_timestamps=True), or set spark.sql.legacy.parquet.nanosAsLong=true "
+            "to read them as epoch nanoseconds, which load_telemetry parses."
+        )
     return InputError(
         f"{caller}: cannot read {where} as {fmt}: {_root_cause(exc)}; expected {EXPECTED[fmt]}. "
         "Fix or remove the file and load again."
@@ -129,15 +137,7 @@ def read_sources(spark: SparkSession, files: InputFiles, fmt: str, caller: str) 
         for source in sources:
             _ = source.schema
     except spark_errors() as exc:
-        error = read_failure(exc, files, fmt, caller)
-        if "TIMESTAMP(NANOS" in str(exc):
-            raise InputError(
-                f"{error} Spark cannot read nanosecond timestamps (the pandas default): write "
-                "with to_parquet(..., coerce_timestamps='us', allow_truncated_timestamps=True), "
-                "or set spark.sql.legacy.parquet.nanosAsLong=true to read them as epoch "
-                "nanoseconds, which load_telemetry parses."
-            ) from exc
-        raise error from exc
+        raise read_failure(exc, files, fmt, caller) from exc
     for source in sources:
         if fmt == "json" and source.schema.names == [CORRUPT]:
             raise InputError(

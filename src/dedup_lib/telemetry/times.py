@@ -106,7 +106,7 @@ def never(value: Column, dtype: T.DataType, parsed: Column) -> Column:
             )
             rules.append((whole == MIN_VALUE_SECONDS, f"DateTime.MinValue in {unit}"))
         rules.append((number == 0, "the epoch itself (0), an unset time"))
-        rules.append((F.abs(number) >= 2**63 - 1, "the largest 64-bit integer"))
+        rules.append((number.isin(2**63 - 1, -(2**63)), "Int64.MaxValue or MinValue"))
     day = F.to_date(parsed)
     rules.append((day >= F.lit("9999-12-31").cast("date"), "the last day a time can hold"))
     rules.append((day <= F.lit("0001-01-01").cast("date"), "the first day a time can hold"))
