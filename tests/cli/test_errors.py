@@ -58,6 +58,12 @@ def a_file(tmp_path):
     [
         (["simulate", DAY, "--window", "P99999999999D"], "--window 'P99999999999D': "),
         (["simulate", DAY, "--window", "soon"], "window: cannot read 'soon'"),
+        (["simulate", DAY, "--window", "inf"], "--window 'inf': "),
+        (["simulate", DAY, "--window", "1e400"], "--window '1e400': "),
+        (["simulate", DAY, "--window", "99999999999.00:00:00"], "--window '99999999999.00:00:00'"),
+        (["simulate", DAY, "--window", "0:99:99"], "0:99:99"),
+        (["simulate", DAY, "--entities", "{deep}"], "nested too deeply"),
+        (["simulate", DAY, "--entities", "{huge}"], "characters)"),
         (["simulate", "no/such.parquet"], "no/such.parquet does not exist"),
         (["simulate", DAY, "--map", "oops"], "expected SOURCE=CANONICAL"),
         (["simulate", DAY, "--content", " , "], "--content ' , ': name at least one column"),
@@ -75,8 +81,19 @@ def a_file(tmp_path):
         (["postmortem", DAY, "--out-dir", "{file}/reports"], "is a file, not a folder"),
     ],
 )
-def test_a_bad_option_is_one_line_before_spark_starts(no_spark, capsys, a_file, argv, message):
-    argv = [arg.replace("{file}", a_file) for arg in argv]
+def test_a_bad_option_is_one_line_before_spark_starts(
+    no_spark, capsys, a_file, tmp_path, argv, message
+):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 10_000 + "]" * 10_000)
+    huge = tmp_path / "huge.json"
+    huge.write_text(
+        '{"resources": [{"type": "Microsoft.ServiceBus/namespaces/queues", "name": "ns/q", '
+        '"properties": {"requiresDuplicateDetection": true, '
+        '"duplicateDetectionHistoryTimeWindow": "' + "P" * 5_000_000 + '"}}]}'
+    )
+    for name, value in {"{file}": a_file, "{deep}": str(deep), "{huge}": str(huge)}.items():
+        argv = [arg.replace(name, value) for arg in argv]
     assert main([*argv, "--quiet"]) == 1
     line = _one_line(capsys)
     assert line.startswith(f"dedup-lib {argv[0]}: error: ")

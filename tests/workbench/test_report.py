@@ -43,3 +43,23 @@ def test_postmortem_command_names_a_missing_input(capsys, tmp_path):
 def test_sample_path_lists_the_samples():
     with pytest.raises(FileNotFoundError, match=r"incident\.parquet"):
         sample_path("nope.parquet")
+
+
+def test_hostile_ids_and_entity_names_stay_inert_in_the_report(tmp_path):
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(sample_path("incident.parquet"))
+    entity = pc.replace_substring(table["entity"], "orders", "<img src=x onerror=alert(1)>")
+    ids = pc.binary_join_element_wise("<script>alert(2)</script>", table["message_id"], "")
+    table = table.set_column(table.schema.get_field_index("entity"), "entity", entity)
+    table = table.set_column(table.schema.get_field_index("message_id"), "message_id", ids)
+    path = tmp_path / "hostile.parquet"
+    pq.write_table(table, path, coerce_timestamps="us")
+
+    html = run_postmortem(str(path), window="PT20S", out_dir=str(tmp_path)).read_text()
+
+    assert "alert(1)" in html  # the entity is shown...
+    assert "<img src=x onerror" not in html  # ...as text, never as markup
+    assert "<script>alert(2)" not in html
+    assert "Traceback" not in html
