@@ -9,13 +9,14 @@ LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 # Java 17+, the JVM replay kernel built (or why the Python one will run), the Jupyter kernel.
 CHECK = $(BIN)/dedup-lib doctor
 
-.PHONY: help install lab test test-fast lint bench bench-synth bench-explorer samples notebooks postmortem clean
+.PHONY: help install lab test test-fast lint bench bench-load bench-synth bench-explorer samples notebooks postmortem clean
 
 help:
 	@echo "make lab     open JupyterLab on notebooks/ (installs on first use)"
 	@echo "make test    lint, then every test: unit, Spark (classic and Connect), notebooks"
 	@echo "make lint    ruff, mypy and the import contract (lint-imports)"
 	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000)"
+	@echo "make bench-load   load_telemetry (with its tally) against one scan of every value (10 M)"
 	@echo "make bench-synth  generator benchmark, 10 M sends against the same floor"
 	@echo "make bench-explorer  explorer and sweep against one detect_duplicates run (10 M)"
 	@echo "make samples regenerate data/samples/ (deterministic: same seed, same rows)"
@@ -53,6 +54,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py --rows $(or $(ROWS),10000000)
+
+bench-load: $(STAMP)
+	$(BIN)/python benchmarks/bench_load.py --rows $(or $(ROWS),10000000)
 
 bench-explorer: $(STAMP)
 	$(BIN)/python benchmarks/bench_explorer.py --rows $(or $(ROWS),10000000)

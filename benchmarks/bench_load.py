@@ -1,0 +1,100 @@
+"""Benchmark: ``load_telemetry``, with its per-file tally, against one plain scan of the files.
+
+``load_telemetry`` reads every file once while loading: it counts the rows Spark reads, the
+valid rows and the quarantined ones, each by its own query, and decodes every value (so a
+damaged file fails there). The baseline is what any reader of the same data pays at least:
+one scan that decodes every value (the maximum of a hash of all columns). Both run on narrow
+rows (ids and times only) and on wide ones (ten more text columns), as Parquet, interleaved
+in rounds after an untimed warm-up; each ratio is the median of the ratios within a round.
+
+    make bench-load                 # 10 M rows
+    .venv/bin/python benchmarks/bench_load.py --rows 2000000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from dedup_lib import get_spark, load_telemetry
+
+WIDE_COLUMNS = 10
+
+
+def generate(spark: SparkSession, rows: int, path: str, *, wide: bool) -> None:
+    ids = spark.range(rows)
+    frame = ids.select(
+        F.concat(F.lit("m-"), (F.col("id") * 7919 % rows).cast("string")).alias("message_id"),
+        F.timestamp_seconds(F.lit(1_700_000_000) + F.col("id") % 86_400).alias("send_time"),
+        F.concat(F.lit("entity-"), (F.col("id") % 5).cast("string")).alias("entity"),
+        *(
+            [
+                F.sha1(F.concat(F.col("id").cast("string"), F.lit(i))).alias(f"c{i}")
+                for i in range(WIDE_COLUMNS)
+            ]
+            if wide
+            else []
+        ),
+    )
+    frame.write.parquet(path)
+
+
+def scan(spark: SparkSession, path: str) -> None:
+    frame = spark.read.parquet(path)
+    frame.agg(F.max(F.xxhash64(*frame.columns))).collect()
+
+
+def load(spark: SparkSession, path: str) -> None:
+    loaded = load_telemetry(spark, path)
+    assert loaded.counts()["quarantined"] == 0
+
+
+def timed(run: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=10_000_000, help="sends (default 10 M)")
+    parser.add_argument("--repeat", type=int, default=5, help="timed rounds (default 5)")
+    args = parser.parse_args(argv)
+
+    spark = get_spark("dedup-bench-load", config={"spark.ui.enabled": "false"})
+    with tempfile.TemporaryDirectory(prefix="dedup-bench-load-") as tmp:
+        print(f"generating {args.rows:,} narrow and {args.rows:,} wide rows ...", flush=True)
+        runs: dict[str, Callable[[], None]] = {}
+        for shape in ("narrow", "wide"):
+            path = f"{tmp}/{shape}"
+            generate(spark, args.rows, path, wide=shape == "wide")
+            runs[f"{shape}: scan of every value"] = lambda p=path: scan(spark, p)
+            runs[f"{shape}: load_telemetry"] = lambda p=path: load(spark, p)
+        for run in runs.values():
+            run()
+        timings: dict[str, list[float]] = {name: [] for name in runs}
+        for round_ in range(args.repeat):
+            for name, run in runs.items():
+                seconds = timed(run)
+                timings[name].append(seconds)
+                print(f"  round {round_ + 1}: {name:32s} {seconds:7.2f} s", flush=True)
+
+    print()
+    for shape in ("narrow", "wide"):
+        base, ours = timings[f"{shape}: scan of every value"], timings[f"{shape}: load_telemetry"]
+        ratio = statistics.median(o / b for o, b in zip(ours, base, strict=True))
+        print(
+            f"{shape:6s} load_telemetry / scan  {ratio:5.2f}x  "
+            f"(best {min(ours):.2f} s / {min(base):.2f} s = {min(ours) / min(base):.2f}x)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
