@@ -277,21 +277,19 @@ def _every_value(frame: DataFrame) -> Column:
     return F.xxhash64(*values) if values else F.lit(0)
 
 
-def _tally(
-    files: InputFiles, read: DataFrame, valid: DataFrame, quarantine: DataFrame, fmt: str
-) -> pd.DataFrame:
-    """Rows per file, read and judged, each counted by its own query in one Spark job; an
-    error when a file's valid and quarantined rows do not add up to its rows read."""
+def _tally(files: InputFiles, read: DataFrame, judged: DataFrame, fmt: str) -> pd.DataFrame:
+    """Rows per file: read (Spark's count of the files, nothing parsed), valid and
+    quarantined (each counted, neither inferred from the others), in one Spark job; an error
+    when a file's valid and quarantined rows do not add up to its rows read."""
     kinds = ("read", "valid", "quarantined")
+    kind = F.when(column(REASON).isNull(), F.lit("valid")).otherwise(F.lit("quarantined"))
     parts = [
-        frame.select(
-            column(SOURCE_FILE), F.lit(kind).alias("kind"), _every_value(frame).alias("seen")
-        )
-        for frame, kind in zip((read, valid, quarantine), kinds, strict=True)
+        read.select(column(SOURCE_FILE), F.lit("read").alias("kind"), F.lit(0).cast("long")),
+        judged.select(column(SOURCE_FILE), kind.alias("kind"), _every_value(judged)),
     ]
     try:
         rows = (
-            _union(parts)
+            _union([p.toDF(SOURCE_FILE, "kind", "seen") for p in parts])
             .groupBy(SOURCE_FILE, "kind")
             .agg(F.count(F.lit(1)), F.max("seen"))
             .collect()
@@ -375,14 +373,13 @@ def load_telemetry(
             return column(name).cast("string").alias(name)
         return column(name)
 
-    judged = frame.where(column(REASON).isNull())
-    valid = judged.select(
+    valid = frame.where(column(REASON).isNull()).select(
         *(typed(c) for c in order), *([column(SOURCE_FILE)] if keep_source_file else [])
     )
     quarantine = frame.where(column(REASON).isNotNull()).select(
         *(column(c) for c in order), column(REASON), column(SOURCE_FILE)
     )
-    table = _tally(files, _union([s.read for s in sources]), judged, quarantine, fmt)
+    table = _tally(files, _union([s.read for s in sources]), frame, fmt)
     renames = {s: t for source in sources for s, t in source.names.items() if s != t}
     return LoadedTelemetry(
         valid=valid,
