@@ -21,9 +21,8 @@ import pandas as pd
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
-from dedup_lib.analysis.tables import NO_ENTITY, entity_column
+from dedup_lib.analysis.tables import NO_ENTITY, bucket_seconds, entity_column
 from dedup_lib.errors import InputError
-from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import (
     ACCEPTED,
     DETECTION_OFF_NOTE,
@@ -292,9 +291,7 @@ def counts_over_time(found: DataFrame, by: str, bucket: str = "PT1M") -> pd.Data
     bucket and group that has any."""
     if by not in found.columns:
         raise InputError(f"counts_over_time: no column {by!r}; it has {', '.join(found.columns)}")
-    seconds = int(parse_window(bucket).total_seconds())
-    if seconds < 1:
-        raise InputError(f"bucket: expected at least a second, got {bucket!r}")
+    seconds = bucket_seconds(bucket)
     start = F.timestamp_seconds(
         F.floor(F.unix_seconds("send_time") / seconds).cast("long") * seconds
     )

@@ -7,10 +7,9 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from pyspark.sql import functions as F
 
-from dedup_lib.analysis.tables import ALL_ENTITIES, entity_column, with_total
+from dedup_lib.analysis.tables import ALL_ENTITIES, bucket_seconds, entity_column, with_total
 from dedup_lib.columns import count_where
 from dedup_lib.errors import InputError
-from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import (
     ACCEPTED,
     DETECTION_OFF_NOTE,
@@ -134,7 +133,7 @@ GUID_PATTERN = (
 def sends_over_time(df: DataFrame, bucket: str = "PT1M") -> pd.DataFrame:
     """Sends per entity and time bucket (``entity``, ``time`` UTC bucket start, ``sends``),
     from loaded telemetry. One Spark job; rows without send_time are left out."""
-    seconds = int(parse_window(bucket).total_seconds())
+    seconds = bucket_seconds(bucket)
     start = F.timestamp_seconds(F.floor(F.unix_seconds(F.col("send_time")) / seconds) * seconds)
     table = (
         df.where(F.col("send_time").isNotNull())

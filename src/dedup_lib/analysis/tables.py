@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from pyspark.sql import functions as F
 
+from dedup_lib.errors import InputError, excerpt
+from dedup_lib.rules.durations import parse_window
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
@@ -33,3 +36,15 @@ def with_total(table: pd.DataFrame, counts: list[str]) -> pd.DataFrame:
         total.insert(0, "entity", ALL_ENTITIES)
         table = pd.concat([table, total], ignore_index=True)
     return table.reset_index(drop=True)
+
+
+def bucket_seconds(bucket: str) -> int:
+    """A time bucket in whole seconds: at least one, and no longer than a timestamp spans
+    (a bucket of ``0`` would reach Spark as a division by zero)."""
+    try:
+        seconds = int(parse_window(bucket).total_seconds())
+    except InputError as exc:
+        raise InputError("bucket: " + str(exc).removeprefix("window: ")) from exc
+    if seconds < 1:
+        raise InputError(f"bucket: expected at least a second, got {excerpt(bucket)}")
+    return seconds
