@@ -13,6 +13,17 @@ from dedup_lib.settings.load import load_entity_policies, load_entity_settings
 from dedup_lib.settings.model import EntityConfigError, EntitySettings, as_json, entity_policies
 from settings_kit import SERVICE_WORDING, az, queue, raises, settings, template, write
 
+VALID_FIELDS = {
+    "name": "orders",
+    "kind": "queue",
+    "requires_duplicate_detection": True,
+    "window": None,
+    "partitioning": False,
+    "requires_session": False,
+    "source": "a.json",
+    "bounds": "service",
+}
+
 
 @pytest.mark.parametrize("window", ["PT19S", "P7DT1S", "P8D", "PT0S", "0:00:10"])
 def test_window_outside_service_bounds(tmp_path, window):
@@ -110,17 +121,7 @@ def test_entity_settings_policy():
     ],
 )
 def test_entity_settings_refuses_nonsense(changes, message):
-    fields = {
-        "name": "orders",
-        "kind": "queue",
-        "requires_duplicate_detection": True,
-        "window": None,
-        "partitioning": False,
-        "requires_session": False,
-        "source": "a.json",
-        "bounds": "service",
-        **changes,
-    }
+    fields = {**VALID_FIELDS, **changes}
     with raises(message):
         EntitySettings(**fields)
 
@@ -188,17 +189,7 @@ def test_entity_policies_validates_each_entity():
     ],
 )
 def test_entity_settings_quote_bad_fields_short(changes, shown):
-    fields = {
-        "name": "orders",
-        "kind": "queue",
-        "requires_duplicate_detection": True,
-        "window": None,
-        "partitioning": False,
-        "requires_session": False,
-        "source": "a.json",
-        "bounds": "service",
-        **changes,
-    }
+    fields = {**VALID_FIELDS, **changes}
     with pytest.raises(EntityConfigError) as caught:
         EntitySettings(**fields)
     assert shown in str(caught.value)

@@ -209,15 +209,19 @@ def content_columns(text: str | None) -> list[str] | None:
     return columns
 
 
-def seed(text: str) -> int:
-    """A random seed for ``--seed``: a whole number, 0 or more."""
+def _whole(text: str, least: int) -> int:
     try:
         value = int(text.replace("_", ""))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {excerpt(text)}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected at least {least}, got {value}")
     return value
+
+
+def seed(text: str) -> int:
+    """A random seed for ``--seed``: a whole number, 0 or more."""
+    return _whole(text, 0)
 
 
 def rows(text: str) -> int:
@@ -250,13 +254,8 @@ def share(text: str) -> float:
 
 
 def positive(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {excerpt(text)}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
-    return value
+    """A count: a whole number, 1 or more."""
+    return _whole(text, 1)
 
 
 def common_options() -> argparse.ArgumentParser:
