@@ -14,14 +14,14 @@ in rounds after an untimed warm-up; each ratio is the median of the ratios withi
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
-import time
 from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from bench_engine import paired
+from bench_explorer import seconds
 from dedup_lib import get_spark, load_telemetry
 
 WIDE_COLUMNS = 10
@@ -55,12 +55,6 @@ def load(spark: SparkSession, path: str) -> None:
     assert loaded.counts()["quarantined"] == 0
 
 
-def timed(run: Callable[[], None]) -> float:
-    start = time.perf_counter()
-    run()
-    return time.perf_counter() - start
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000, help="sends (default 10 M)")
@@ -81,14 +75,14 @@ def main(argv: list[str] | None = None) -> int:
         timings: dict[str, list[float]] = {name: [] for name in runs}
         for round_ in range(args.repeat):
             for name, run in runs.items():
-                seconds = timed(run)
-                timings[name].append(seconds)
-                print(f"  round {round_ + 1}: {name:32s} {seconds:7.2f} s", flush=True)
+                taken = seconds(run)
+                timings[name].append(taken)
+                print(f"  round {round_ + 1}: {name:32s} {taken:7.2f} s", flush=True)
 
     print()
     for shape in ("narrow", "wide"):
         base, ours = timings[f"{shape}: scan of every value"], timings[f"{shape}: load_telemetry"]
-        ratio = statistics.median(o / b for o, b in zip(ours, base, strict=True))
+        ratio = paired(ours, base)
         print(
             f"{shape:6s} load_telemetry / scan  {ratio:5.2f}x  "
             f"(best {min(ours):.2f} s / {min(base):.2f} s = {min(ours) / min(base):.2f}x)"
