@@ -64,3 +64,20 @@ def test_the_command_line_gives_the_same_one_line(
     assert len(lines) == 1, err
     assert lines[0].startswith("dedup-lib simulate: error: ")
     assert_one_clear_line(lines[0], case)
+
+
+def test_the_command_line_says_what_it_read_and_skipped(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case = next(c for c in CASES if c.name == "bookkeeping-skipped-and-counted")
+    path = case.build(tmp_path)
+    (path / "_\x1b[2Jx").write_text("")
+
+    assert main(["simulate", str(path), "-q"], spark=spark) == 0
+    out = capsys.readouterr().out
+    assert ": 2 rows read, 2 replayed, 0 quarantined." in out
+    assert "Read 1 file(s); skipped, not telemetry: " in out
+    assert "_SUCCESS (Spark/Hadoop bookkeeping)" in out
+    assert "_\\x1b[2Jx (hidden)" in out
+    assert "and 2 more" in out
+    assert "\x1b" not in out

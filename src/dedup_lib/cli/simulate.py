@@ -31,12 +31,9 @@ from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.rules.durations import format_duration
 from dedup_lib.rules.policy import WINDOW_BOUNDS, Bounds, DedupPolicy, Policies
 from dedup_lib.settings.load import load_entity_policies
-from dedup_lib.telemetry.read import load_telemetry
+from dedup_lib.telemetry.read import LoadedTelemetry, load_telemetry
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    import pandas as pd
     from pyspark.sql import DataFrame
 
 SIMULATE_EXAMPLES = """\
@@ -105,8 +102,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         result = result.persist()
     try:
-        _report(args.input, counts, loaded.quarantine_reasons if counts["quarantined"] else None,
-                policy, result)  # fmt: skip
+        _report(loaded, policy, result)
         if args.diagnostics and (content or "payload_hash" in result.columns):
             progress.step("looking for missed resends and collisions by content")
             _diagnose(result, content)
@@ -121,20 +117,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(
-    source: str,
-    counts: dict[str, int],
-    reasons: Callable[[], pd.DataFrame] | None,
-    policy: Policies,
-    result: DataFrame,
-) -> None:
+def _report(loaded: LoadedTelemetry, policy: Policies, result: DataFrame) -> None:
+    counts = loaded.counts()
     print(
-        f"{printable(source)}: {counts['read']:,} rows read, {counts['valid']:,} replayed, "
+        f"{printable(loaded.path)}: {counts['read']:,} rows read, {counts['valid']:,} replayed, "
         f"{counts['quarantined']:,} quarantined. {describe(policy)}."
     )
-    if reasons is not None:
+    if len(loaded.files) > 1 or loaded.skipped:
+        skipped = list(loaded.skipped.items())
+        listed = ", ".join(f"{printable(name)} ({why})" for name, why in skipped[:5])
+        more = f" and {len(skipped) - 5:,} more" if len(skipped) > 5 else ""
+        print(
+            f"Read {len(loaded.files):,} file(s)"
+            + (f"; skipped, not telemetry: {listed}{more}" if skipped else "")
+        )
+    if counts["quarantined"]:
         listed = ", ".join(
-            f"{printable(str(r.reason))}: {r.count:,}" for r in reasons().itertuples()
+            f"{printable(str(r.reason))}: {r.count:,}"
+            for r in loaded.quarantine_reasons().itertuples()
         )
         print(f"Quarantined (not replayed): {listed}")
     print()
