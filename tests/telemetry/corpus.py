@@ -118,6 +118,12 @@ def _check_partition(loaded: object) -> None:
     assert "day" in valid.columns
 
 
+def _check_nested(loaded: object) -> None:
+    valid = loaded.valid  # type: ignore[attr-defined]
+    got = {r[0]: r[1] for r in valid.select("message_id", "session_id").collect()}
+    assert got == {"a": "s", "b": None}
+
+
 def _symlinked(root: Path) -> Path:
     target = text(root / "real" / "sends.csv", HEADER + rows("a", "b"))
     (root / "link.csv").symlink_to(target)
@@ -548,6 +554,41 @@ CASES: list[Case] = [
         lambda d: _parquet_nanos(d / "nanos.parquet"),
         error="Spark cannot read nanosecond timestamps.*coerce_timestamps='us'",
         names="nanos.parquet",
+    ),
+    # Nested paths in a mapping: a field of a struct (JSON objects), a key of a map (Parquet).
+    Case(
+        "mapping-nested-json-fields",
+        lambda d: text(
+            d / "deps.jsonl",
+            f'{{"timestamp":{T0},"customDimensions":{{"MessageId":"a","Session":{{"Id":"s"}}}}}}\n'
+            f'{{"timestamp":{T0 + 1},"customDimensions":{{"MessageId":"b"}}}}\n',
+        ),
+        counts=(2, 2, 0),
+        mapping={
+            "customDimensions.MessageId": "message_id",
+            "timestamp": "send_time",
+            "customDimensions.Session.Id": "session_id",
+        },
+        check=_check_nested,
+    ),
+    Case(
+        "mapping-nested-map-keys",
+        lambda d: parquet(
+            d / "deps.parquet",
+            2,
+            properties=pa.array(
+                [[("MessageId", "x")], [("MessageId", "y")]], pa.map_(pa.string(), pa.string())
+            ),
+        ),
+        counts=(2, 2, 0),
+        mapping={"properties.MessageId": "message_id", "message_id": "original_id"},
+    ),
+    Case(
+        "mapping-nested-path-that-is-not-there",
+        lambda d: text(d / "deps.jsonl", f'{{"timestamp":{T0},"customDimensions":{{"Id":"a"}}}}\n'),
+        mapping={"customDimensions.MessageId": "message_id", "timestamp": "send_time"},
+        error="mapping names column 'customDimensions.MessageId', which .* does not have",
+        names="deps.jsonl",
     ),
     Case(
         "struct-message-id",

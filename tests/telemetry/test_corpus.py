@@ -56,7 +56,8 @@ def test_the_command_line_gives_the_same_one_line(
     spark: Any, tmp_path: Path, case: Case, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = case.build(tmp_path)
-    status = main(["simulate", str(path), "-q"], spark=spark)
+    maps = [f"--map={source}={target}" for source, target in (case.mapping or {}).items()]
+    status = main(["simulate", str(path), "-q", *maps], spark=spark)
     out, err = capsys.readouterr()
     assert status == 1
     assert out == ""

@@ -225,7 +225,8 @@ def add_to(
         action="append",
         default=[],
         metavar="SOURCE=CANONICAL",
-        help="rename a column, e.g. --map Id=message_id (repeatable)",
+        help="rename a column, e.g. --map Id=message_id, or read a nested field, e.g. "
+        "--map customDimensions.MessageId=message_id (repeatable)",
     )
     sim.add_argument(
         "--entities",

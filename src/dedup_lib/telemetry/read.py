@@ -258,6 +258,42 @@ def _renamed(source: Source, mapping: Mapping[str, str], where: str) -> _Renamed
     )
 
 
+def _nested(schema: T.StructType, path: str) -> Column | None:
+    """The value at ``path`` (``properties.MessageId``: a field of a struct column, or a key of
+    a map column, at any depth), or None when ``path`` names nothing in ``schema``."""
+    head, *rest = path.split(".")
+    field = next((f for f in schema.fields if f.name == head), None)
+    if field is None or not rest:
+        return None
+    value, dtype = column(head), field.dataType
+    for part in rest:
+        if isinstance(dtype, T.StructType):
+            inner = next((f for f in dtype.fields if f.name == part), None)
+            if inner is None:
+                return None
+            value, dtype = value.getField(part), inner.dataType
+        elif isinstance(dtype, T.MapType) and isinstance(dtype.keyType, T.StringType):
+            value, dtype = value.getItem(part), dtype.valueType
+        else:
+            return None
+    return value
+
+
+def _with_nested(source: Source, mapping: Mapping[str, str]) -> Source:
+    """``source`` with a column for each mapping key that is a nested path, not a column:
+    ``{"customDimensions.MessageId": "message_id"}`` reads that field of every row."""
+    schema = source.schema
+    added = {
+        path: value
+        for path in mapping
+        if path not in schema.names and (value := _nested(schema, path)) is not None
+    }
+    if not added:
+        return source
+    frame = source.frame.select("*", *(v.alias(p) for p, v in added.items()))
+    return Source(frame, source.files)
+
+
 def _union(frames: list[DataFrame]) -> DataFrame:
     return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
 
@@ -330,8 +366,9 @@ def load_telemetry(
     its subfolders, skipping hidden and bookkeeping entries (``_SUCCESS``, ``.crc``), and
     ``key=value`` folders become columns when every file sits in them. ``format`` is
     ``"parquet"``, ``"csv"`` or ``"json"`` (JSON Lines), guessed from the file names when
-    omitted. ``mapping`` renames source columns, ``{"Id": "message_id"}``; columns it leaves
-    out are matched to :data:`CANONICAL_COLUMNS` by name or by :data:`BUILTIN_ALIASES`.
+    omitted. ``mapping`` renames source columns, ``{"Id": "message_id"}``, or reads nested
+    fields (``{"customDimensions.MessageId": "message_id"}``); columns it leaves out are
+    matched to :data:`CANONICAL_COLUMNS` by name or by :data:`BUILTIN_ALIASES`.
     ``send_time`` and ``scheduled_enqueue_time`` accept timestamps, epoch numbers (s, ms, us
     or ns, by magnitude; also as text) and ISO 8601 text, without an offset meaning UTC.
     Rows with a missing, unparseable or "never" send time, or a malformed line, go to the
@@ -341,7 +378,7 @@ def load_telemetry(
     files = list_input(spark, path, _CALLER)
     fmt = resolve_format(files, format, _CALLER)
     mapping = dict(mapping or {})
-    read = read_sources(spark, files, fmt, _CALLER)
+    read = [_with_nested(s, mapping) for s in read_sources(spark, files, fmt, _CALLER)]
     every = list(dict.fromkeys(c for s in read for c in s.schema.names if c != CORRUPT))
     for source_name in mapping:
         if source_name not in every:
