@@ -120,8 +120,8 @@ def _check_partition(loaded: object) -> None:
 
 def _check_nested(loaded: object) -> None:
     valid = loaded.valid  # type: ignore[attr-defined]
-    got = {r[0]: r[1] for r in valid.select("message_id", "session_id").collect()}
-    assert got == {"a": "s", "b": None}
+    got = {r[0]: (r[1], r[2]) for r in valid.select("message_id", "session_id", "entity").collect()}
+    assert got == {"a": ("s", "orders"), "b": (None, None)}
 
 
 def _symlinked(root: Path) -> Path:
@@ -560,7 +560,8 @@ CASES: list[Case] = [
         "mapping-nested-json-fields",
         lambda d: text(
             d / "deps.jsonl",
-            f'{{"timestamp":{T0},"customDimensions":{{"MessageId":"a","Session":{{"Id":"s"}}}}}}\n'
+            f'{{"timestamp":{T0},"customDimensions":{{"MessageId":"a","Session":{{"Id":"s"}},'
+            f'"servicebus.entity":"orders"}}}}\n'
             f'{{"timestamp":{T0 + 1},"customDimensions":{{"MessageId":"b"}}}}\n',
         ),
         counts=(2, 2, 0),
@@ -568,6 +569,7 @@ CASES: list[Case] = [
             "customDimensions.MessageId": "message_id",
             "timestamp": "send_time",
             "customDimensions.Session.Id": "session_id",
+            "customDimensions.servicebus.entity": "entity",
         },
         check=_check_nested,
     ),
@@ -577,11 +579,16 @@ CASES: list[Case] = [
             d / "deps.parquet",
             2,
             properties=pa.array(
-                [[("MessageId", "x")], [("MessageId", "y")]], pa.map_(pa.string(), pa.string())
+                [[("MessageId", "x"), ("servicebus.session_id", "s")], [("MessageId", "y")]],
+                pa.map_(pa.string(), pa.string()),
             ),
         ),
         counts=(2, 2, 0),
-        mapping={"properties.MessageId": "message_id", "message_id": "original_id"},
+        mapping={
+            "properties.MessageId": "message_id",
+            "message_id": "original_id",
+            "properties.servicebus.session_id": "session_id",
+        },
     ),
     Case(
         "mapping-nested-path-that-is-not-there",

@@ -260,22 +260,26 @@ def _renamed(source: Source, mapping: Mapping[str, str], where: str) -> _Renamed
 
 def _nested(schema: T.StructType, path: str) -> Column | None:
     """The value at ``path`` (``properties.MessageId``: a field of a struct column, or a key of
-    a map column, at any depth), or None when ``path`` names nothing in ``schema``."""
-    head, *rest = path.split(".")
-    field = next((f for f in schema.fields if f.name == head), None)
-    if field is None or not rest:
-        return None
-    value, dtype = column(head), field.dataType
-    for part in rest:
-        if isinstance(dtype, T.StructType):
-            inner = next((f for f in dtype.fields if f.name == part), None)
-            if inner is None:
+    a map column, at any depth), or None when ``path`` names nothing in ``schema``. Names may
+    hold dots themselves (``customDimensions.servicebus.message.id``): the longest name that
+    exists is taken at each level, and a map's key is the rest of the path."""
+    parts = path.split(".")
+    value: Column | None = None
+    dtype: T.DataType = schema
+    while parts:
+        if isinstance(dtype, T.MapType) and value is not None:
+            if not isinstance(dtype.keyType, T.StringType):
                 return None
-            value, dtype = value.getField(part), inner.dataType
-        elif isinstance(dtype, T.MapType) and isinstance(dtype.keyType, T.StringType):
-            value, dtype = value.getItem(part), dtype.valueType
-        else:
+            return value.getItem(".".join(parts))
+        if not isinstance(dtype, T.StructType):
             return None
+        names = {f.name: f.dataType for f in dtype.fields}
+        taken = next((i for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in names), 0)
+        if not taken or (value is None and taken == len(parts)):
+            return None
+        name = ".".join(parts[:taken])
+        value = column(name) if value is None else value.getField(name)
+        dtype, parts = names[name], parts[taken:]
     return value
 
 
