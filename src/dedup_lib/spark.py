@@ -11,6 +11,7 @@ the file keeps Spark's traces for whoever needs them.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import logging
 import os
 import re
@@ -101,6 +102,27 @@ def _log_settings(log: Path, settings: dict[str, str]) -> dict[str, str]:
     return {**settings, "spark.driver.extraJavaOptions": f"{theirs} {ours}".strip()}
 
 
+def log_handler(log: Path | None = None) -> logging.Handler:
+    """A logging handler that appends Python's records to Spark's log, in :data:`LOG_FORMAT`
+    (opened on the first record, so an idle handler creates no file)."""
+    handler = logging.FileHandler(log or spark_log_path(), delay=True, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    return handler
+
+
+def log_error(title: str, details: str) -> None:
+    """Append an error, one ``ERROR`` line then its details (a traceback), to Spark's log:
+    the place a one-line error sends whoever needs more. Nothing when it cannot be written."""
+    log = spark_log_path()
+    stamp = dt.datetime.now(dt.UTC).strftime("%y/%m/%d %H:%M:%S")
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as out:
+            out.write(f"{stamp} ERROR {title}\n{details.rstrip(chr(10))}\n")
+    except OSError:
+        pass
+
+
 def _prepare_log(log: Path) -> bool:
     """Create the log's folder, start a fresh log past :data:`LOG_ROLL_BYTES`, and send
     py4j's and pyspark's Python loggers there too (without a handler, Python prints their
@@ -115,9 +137,8 @@ def _prepare_log(log: Path) -> bool:
     for name in ("py4j", "pyspark"):
         logger = logging.getLogger(name)
         if not any(getattr(h, "dedup_spark_log", False) for h in logger.handlers):
-            handler = logging.FileHandler(log, delay=True, encoding="utf-8")
+            handler = log_handler(log)
             handler.dedup_spark_log = True  # type: ignore[attr-defined]
-            handler.setFormatter(logging.Formatter(LOG_FORMAT))
             logger.addHandler(handler)
     return True
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from dedup_lib.cli import doctor, generate, postmortem, simulate
 from dedup_lib.cli.common import PROG, common_options, error_line
-from dedup_lib.spark import LOG_FORMAT, spark_log_path
+from dedup_lib.spark import log_handler, spark_log_path
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -67,11 +67,9 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
 def _warnings_to_log() -> logging.Handler:
     """Python warnings a command's libraries raise (pyspark's, pandas') go to Spark's log:
     on the terminal they would be lines of library internals around the command's answer."""
-    log = spark_log_path()
     with contextlib.suppress(OSError):
-        log.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(log, delay=True, encoding="utf-8")
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        spark_log_path().parent.mkdir(parents=True, exist_ok=True)
+    handler = log_handler()
     logging.getLogger("py.warnings").addHandler(handler)
     logging.captureWarnings(True)
     return handler

@@ -17,7 +17,15 @@ import pandas as pd
 
 from dedup_lib.errors import DedupLibError, excerpt, printable
 from dedup_lib.rules.durations import format_duration
-from dedup_lib.spark import get_spark, is_connect, spark_errors, spark_log_path, spark_message
+from dedup_lib.spark import (
+    get_spark,
+    is_connect,
+    log_error,
+    spark_errors,
+    spark_log_path,
+    spark_message,
+)
+from dedup_lib.telemetry.files import local_path
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -50,15 +58,7 @@ def _from_spark(exc: BaseException) -> bool:
 
 def log_details(command: str, exc: BaseException) -> None:
     """Append ``exc``'s traceback to Spark's log, for an error whose one line is not enough."""
-    log = spark_log_path()
-    try:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("a", encoding="utf-8") as out:
-            stamp = dt.datetime.now(dt.UTC).strftime("%y/%m/%d %H:%M:%S")
-            out.write(f"{stamp} ERROR {PROG} {command}: {type(exc).__name__}\n")
-            out.write("".join(traceback.format_exception(exc)))
-    except OSError:
-        pass
+    log_error(f"{PROG} {command}: {type(exc).__name__}", "".join(traceback.format_exception(exc)))
 
 
 def error_line(command: str, exc: BaseException) -> str:
@@ -180,8 +180,11 @@ def entity_name(text: str) -> str:
 
 
 def existing_input(path: str) -> None:
-    """The input exists, when it is a local path (a URL is Spark's to check)."""
-    if "://" not in path and not os.path.exists(path):
+    """The input exists, when it is a local path or ``file:`` URI (a URL is Spark's to
+    check): the loader's own test (:func:`dedup_lib.telemetry.files.local_path`), before
+    Spark starts."""
+    local = local_path(path)
+    if local is not None and not os.path.exists(local):
         raise CommandError(f"{path} does not exist")
 
 

@@ -6,15 +6,14 @@ would outside the notebook."""
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import re
 from importlib.resources import as_file, files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dedup_lib.analysis.tables import ALL_ENTITIES
 from dedup_lib.errors import DedupLibError, InputError, MissingFileError
-from dedup_lib.spark import output_to, spark_log_path, spark_message
+from dedup_lib.spark import log_error, output_to, spark_log_path, spark_message
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -25,10 +24,14 @@ class ReportError(DedupLibError, RuntimeError):
     error, its traceback is in Spark's log."""
 
 
-def _library_errors() -> dict[str, type[DedupLibError]]:
-    """The library's error classes by name, as a notebook cell's failure names its error."""
-    found: dict[str, type[DedupLibError]] = {}
-    pending: list[type[DedupLibError]] = [DedupLibError]
+_E = TypeVar("_E", bound=BaseException)
+
+
+def _by_name(base: type[_E]) -> dict[str, type[_E]]:
+    """``base`` and every class below it, by name, as a notebook cell's failure names its
+    error (the nearest to ``base`` first when two share a name)."""
+    found: dict[str, type[_E]] = {}
+    pending: list[type[_E]] = [base]
     while pending:
         cls = pending.pop()
         found.setdefault(cls.__name__, cls)
@@ -44,13 +47,7 @@ _SPARK_CAUSE = re.compile(r"\bPy4J\w*Error\b|\bpyspark\.errors\b|\bpyspark/error
 def _is_spark_error(name: str) -> bool:
     from pyspark.errors import PySparkException
 
-    pending: list[type[BaseException]] = [PySparkException]
-    while pending:
-        cls = pending.pop()
-        if cls.__name__ == name:
-            return True
-        pending.extend(cls.__subclasses__())
-    return name.startswith("Py4J")
+    return name in _by_name(PySparkException) or name.startswith("Py4J")
 
 
 def cell_error(failure: Any, source: str = "", input: str = "") -> DedupLibError:
@@ -64,7 +61,7 @@ def cell_error(failure: Any, source: str = "", input: str = "") -> DedupLibError
         evalue = re.sub(rf"(?<![\w:/]){re.escape(source)}", lambda _: input, evalue)
     log = spark_log_path()
     trace = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(failure.traceback))
-    cls = _library_errors().get(ename)
+    cls = _by_name(DedupLibError).get(ename)
     if cls is not None:
         if _SPARK_CAUSE.search(trace):
             evalue += f" (Spark's log: {log})"
@@ -72,13 +69,7 @@ def cell_error(failure: Any, source: str = "", input: str = "") -> DedupLibError
             return cls(evalue)
         except TypeError:
             return InputError(evalue)
-    try:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("a", encoding="utf-8") as out:
-            stamp = dt.datetime.now(dt.UTC).strftime("%y/%m/%d %H:%M:%S")
-            out.write(f"{stamp} ERROR postmortem notebook: {ename}: {evalue}\n{trace}\n")
-    except OSError:
-        pass
+    log_error(f"postmortem notebook: {ename}: {evalue}", trace)
     if _is_spark_error(ename):
         return ReportError(f"{spark_message(evalue or ename)} (Spark's log: {log})")
     first = evalue.strip().splitlines()[0] if evalue.strip() else ""
