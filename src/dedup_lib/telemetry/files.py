@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from pyspark.errors import PySparkException
-
 from dedup_lib.errors import InputError, MissingFileError, printable
+from dedup_lib.spark import is_connect, spark_errors, spark_message
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,7 +42,7 @@ class InputFiles:
 
     def name(self, file: str) -> str:
         """A file as the user knows it: its path relative to the folder they named."""
-        path = local_path(file) or unquote(file)
+        path = file_key(file)
         root = local_path(self.root) or self.root
         if path == root or not path.startswith(root.rstrip("/") + "/"):
             return printable(path)
@@ -57,6 +56,12 @@ def local_path(path: str) -> str | None:
     if re.match(r"^[A-Za-z][\w+.-]*://", path):
         return None
     return os.path.normpath(os.path.abspath(path))
+
+
+def file_key(file: str) -> str:
+    """One spelling per file, however Spark or the listing wrote it: a local path, else the
+    URI without percent-encoding (Spark's ``_metadata.file_path`` encodes, a listing does not)."""
+    return local_path(file) or unquote(file)
 
 
 def spark_path(path: str) -> str:
@@ -87,9 +92,7 @@ def list_input(spark: SparkSession, path: str, caller: str = "load_telemetry") -
 
 def _is_remote_session(spark: SparkSession) -> bool:
     """A Spark Connect server elsewhere reads its own disk, not this machine's."""
-    return type(spark).__module__.startswith("pyspark.sql.connect") and not os.environ.get(
-        "SPARK_LOCAL_REMOTE"
-    )
+    return is_connect(spark) and not os.environ.get("SPARK_LOCAL_REMOTE")
 
 
 def _list_local(path: str, local: str, caller: str) -> InputFiles:
@@ -134,9 +137,9 @@ def _list_with_spark(spark: SparkSession, path: str, caller: str) -> InputFiles:
             .load(spark_path(path))
             .inputFiles()
         )
-    except PySparkException as exc:
+    except spark_errors() as exc:
         if "PATH_NOT_FOUND" in str(exc):
             raise MissingFileError(f"{caller}: {printable(path)} does not exist") from exc
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{caller}: cannot list {printable(path)}: {printable(first)}") from exc
+        message = printable(spark_message(exc))
+        raise InputError(f"{caller}: cannot list {printable(path)}: {message}") from exc
     return InputFiles(root=path, files=sorted(unquote(uri) for uri in uris))

@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 from dedup_lib.columns import column
 from dedup_lib.errors import DedupLibError, InputError, excerpt, printable
 from dedup_lib.spark import spark_errors
-from dedup_lib.telemetry.files import InputFiles, list_input, local_path
+from dedup_lib.telemetry.files import InputFiles, file_key, list_input
 from dedup_lib.telemetry.schema import BUILTIN_ALIASES, CANONICAL_COLUMNS, REQUIRED_COLUMNS
 from dedup_lib.telemetry.sources import (
     CORRUPT,
@@ -66,15 +66,10 @@ def _accepted_names(canonical: str) -> str:
 
 
 def _resolve_mapping(columns: list[str], mapping: Mapping[str, str], path: str) -> dict[str, str]:
-    """The output name of every source column, in file order: the user's mapping first, then
-    for each canonical name the one column that matches it or one of its built-in aliases."""
+    """The output name of every source column, in file order: the user's mapping (of columns
+    these ones have) first, then for each canonical name the one column that matches it or
+    one of its built-in aliases."""
     found = _listed(columns)
-    for source in mapping:
-        if source not in columns:
-            raise InputError(
-                f"load_telemetry: mapping names column {excerpt(source)}, which {path} does "
-                f"not have; columns found: {found}"
-            )
     by_target: dict[str, list[str]] = {}
     for source, target in mapping.items():
         by_target.setdefault(target, []).append(source)
@@ -145,10 +140,16 @@ def _is_missing(value: Column, dtype: T.DataType) -> Column:
     return value.isNull()
 
 
-def _unparseable(name: str, value: Column) -> Column:
+def _cut(value: Column) -> Column:
+    """A value as a reason quotes it: as text, at most :data:`_EXCERPT` characters then
+    ``...``."""
     text = value.cast("string")
     cut = F.when(F.length(text) > _EXCERPT, F.concat(F.substring(text, 1, _EXCERPT), F.lit("...")))
-    return F.concat(F.lit(f"unparseable {name}: '"), F.coalesce(cut, text), F.lit("'"))
+    return F.coalesce(cut, text)
+
+
+def _unparseable(name: str, value: Column) -> Column:
+    return F.concat(F.lit(f"unparseable {name}: '"), _cut(value), F.lit("'"))
 
 
 def _reason(
@@ -172,7 +173,7 @@ def _reason(
                 F.lit("send_time is a 'never' sentinel: "),
                 column(_NEVER + "send_time"),
                 F.lit(" ('"),
-                F.substring(send.cast("string"), 1, _EXCERPT),
+                _cut(send),
                 F.lit("')"),
             ),
         )
@@ -302,10 +303,6 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
 
 
-def _file_key(uri: str) -> str:
-    return local_path(uri) or uri
-
-
 def _every_value(frame: DataFrame) -> Column:
     """A hash of every column of a row: so the tally decodes every value, and a file whose
     data pages are damaged fails while loading, not in the middle of an analysis."""
@@ -336,11 +333,9 @@ def _tally(files: InputFiles, read: DataFrame, judged: DataFrame, fmt: str) -> p
         )
     except spark_errors() as exc:
         raise read_failure(exc, files, fmt, _CALLER) from exc
-    counted: dict[str, dict[str, int]] = {
-        _file_key(f): dict.fromkeys(kinds, 0) for f in files.files
-    }
+    counted: dict[str, dict[str, int]] = {file_key(f): dict.fromkeys(kinds, 0) for f in files.files}
     for row in rows:
-        counted.setdefault(_file_key(row[0]), dict.fromkeys(kinds, 0))[row[1]] = int(row[2])
+        counted.setdefault(file_key(row[0]), dict.fromkeys(kinds, 0))[row[1]] = int(row[2])
     table = pd.DataFrame(
         [{"file": files.name(f), **c} for f, c in counted.items()],
         columns=["file", *kinds],

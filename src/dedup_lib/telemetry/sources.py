@@ -118,7 +118,8 @@ def resolve_format(files: InputFiles, format: str | None, caller: str) -> str:
 
 @dataclass(frozen=True)
 class Source:
-    """Files read together: Spark's DataFrame over them, and the first file, for messages."""
+    """Files read together (one CSV header, or all files of another format): Spark's
+    DataFrame over them, and the files, the first of which messages name."""
 
     frame: DataFrame
     files: list[str]
