@@ -166,8 +166,7 @@ def _iso_or_timespan(text: str, shown: object) -> timedelta | None:
     iso = _ISO_DURATION.match(text)
     if iso and text.upper() not in ("P", "PT") and not text.upper().endswith("T"):
         parts = {k: float(v) for k, v in iso.groupdict().items() if v is not None}
-        units = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
-        seconds = math.fsum(parts[k] * units[k] for k in parts)
+        seconds = math.fsum(parts[k] * _SHORTHAND_UNITS[k] for k in parts)
         if seconds > MAX_WINDOW.total_seconds():
             raise _too_long(shown)
         return _checked(
