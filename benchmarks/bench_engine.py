@@ -21,8 +21,9 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -31,6 +32,7 @@ from dedup_lib import DedupPolicy, detect_duplicates, get_spark
 from dedup_lib.replay.engine import KERNELS
 
 DAY_SECONDS = 86_400
+T = TypeVar("T")
 PYTHON_RUN = "detect_duplicates, python"
 
 
@@ -94,6 +96,27 @@ def timed(run: Callable[[], DataFrame]) -> float:
     return time.perf_counter() - start
 
 
+def interleaved(
+    runs: Mapping[str, Callable[[], T]], repeat: int, timer: Callable[[Callable[[], T]], float]
+) -> dict[str, list[float]]:
+    """Each run's times over ``repeat`` rounds, the runs of a round one after the other (so
+    they share the machine's load), each time printed.
+
+    A warm-up comes first, untimed: one full run of each, for the JIT (every run reuses the
+    same generated code), the file cache and the Python workers. Without it the first rounds
+    of the engine ran up to 1.6x slower than the last."""
+    for run in runs.values():
+        timer(run)
+    timings: dict[str, list[float]] = {name: [] for name in runs}
+    width = max(map(len, runs))
+    for round_ in range(repeat):
+        for name, run in runs.items():
+            taken = timer(run)
+            timings[name].append(taken)
+            print(f"  round {round_ + 1}: {name:{width}s} {taken:7.2f} s", flush=True)
+    return timings
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000, help="sends (default 10 M)")
@@ -128,17 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         if not args.no_python:
             runs[PYTHON_RUN] = lambda: detect_duplicates(plain, policy, kernel="python")
-        # Warm-up, untimed: one full run of each, for the JIT (every run reuses the same
-        # generated code), the file cache and the Python workers. Without it the first
-        # rounds of the engine ran up to 1.6x slower than the last.
-        for run in runs.values():
-            timed(run)
-        timings: dict[str, list[float]] = {name: [] for name in runs}
-        for round_ in range(args.repeat):
-            for name, run in runs.items():
-                seconds = timed(run)
-                timings[name].append(seconds)
-                print(f"  round {round_ + 1}: {name:28s} {seconds:7.2f} s", flush=True)
+        timings = interleaved(runs, args.repeat, timed)
         counts = verdict_counts(detect_duplicates(plain, policy, kernel=args.kernel))
         if not args.no_python:
             python_counts = verdict_counts(detect_duplicates(plain, policy, kernel="python"))

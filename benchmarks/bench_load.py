@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from bench_engine import paired
+from bench_engine import interleaved, paired
 from bench_explorer import seconds
 from dedup_lib import get_spark, load_telemetry
 
@@ -70,14 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             generate(spark, args.rows, path, wide=shape == "wide")
             runs[f"{shape}: scan of every value"] = lambda p=path: scan(spark, p)
             runs[f"{shape}: load_telemetry"] = lambda p=path: load(spark, p)
-        for run in runs.values():
-            run()
-        timings: dict[str, list[float]] = {name: [] for name in runs}
-        for round_ in range(args.repeat):
-            for name, run in runs.items():
-                taken = seconds(run)
-                timings[name].append(taken)
-                print(f"  round {round_ + 1}: {name:32s} {taken:7.2f} s", flush=True)
+        timings = interleaved(runs, args.repeat, seconds)
 
     print()
     for shape in ("narrow", "wide"):
