@@ -44,7 +44,7 @@ _PARSED = "__dedup_parsed_"
 _NEVER = "__dedup_never_"
 _EXCERPT = 60
 
-_TEXT_COLUMNS = ("message_id", "entity", "partition_key", "session_id")
+_TEXT_COLUMNS = ("message_id", "entity", "partition_key", "session_id", "batch_id")
 _TIME_COLUMNS = ("send_time", "scheduled_enqueue_time")
 
 

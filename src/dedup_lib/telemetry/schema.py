@@ -4,6 +4,8 @@ them, and the file formats the readers and the writer know."""
 from __future__ import annotations
 
 #: Canonical columns, in output order. Only ``message_id`` and ``send_time`` are required.
+#: ``batch_id`` names the send call that carried a message: sends sharing it (on one entity)
+#: were one batch (SPEC section 3); without it every send is its own call.
 CANONICAL_COLUMNS = (
     "message_id",
     "send_time",
@@ -12,6 +14,7 @@ CANONICAL_COLUMNS = (
     "session_id",
     "scheduled_enqueue_time",
     "event_id",
+    "batch_id",
 )
 REQUIRED_COLUMNS = ("message_id", "send_time")
 
@@ -27,6 +30,7 @@ BUILTIN_ALIASES: dict[str, tuple[str, ...]] = {
     "session_id": ("SessionId",),
     "scheduled_enqueue_time": ("ScheduledEnqueueTimeUtc", "ScheduledEnqueueTime"),
     "event_id": ("EventId",),
+    "batch_id": ("BatchId",),
 }
 
 FORMATS = ("parquet", "csv", "json")
