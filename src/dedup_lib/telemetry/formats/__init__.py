@@ -1,0 +1,63 @@
+"""Telemetry formats with a structure of their own (OpenTelemetry traces, Application Insights
+exports, Service Bus Explorer exports): each turns Spark's raw read of its files into one record
+per message, in canonical column names, which :func:`dedup_lib.load_telemetry` then judges and
+tallies like any other file.
+
+A format module provides a :class:`RecordFormat`; :data:`RECORD_FORMATS` lists them by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: The column of a record that is not a message send (a span of another system, a dependency
+#: row of another type): why, or null for sends. Such records are counted and skipped.
+NOT_SEND = "__dedup_not_send"
+
+
+class RecordFormat(Protocol):
+    """How one structured format is read.
+
+    Contract of :meth:`records`: its input is :meth:`read`'s frame plus the column
+    ``source_file`` (the file each raw row came from); its output has one row per record (a
+    span, a table row, a message), carrying ``source_file`` over, the canonical columns it
+    found (times as text, numbers or timestamps: the loader parses them), any extra columns
+    worth keeping (trace and span ids, sequence numbers), :data:`NOT_SEND`, and the corrupt
+    record column of the raw read when there is one (a damaged raw row becomes one record with
+    it set, so that it is quarantined, not lost).
+    """
+
+    #: The name users pass as ``format=``.
+    name: str
+    #: What the files look like, for error messages ("OTLP JSON Lines, as the Collector's file
+    #: exporter writes them").
+    expected: str
+    #: Canonical column -> the source key read for it unless the user maps another one.
+    defaults: Mapping[str, str]
+
+    def recognise(self, head: str) -> bool:
+        """True when a file's first characters (decompressed, up to 64 KiB) are this format."""
+        ...
+
+    def read(self, spark: SparkSession, paths: list[str]) -> DataFrame:
+        """Spark's raw read of the files (already in Spark's path form)."""
+        ...
+
+    def records(self, raw: DataFrame, keys: Mapping[str, str], entity: str | None) -> DataFrame:
+        """One row per record. ``keys`` is :attr:`defaults` updated with the user's mapping
+        (canonical column -> source key); ``entity`` is the user's, for files that do not
+        name it."""
+        ...
+
+    def write(self, frame: DataFrame, path: str) -> None:
+        """Write canonical telemetry (Spark DataFrame) as one file in this format, gzip when
+        ``path`` ends in ``.gz``: how the samples and the tests make files of this format."""
+        ...
+
+
+#: The structured formats by name.
+RECORD_FORMATS: dict[str, RecordFormat] = {}
