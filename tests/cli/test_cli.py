@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry
 from dedup_lib.cli import main
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
@@ -84,6 +85,23 @@ def test_generate_writes_what_it_is_asked(spark, capsys, tmp_path):
     assert abs(len(sends) - 20_000) < 1_000
     times = sends.EnqueuedTimeUtc.dropna()
     assert times[times.str.startswith("2026-11-")].is_monotonic_increasing
+
+
+def test_generate_keeps_what_a_broker_with_the_window_accepts(spark, tmp_path):
+    every, kept = tmp_path / "every.parquet", tmp_path / "kept.parquet"
+    argv = ["generate", "--rows", "5000", "--seed", "2", "--quiet", "--single-file",
+            "--entity", "orders", "--malformed", "0"]  # fmt: skip
+    assert main([*argv, str(every)], spark=spark) == 0
+    assert main([*argv, str(kept), "--kept-window", "PT1M"], spark=spark) == 0
+    sends, accepted = pd.read_parquet(every), pd.read_parquet(kept)
+    assert set(sends.entity) == {"orders"}
+    loaded = load_telemetry(spark, str(every)).valid
+    verdicts = detect_duplicates(loaded, DedupPolicy("PT1M")).toPandas()
+    expected = verdicts[verdicts.verdict == "accepted"].event_id
+    assert sorted(accepted.event_id) == sorted(expected)
+    assert list(accepted.columns) == list(sends.columns)
+    assert 0 < len(accepted) < len(sends)
+    assert accepted.send_time.notna().all()
 
 
 @pytest.mark.parametrize(

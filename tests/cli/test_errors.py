@@ -72,6 +72,9 @@ def a_file(tmp_path):
         (["generate", "{file}/sends"], "is a file, not a folder"),
         (["generate", "/tmp/x", "--columns", "event_id,colour"], "unknown column(s) colour"),
         (["generate", "/tmp/x", "--columns", ","], "no column named"),
+        (["generate", "/tmp/x", "--kept-window", "P99D"], "--kept-window 'P99D': "),
+        (["generate", "/tmp/x", "--kept-window", "soon"], "--kept-window 'soon': "),
+        (["generate", "/tmp/x", "--partitioning"], "--partitioning goes with --kept-window"),
         (["postmortem", DAY, "--window", "P99999999999D"], "--window 'P99999999999D': "),
         (["postmortem", "no/such.parquet"], "no/such.parquet does not exist"),
         (

@@ -10,6 +10,7 @@ import os
 from dedup_lib.cli.common import (
     CommandError,
     Progress,
+    entity_name,
     positive,
     rows,
     seed,
@@ -17,8 +18,12 @@ from dedup_lib.cli.common import (
     share,
     writable_target,
 )
-from dedup_lib.errors import printable
+from dedup_lib.errors import InputError, excerpt, printable
+from dedup_lib.replay.engine import detect_duplicates
+from dedup_lib.rules.policy import ACCEPTED, DedupPolicy
 from dedup_lib.synth import SCENARIOS, SYNTH_COLUMNS, generate_telemetry, plan_telemetry
+from dedup_lib.telemetry.formats import RECORD_FORMATS
+from dedup_lib.telemetry.schema import FORMATS
 from dedup_lib.telemetry.write import NAMING_STYLES, write_telemetry
 
 GENERATE_EXAMPLES = """\
@@ -26,6 +31,9 @@ examples:
   dedup-lib generate /tmp/day.parquet --rows 200000 --single-file
   dedup-lib generate /tmp/outage --scenario incident --rows 30000 --seed 7
   dedup-lib generate /tmp/big --rows 100000000 --partitions 64
+  dedup-lib generate /tmp/traces.jsonl.gz --scenario incident --rows 30000 --format otlp
+  dedup-lib generate /tmp/orders.json --scenario incident --rows 30000 --entity orders \\
+      --kept-window PT1M --format sb-explorer
 """
 
 
@@ -35,9 +43,14 @@ def run(args: argparse.Namespace) -> int:
     if os.path.exists(args.out) and not args.overwrite:
         raise CommandError(f"{args.out} exists; pass --overwrite to replace it")
     writable_target("OUT", args.out)
+    kept = _kept_policy(args.kept_window, args.partitioning)
     scenario = SCENARIOS[args.scenario]()
     if args.malformed is not None:
         scenario = dataclasses.replace(scenario, malformed=args.malformed)
+    if kept is not None:
+        if args.malformed:
+            raise CommandError("--malformed does not go with --kept-window: the broker keeps none")
+        scenario = dataclasses.replace(scenario, malformed=0.0)
     plan = plan_telemetry(args.rows, args.seed, scenario)
     spark = session(args)
     progress.step(
@@ -47,8 +60,19 @@ def run(args: argparse.Namespace) -> int:
     df = generate_telemetry(
         spark, args.rows, seed=args.seed, scenario=scenario, partitions=args.partitions
     )
+    if args.entity is not None:
+        df = df.where(df["entity"] == args.entity)
+    if kept is not None:
+        progress.step(f"keeping what a broker with a {args.kept_window} window accepts")
+        judged = detect_duplicates(df, kept)
+        df = judged.where(judged["verdict"] == ACCEPTED).select(*df.columns)
     if wanted:
         df = df.select(*wanted)
+    if args.format in RECORD_FORMATS:
+        RECORD_FORMATS[args.format].write(df.orderBy("send_time", "event_id"), args.out)
+        progress.step(f"wrote {args.out}")
+        print(printable(args.out))
+        return 0
     order = (
         tuple(c for c in ("send_time", "event_id") if c in df.columns) if args.single_file else ()
     )
@@ -64,6 +88,18 @@ def run(args: argparse.Namespace) -> int:
     progress.step(f"wrote {args.out}")
     print(printable(args.out))
     return 0
+
+
+def _kept_policy(window: str | None, partitioning: bool) -> DedupPolicy | None:
+    """The broker whose accepted sends ``--kept-window`` keeps, checked before Spark starts."""
+    if window is None:
+        if partitioning:
+            raise CommandError("--partitioning goes with --kept-window")
+        return None
+    try:
+        return DedupPolicy(window, partitioning=partitioning)  # type: ignore[arg-type]
+    except (InputError, OverflowError) as exc:
+        raise CommandError(f"--kept-window {excerpt(window)}: {exc}") from exc
 
 
 def _columns(text: str | None) -> list[str] | None:
@@ -107,7 +143,12 @@ def add_to(
         "crashes",
     )
     gen.add_argument(
-        "--format", choices=("parquet", "csv", "json"), default="parquet", help="default: parquet"
+        "--format",
+        choices=(*FORMATS, *RECORD_FORMATS),
+        default="parquet",
+        help="default: parquet; "
+        + ", ".join(f"{name}: {fmt.expected}" for name, fmt in RECORD_FORMATS.items())
+        + " (these write one file)",
     )
     gen.add_argument(
         "--names",
@@ -126,6 +167,18 @@ def add_to(
         metavar="COL,COL,...",
         help="keep only these columns, canonical names, e.g. "
         "event_id,message_id,send_time,logical_id,attempt (default: all)",
+    )
+    gen.add_argument("--entity", type=entity_name, help="only this entity's sends")
+    gen.add_argument(
+        "--kept-window",
+        metavar="WINDOW",
+        help="only what a broker with this duplicate detection window keeps (its accepted "
+        "sends), as an export of the entity shows them; e.g. PT10M",
+    )
+    gen.add_argument(
+        "--partitioning",
+        action="store_true",
+        help="with --kept-window: the entity is partitioned",
     )
     gen.add_argument(
         "--partitions", type=positive, help="Spark partitions (default: Spark's parallelism)"
