@@ -74,7 +74,16 @@ samples: $(STAMP)
 	$(GENERATE) $(SAMPLES)/day-python.jsonl.gz --scenario day --rows 200000 --seed 0 \
 		--format json --names python --columns $(CUT)
 	$(GENERATE) $(SAMPLES)/incident.parquet --scenario incident --rows 30000 --seed 0
-	@du -ch $(SAMPLES)/*.parquet $(SAMPLES)/*.gz | tail -1
+	$(GENERATE) $(SAMPLES)/incident-otlp.jsonl.gz --scenario incident --rows 30000 --seed 0 \
+		--format otlp
+	$(GENERATE) $(SAMPLES)/incident-app-insights.csv.gz --scenario incident --rows 30000 \
+		--seed 0 --format app-insights
+	$(GENERATE) $(SAMPLES)/incident-app-insights.json.gz --scenario incident --rows 30000 \
+		--seed 0 --format app-insights
+	@mkdir -p $(SAMPLES)/incident-kept
+	$(GENERATE) $(SAMPLES)/incident-kept/orders.json --scenario incident --rows 30000 --seed 0 \
+		--entity orders --kept-window PT1M --format sb-explorer
+	@du -sh $(SAMPLES)
 
 postmortem: $(STAMP)
 	@test -n "$(INPUT)" || { echo "usage: make postmortem INPUT=path/to/sends [WINDOW=PT10M] [PARTITIONING=1] [ENTITY=name] [START=iso] [END=iso]"; exit 2; }
