@@ -28,6 +28,7 @@ from azure.servicebus._transport._pyamqp_transport import PyamqpTransport
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.amqp import AmqpAnnotatedMessage, AmqpMessageProperties
 from azure.servicebus.exceptions import OperationTimeoutError, ServiceBusConnectionError
+from pyspark.sql import functions as F
 
 import dedup_lib
 from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry
@@ -370,29 +371,56 @@ def test_public_names() -> None:
     assert dedup_lib.record_sends is record_sends
 
 
+def closed_sender() -> Any:
+    sender = ServiceBusClient.from_connection_string(CONNECTION).get_queue_sender("orders")
+    sender.close()
+    return sender
+
+
+def test_a_call_refused_before_sending(link: Link) -> None:
+    out = io.StringIO()
+    with pytest.raises(ValueError, match="shutdown"):
+        record_sends(closed_sender(), out).send_messages(ServiceBusMessage("a", message_id="x"))
+    (row,) = lines(out)
+    assert (row["message_id"], row["outcome"]) == ("x", "ValueError")
+    assert link.sends == []
+
+
 def test_the_recording_replays_without_a_mapping(spark: Any, link: Link, tmp_path: Path) -> None:
     path = tmp_path / "sends.jsonl"
-    with record_sends(link.sender, path) as recording:
-        messages = [ServiceBusMessage("a", message_id="order-1"), ServiceBusMessage("b")]
+    with path.open("a") as out:
+        refused = record_sends(closed_sender(), out)
+        with pytest.raises(ValueError, match="shutdown"):
+            refused.send_messages(ServiceBusMessage("a", message_id="order-0"))
+        recording = record_sends(link.sender, out)
+        recording.send_messages(ServiceBusMessage("a", message_id="order-0"))
+        messages = [ServiceBusMessage("b", message_id="order-1"), ServiceBusMessage("c")]
         link.failures.append(OperationTimeoutError(message="no acknowledgement"))
         with pytest.raises(OperationTimeoutError):
             recording.send_messages(messages)
         recording.send_messages(messages)
-        recording.schedule_messages(ServiceBusMessage("c"), datetime(2026, 11, 24, tzinfo=UTC))
+        recording.schedule_messages(ServiceBusMessage("d"), datetime(2026, 11, 24, tzinfo=UTC))
 
     loaded = load_telemetry(spark, str(path))
-    assert loaded.counts() == {"read": 5, "valid": 5, "quarantined": 0}
+    assert loaded.counts() == {"read": 7, "valid": 7, "quarantined": 0}
     assert loaded.mapping == {}
-    result = detect_duplicates(loaded.valid, DedupPolicy("PT10M"))
+    # as docs/instrumentation.md says: drop the calls the SDK refused before sending anything
+    never_left = ["ValueError", "TypeError", "MessageSizeExceededError"]
+    sends = loaded.valid.where(~F.col("outcome").isin(never_left))
+    result = detect_duplicates(sends, DedupPolicy("PT10M"))
     verdicts = [
         (r["message_id"], r["outcome"], r["verdict"])
         for r in result.orderBy("send_time", "event_id").collect()
     ]
-    first, second = messages[0].message_id, messages[1].message_id
-    assert verdicts[:4] == [
-        (first, "OperationTimeoutError", "accepted"),
+    second, third = messages[0].message_id, messages[1].message_id
+    assert verdicts[:5] == [
+        ("order-0", "sent", "accepted"),
         (second, "OperationTimeoutError", "accepted"),
-        (first, "sent", "duplicate"),
+        (third, "OperationTimeoutError", "accepted"),
         (second, "sent", "duplicate"),
+        (third, "sent", "duplicate"),
     ]
-    assert verdicts[4][2] == "accepted"
+    assert verdicts[5][2] == "accepted"
+    unfiltered = detect_duplicates(loaded.valid, DedupPolicy("PT10M"))
+    order_0 = unfiltered.where(F.col("message_id") == "order-0").orderBy("send_time").collect()
+    assert [r["verdict"] for r in order_0] == ["accepted", "duplicate"]  # why the filter
