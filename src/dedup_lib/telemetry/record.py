@@ -1,15 +1,15 @@
 """Record an ``azure-servicebus`` sender's sends as JSON Lines in the canonical schema.
 
 ``record_sends(sender, "sends.jsonl")`` wraps a ``ServiceBusSender`` (sync or ``aio``): each
-``send_messages`` or ``schedule_messages`` call goes to the SDK unchanged, then writes one line
-per message with the MessageId the SDK sent, so ``load_telemetry`` reads the file without a
-mapping and the replay sees every send, failed ones included (a failed call may have reached
-the broker: that is how a lost acknowledgement shows up).
+``send_messages`` or ``schedule_messages`` call goes on to the SDK, then writes one line per
+message with the MessageId the SDK sent, so ``load_telemetry`` reads the file without a mapping
+and the replay sees every send, failed ones included (a failed call may have reached the
+broker: that is how a lost acknowledgement shows up). See docs/instrumentation.md, section 3.
 
 This module runs inside applications, so it imports the standard library only (the SDK's
 classes lazily, when a call needs them) and nothing else from ``dedup_lib``: it can be copied
-into an application as this one file, without installing ``dedup_lib`` (whose package
-imports PySpark).
+into an application as this one file (Python 3.11+, ``azure-servicebus`` 7.11+), without
+installing ``dedup_lib``, whose package imports PySpark.
 """
 
 from __future__ import annotations
