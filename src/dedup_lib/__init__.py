@@ -38,6 +38,7 @@ from dedup_lib.sweep.grid import smallest_window, window_grid
 from dedup_lib.sweep.views import ReplayCache
 from dedup_lib.synth import generate_telemetry
 from dedup_lib.telemetry.read import LoadedTelemetry, load_telemetry
+from dedup_lib.telemetry.record import AsyncRecordingSender, RecordingSender, record_sends
 from dedup_lib.telemetry.samples import sample_path
 from dedup_lib.telemetry.schema import BUILTIN_ALIASES, CANONICAL_COLUMNS
 from dedup_lib.telemetry.write import write_telemetry
@@ -54,11 +55,13 @@ except PackageNotFoundError:  # pragma: no cover - a source tree on sys.path, no
 __all__ = [
     "BUILTIN_ALIASES",
     "CANONICAL_COLUMNS",
+    "AsyncRecordingSender",
     "DedupPolicy",
     "EntityConfigError",
     "JavaNotFoundError",
     "JvmKernelUnavailable",
     "LoadedTelemetry",
+    "RecordingSender",
     "ReplayCache",
     "WindowExplorer",
     "__version__",
@@ -85,6 +88,7 @@ __all__ = [
     "most_reused_ids",
     "narrow",
     "parse_window",
+    "record_sends",
     "run_postmortem",
     "sample_path",
     "sends_over_time",
