@@ -14,7 +14,8 @@ from pyspark.sql import functions as F
 from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry
 from dedup_lib.errors import InputError
 from dedup_lib.telemetry.formats import NOT_SEND
-from dedup_lib.telemetry.formats.sb_explorer import SB_EXPLORER, dotnet_time
+from dedup_lib.telemetry.formats.sb_explorer import SB_EXPLORER
+from dedup_lib.telemetry.formats.single_file import dotnet_time
 from dedup_lib.telemetry.sources import CORRUPT
 from telemetry.formats.record_kit import canonical, micros, records, rows, sends
 
@@ -160,7 +161,8 @@ def test_round_trip_gives_the_same_sends_and_verdicts(spark: Any, tmp_path: Path
     generated = generate_telemetry(spark, 3_000, seed=4)
     entity = generated.groupBy("entity").count().orderBy(F.desc("count")).first()
     assert entity is not None
-    one = canonical(generated.where(F.col("entity") == entity[0])).persist()
+    typed = canonical(generated.where(F.col("entity") == entity[0]))
+    one = typed.where(F.col("send_time").isNotNull()).persist()
     path = tmp_path / f"{entity[0]}.json.gz"
     SB_EXPLORER.write(one, str(path))
     back = sends(records(spark, SB_EXPLORER, [path])).persist()

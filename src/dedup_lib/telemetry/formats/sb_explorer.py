@@ -37,7 +37,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
@@ -46,7 +45,12 @@ from pyspark.sql import types as T
 from dedup_lib.columns import column
 from dedup_lib.errors import InputError
 from dedup_lib.telemetry.formats import NOT_SEND
-from dedup_lib.telemetry.formats.single_file import check_size, epoch_micros, write_text
+from dedup_lib.telemetry.formats.single_file import (
+    check_size,
+    dotnet_time,
+    sends_in_time_order,
+    write_text,
+)
 from dedup_lib.telemetry.schema import CANONICAL_COLUMNS
 from dedup_lib.telemetry.sources import CORRUPT
 
@@ -64,7 +68,6 @@ _TEXT_MAP = T.MapType(T.StringType(), T.StringType())
 _ENTRIES = T.ArrayType(
     T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.StringType())])
 )
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _HEAD_KEYS = (re.compile(r'"messageId"\s*:'), re.compile(r'"enqueuedTimeUtc"\s*:'))
 
 
@@ -181,14 +184,7 @@ class SbExplorerFormat:
                     "apart; write one file per entity, named after it (orders.json)"
                 )
         check_size(frame, caller, path)
-        write_text(path, _document(frame))
-
-
-def dotnet_time(micros: int) -> str:
-    """Epoch microseconds as Json.NET writes a UTC ``DateTime``: no trailing zeros, ``Z``."""
-    moment = _EPOCH + timedelta(microseconds=micros)
-    fraction = f"{moment.microsecond:06d}".rstrip("0")
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
+        write_text(path, _document(frame, caller, path))
 
 
 _DOTNET_TYPES = {bool: "Boolean", int: "Int64", float: "Double", str: "String"}
@@ -233,17 +229,12 @@ def _message(row: dict[str, Any], sequence: int, extra: list[str]) -> dict[str, 
     }
 
 
-def _document(frame: DataFrame) -> Iterator[str]:
+def _document(frame: DataFrame, caller: str, path: str) -> Iterator[str]:
     """The JSON array, one message at a time."""
     extra = [c for c in frame.columns if c not in CANONICAL_COLUMNS]
-    times = [epoch_micros(frame, "send_time").alias("__send")]
-    if "scheduled_enqueue_time" in frame.columns:
-        times.append(epoch_micros(frame, "scheduled_enqueue_time").alias("__scheduled"))
-    order = [column("send_time"), *([column("event_id")] if "event_id" in frame.columns else [])]
-    rows = frame.orderBy(*order).select("*", *times).toLocalIterator()
     yield "["
-    for sequence, row in enumerate(rows, start=1):
-        text = json.dumps(_message(row.asDict(), sequence, extra), indent=2)
+    for sequence, row in enumerate(sends_in_time_order(frame, caller, path), start=1):
+        text = json.dumps(_message(row, sequence, extra), indent=2)
         yield ("," if sequence > 1 else "") + "\n  " + text.replace("\n", "\n  ")
     yield "\n]\n"
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import gzip
 import os
 import tempfile
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
 from dedup_lib.columns import column
-from dedup_lib.errors import InputError
+from dedup_lib.errors import InputError, excerpt
 from dedup_lib.telemetry.times import parse_time
 
 if TYPE_CHECKING:
@@ -21,6 +22,14 @@ if TYPE_CHECKING:
 #: The most rows written into one document: the driver streams them, but a reader must parse
 #: the whole document in one task, so larger exports belong in several files.
 MAX_DOCUMENT_ROWS = 2_000_000
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def dotnet_time(micros: int) -> str:
+    """Epoch microseconds as Json.NET writes a UTC ``DateTime``: no trailing zeros, ``Z``."""
+    moment = EPOCH + timedelta(microseconds=micros)
+    fraction = f"{moment.microsecond:06d}".rstrip("0")
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
 
 
 def epoch_micros(frame: DataFrame, name: str) -> Column:
@@ -28,6 +37,24 @@ def epoch_micros(frame: DataFrame, name: str) -> Column:
     generator and the loader accept them) as epoch microseconds: written from the driver, times
     then owe nothing to the session's or Python's time zone."""
     return F.unix_micros(parse_time(column(name), frame.schema[name].dataType))
+
+
+def sends_in_time_order(frame: DataFrame, caller: str, path: str) -> Iterator[dict[str, Any]]:
+    """The rows of canonical telemetry by send time (then ``event_id``), each with its times as
+    epoch microseconds in ``__send`` and ``__scheduled``; an error at a send without a
+    parseable ``send_time``, which these formats cannot hold."""
+    times = [epoch_micros(frame, "send_time").alias("__send")]
+    if "scheduled_enqueue_time" in frame.columns:
+        times.append(epoch_micros(frame, "scheduled_enqueue_time").alias("__scheduled"))
+    order = [column("send_time"), *([column("event_id")] if "event_id" in frame.columns else [])]
+    for row in frame.orderBy(*order).select("*", *times).toLocalIterator():
+        send = row.asDict()
+        if send["__send"] is None:
+            raise InputError(
+                f"{caller}: a send (message_id {excerpt(send.get('message_id'))}) has no "
+                f"parseable send_time, which {path} cannot hold; filter such rows out first"
+            )
+        yield send
 
 
 def check_size(frame: DataFrame, caller: str, path: str) -> int:
