@@ -113,6 +113,8 @@ def test_entity_argument_and_default_file_names(spark: Any, tmp_path: Path) -> N
     assert by_file == sorted([("orders",), (None,)], key=repr)
     given = rows(records(spark, SB_EXPLORER, [named, default], entity="payments"), "entity")
     assert given == [("payments",), ("payments",)]
+    mapped = records(spark, SB_EXPLORER, [named], {"entity": "properties.city"}, "payments")
+    assert rows(mapped, "entity") == [("Milan",)]
 
 
 def test_keys_can_name_application_properties(spark: Any, tmp_path: Path) -> None:
@@ -148,6 +150,8 @@ def test_recognise() -> None:
     assert SB_EXPLORER.recognise(json.dumps(ARRAY, indent=2))
     assert not SB_EXPLORER.recognise('{"resourceSpans": [{"scopeSpans": []}]}\n')
     assert not SB_EXPLORER.recognise("messageId,enqueuedTimeUtc\nm1,2026-11-03T21:00:00Z\n")
+    query_api = {"tables": [{"rows": [[{"messageId": "m", "enqueuedTimeUtc": "t"}]]}]}
+    assert not SB_EXPLORER.recognise(json.dumps(query_api))
     assert not SB_EXPLORER.recognise('{"tables": [{"name": "PrimaryResult"}]}')
 
 

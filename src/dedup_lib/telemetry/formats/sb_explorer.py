@@ -16,8 +16,9 @@ UTC times (``2014-12-03T16:39:48.4958476Z``); the unset ``scheduledEnqueueTimeUt
 and the tool's documentation wrote a plain JSON object. Both are read.
 
 The file does not name the entity, and the tool's default file name
-(``BrokeredMessage_<Namespace>_<date>.json``) does not either. The entity is the ``entity``
-the user passes; else the file's name without its ``.json``/``.txt`` and ``.gz`` extensions
+(``BrokeredMessage_<Namespace>_<date>.json``) does not either. The entity is the value of a
+key the user maps to ``entity`` (an application property, say), else the ``entity`` the user
+passes, else the file's name without its ``.json``/``.txt`` and ``.gz`` extensions
 (``orders.json`` and ``orders.json.gz`` are ``orders``; ``orders.eu.json`` is ``orders.eu``,
 since entity names may hold dots), so a folder of exports named after their entities loads
 together; a file still under the tool's default name gets no entity (null).
@@ -140,7 +141,9 @@ class SbExplorerFormat:
         """A JSON object or array whose first message has ``messageId`` and
         ``enqueuedTimeUtc`` (a body over 64 KiB before them hides them)."""
         text = head.lstrip("\ufeff \t\r\n")
-        return text[:1] in ("{", "[") and all(key.search(text) for key in _HEAD_KEYS)
+        if text[:1] not in ("{", "[") or re.match(r'\{\s*"tables"\s*:', text):
+            return False
+        return all(key.search(text) for key in _HEAD_KEYS)
 
     def read(self, spark: SparkSession, paths: list[str]) -> DataFrame:
         """Each file as one JSON document; an array gives a row per element, a damaged file
@@ -157,10 +160,9 @@ class SbExplorerFormat:
         scheduled = values.get("scheduled_enqueue_time")
         if scheduled is not None:
             values["scheduled_enqueue_time"] = F.when(~scheduled.rlike(_SENTINEL_TIME), scheduled)
-        if entity is not None:
-            values["entity"] = F.lit(entity)
-        elif "entity" not in values:
-            values["entity"] = entity_from_file(column(SOURCE_FILE))
+        named = [values["entity"]] if "entity" in values else []
+        given = [F.lit(entity)] if entity is not None else []
+        values["entity"] = F.coalesce(*named, *given, entity_from_file(column(SOURCE_FILE)))
         sequence = _field(schema, "sequenceNumber").try_cast("long")
         return raw.select(
             column(SOURCE_FILE),
