@@ -345,3 +345,14 @@ def test_write_refuses_a_send_without_time(spark: Any, tmp_path: Path, generated
     with pytest.raises(InputError, match=r"has no parseable send_time, which .*x\.json cannot"):
         APP_INSIGHTS.write(timeless, str(path))
     assert not path.exists()
+
+
+def test_portal_times_ignore_the_session_time_zone(spark: Any, tmp_path: Path) -> None:
+    path = _write(tmp_path / "classic.csv", CLASSIC)
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        got = rows(sends(records(spark, APP_INSIGHTS, [path])), "send_time")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    assert got == [(micros("2026-11-03T21:00:00.250"),)]
