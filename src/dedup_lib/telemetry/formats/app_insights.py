@@ -311,7 +311,8 @@ class AppInsightsFormat:
 
     def read(self, spark: SparkSession, paths: list[str]) -> DataFrame:
         """JSON files (``.json``, ``.json.gz``) as whole documents, else CSV with a header (all
-        text, quotes doubled inside quoted fields); one or the other, not both at once."""
+        text, quotes doubled inside quoted fields, every file with the first one's header, as
+        Spark checks); one or the other, not both at once."""
         kinds = {_kind(p) for p in paths}
         if len(kinds) > 1:
             raise InputError(
