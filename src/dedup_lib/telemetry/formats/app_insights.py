@@ -1,0 +1,642 @@
+"""Application Insights / Log Analytics dependency exports: one record per dependency row, the
+Service Bus message rows being the sends.
+
+Tables: the workspace table ``AppDependencies`` (``TimeGenerated``, ``DependencyType``,
+``Target``, ``Properties``, ``Id``, ``ParentId``, ``OperationId``, ``AppRoleName``) and the
+classic ``dependencies`` (``timestamp``, ``type``, ``target``, ``customDimensions``, ``id``,
+``operation_ParentId``, ``operation_Id``, ``cloud_RoleName``). Column names match ignoring
+case, ``_``, a byte-order mark and a `` [UTC]`` suffix; a ``[Local Time]`` time column is an
+error, since local times without an offset cannot be placed on the UTC time line.
+
+Two shapes:
+
+- The portal's CSV export: RFC 4180 (quotes doubled inside quoted fields, so ``Properties`` is
+  JSON text such as ``"{""MessageId"":""m1""}"``), often with a byte-order mark, time columns
+  named ``TimeGenerated [UTC]`` and times written ``2/25/2025, 9:19:25.391 AM``: milliseconds
+  only (seen in public exports; ISO 8601 text is read too).
+- The query API's JSON (learn.microsoft.com/azure/azure-monitor/logs/api/response-format, the
+  same shape as the older Application Insights REST API): ``{"tables": [{"name", "columns":
+  [{"name", "type"}], "rows": [[...], ...]}]}``; rows are positional and read by the index of
+  their column's name, per table. Times are ISO 8601 with up to 7 fractional digits; a
+  ``dynamic`` column (``Properties``) is JSON text or an object.
+
+Which rows are sends: ``DependencyType`` ``Queue Message | Azure Service Bus`` (.NET exporter),
+``Queue Message | Microsoft.ServiceBus`` (Python exporter) and ``Queue Message | servicebus``
+(an application's own PRODUCER span, as docs/instrumentation.md proposes). Every other row is
+counted as not a send, with a reason naming its type: the SDK's call rows (``Azure Service
+Bus``, ``Microsoft.ServiceBus``: a send, receive or settle call, whose messages have rows of
+their own), HTTP, SQL. An SDK message row without a MessageId whose parent row (``ParentId``)
+is an application message row that has one is not a send either: the SDKs start their message
+span under the application's current span, so it is the same message twice.
+
+Where the columns come from (``keys``, canonical column -> source key): a key naming a column
+of the table reads it (``TimeGenerated``/``timestamp`` for ``send_time``, ``Target`` for
+``entity``), any other key is a key of ``Properties``/``customDimensions`` (exact case).
+
+- ``send_time``: ``TimeGenerated``/``timestamp``, the start of the dependency: for the SDK's
+  message span, just before the message is sent (the exporters put the span's start there).
+- ``entity``: from ``Target``, ``<namespace host>/<entity>`` as the exporters write it; the
+  entity is everything after the host's ``/`` (entity names may hold ``/``, host names
+  cannot). Older Python exporters wrote the host alone on message rows: then the property
+  ``servicebus.entity``, else the user's ``entity``.
+- ``message_id``, ``partition_key``, ``session_id``, ``scheduled_enqueue_time``, ``batch_id``:
+  the properties ``MessageId``, ``PartitionKey``, ``SessionId``, ``ScheduledEnqueueTimeUtc``,
+  ``BatchId``; with the default keys, the ``servicebus.*`` keys of docs/instrumentation.md are
+  read where those are missing (``servicebus.message.id``, ...).
+- ``batch_id``, when no property gives it: the ``Id`` of the SDK call row whose span links
+  (``Properties["_MS.links"]``, a JSON list of ``{"operation_Id", "id"}``) name this message
+  row. Not ``ParentId``: both the Python and the .NET SDK start the message spans before the
+  send span and under the application's span, and link the send span to them
+  (azure-servicebus ``_common/tracing.py``; Azure.Core ``MessagingClientDiagnostics.cs``).
+
+Extra columns kept: ``operation_id``, ``dependency_id``, ``parent_id``, ``app_role``,
+``dependency_type``, ``success``. A row whose ``Properties`` is not a JSON object is damaged:
+its text goes to the corrupt record column.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from collections.abc import Iterator, Mapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dedup_lib.columns import column
+from dedup_lib.errors import InputError, printable
+from dedup_lib.telemetry.formats import NOT_SEND
+from dedup_lib.telemetry.formats.single_file import (
+    EPOCH,
+    check_size,
+    dotnet_time,
+    sends_in_time_order,
+    write_text,
+)
+from dedup_lib.telemetry.schema import CANONICAL_COLUMNS, TEXT_TIME_FORMAT
+from dedup_lib.telemetry.sources import CORRUPT
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+SOURCE_FILE = "source_file"
+#: Dependency types of one message's row: the sends.
+SEND_TYPES = (
+    "Queue Message | Azure Service Bus",
+    "Queue Message | Microsoft.ServiceBus",
+    "Queue Message | servicebus",
+)
+#: Dependency types of the SDKs' call rows (send, schedule, receive, settle).
+CALL_TYPES = ("Azure Service Bus", "Microsoft.ServiceBus")
+#: The portal's CSV time text, read as UTC.
+PORTAL_TIME = "M/d/yyyy, h:mm:ss[.SSSSSSSSS] a XXX"
+_PORTAL_LIKE = r"^\s*\d{1,2}/\d{1,2}/\d{4},"
+_LINKS = "_MS.links"
+_EXCERPT = 60
+
+# Columns of the table, by role: the normalised names accepted, first found wins.
+_TIME = ("timegenerated", "timestamp")
+_TYPE = ("dependencytype", "type")
+_TARGET = ("target",)
+_PROPERTIES = ("properties", "customdimensions")
+_EXTRA = {
+    "operation_id": ("operationid",),
+    "dependency_id": ("id",),
+    "parent_id": ("parentid", "operationparentid"),
+    "app_role": ("approlename", "cloudrolename"),
+    "success": ("success",),
+}
+#: With the default keys, the docs/instrumentation.md property read where the default is absent.
+_FALLBACKS = {
+    "message_id": "servicebus.message.id",
+    "partition_key": "servicebus.message.partition_key",
+    "session_id": "servicebus.message.session_id",
+    "scheduled_enqueue_time": "servicebus.message.scheduled_enqueue_time",
+    "batch_id": "servicebus.batch.id",
+}
+_TEXT_MAP = T.MapType(T.StringType(), T.StringType())
+_LINK_LIST = T.ArrayType(
+    T.StructType(
+        [T.StructField("operation_Id", T.StringType()), T.StructField("id", T.StringType())]
+    )
+)
+_RESPONSE = T.StructType(
+    [
+        T.StructField(
+            "tables",
+            T.ArrayType(
+                T.StructType(
+                    [
+                        T.StructField("name", T.StringType()),
+                        T.StructField(
+                            "columns",
+                            T.ArrayType(
+                                T.StructType(
+                                    [
+                                        T.StructField("name", T.StringType()),
+                                        T.StructField("type", T.StringType()),
+                                    ]
+                                )
+                            ),
+                        ),
+                        T.StructField("rows", T.ArrayType(T.ArrayType(T.StringType()))),
+                    ]
+                )
+            ),
+        ),
+        T.StructField(CORRUPT, T.StringType()),
+    ]
+)
+_NAMES = "__dedup_names"
+_ROW = "__dedup_row"
+
+
+def normalise(name: str) -> str:
+    """A column name as matched: no byte-order mark, `` [UTC]`` suffix, ``_`` or spaces, lower
+    case."""
+    name = re.sub(r"(?i)\s*\[utc\]\s*$", "", name.strip().lstrip("\ufeff"))
+    return re.sub(r"[\s_]", "", name).lower()
+
+
+def _normalised(name: Column) -> Column:
+    without = F.regexp_replace(F.trim(name), r"(?i)^\x{feff}|\s*\[utc\]\s*$", "")
+    return F.lower(F.regexp_replace(without, r"[\s_]", ""))
+
+
+class _Table:
+    """The values of a raw frame's columns by normalised name: CSV columns, or the positional
+    rows of a query API response (looked up per row, since each table has its own columns)."""
+
+    def __init__(self, frame: DataFrame) -> None:
+        self.frame = frame
+        self.positional = _ROW in frame.columns
+        self.columns: dict[str, str] = {}
+        if not self.positional:
+            for name in frame.columns:
+                if name not in (SOURCE_FILE, CORRUPT):
+                    self.columns.setdefault(normalise(name), name)
+
+    def has(self, name: str) -> Column | bool:
+        if self.positional:
+            return F.array_contains(column(_NAMES), name)
+        return name in self.columns
+
+    def value(self, *names: str) -> Column:
+        """The first of ``names`` the table has, as text; null when it has none."""
+        if self.positional:
+            found: Column | None = None
+            for name in names:
+                cell = F.get(column(_ROW), F.array_position(column(_NAMES), name).cast("int") - 1)
+                condition = F.array_contains(column(_NAMES), name)
+                found = F.when(condition, cell) if found is None else found.when(condition, cell)
+            return found if found is not None else F.lit(None).cast("string")
+        for name in names:
+            if name in self.columns:
+                return column(self.columns[name]).cast("string")
+        return F.lit(None).cast("string")
+
+
+def _rows(raw: DataFrame) -> DataFrame:
+    """A query API response as one row per table row: the row's values and its table's
+    normalised column names. A damaged file stays one row, with its corrupt record. Each step
+    keeps only small columns beside what it explodes, so a row never carries its table."""
+    tables = raw.select(
+        column(SOURCE_FILE),
+        column(CORRUPT),
+        F.explode_outer(column("tables")).alias("__table"),
+    )
+    split = tables.select(
+        column(SOURCE_FILE),
+        column(CORRUPT),
+        F.transform(F.col("__table.columns"), lambda c: _normalised(c.getField("name"))).alias(
+            _NAMES
+        ),
+        F.col("__table.rows").alias("__rows"),
+    )
+    rows = split.select(
+        column(SOURCE_FILE),
+        column(CORRUPT),
+        column(_NAMES),
+        F.explode_outer(column("__rows")).alias(_ROW),
+    )
+    return rows.where(column(_ROW).isNotNull() | column(CORRUPT).isNotNull())
+
+
+def portal_time(text: Column) -> Column:
+    """The portal's ``5/25/2023, 4:32:49.469 AM`` (UTC) as ISO 8601 text; other text as it is,
+    for the loader to parse or quarantine."""
+    parsed = F.try_to_timestamp(F.concat(text, F.lit(" +00:00")), F.lit(PORTAL_TIME))
+    iso = F.coalesce(F.date_format(parsed, TEXT_TIME_FORMAT), text)
+    return F.when(text.rlike(_PORTAL_LIKE), iso).otherwise(text)
+
+
+def entity_from_target(target: Column) -> Column:
+    """``<namespace host>/<entity>`` -> ``<entity>`` (a scheme before the host is allowed);
+    null when the target has no ``/`` after the host."""
+    entity = F.regexp_extract(target, r"^(?:[A-Za-z][\w+.-]*://)?[^/]+/(.+?)/*$", 1)
+    return F.when(entity != "", entity)
+
+
+def _quoted(value: Column) -> Column:
+    text = F.coalesce(value, F.lit(""))
+    cut = F.when(F.length(text) > _EXCERPT, F.concat(F.substring(text, 1, _EXCERPT), F.lit("...")))
+    return F.concat(F.lit("'"), F.coalesce(cut, text), F.lit("'"))
+
+
+def _not_send(kind: Column) -> Column:
+    """Why a row with dependency type ``kind`` is not a message send (null when it is)."""
+    lowered = F.lower(F.trim(kind))
+    return (
+        F.when(lowered.isin(*(t.lower() for t in SEND_TYPES)), F.lit(None))
+        .when(kind.isNull() | (F.trim(kind) == ""), F.lit("no dependency type"))
+        .when(
+            lowered.isin(*(t.lower() for t in CALL_TYPES)),
+            F.concat(
+                F.lit("dependency type "),
+                _quoted(kind),
+                F.lit(" is a Service Bus call (send, receive, settle), not a message"),
+            ),
+        )
+        .otherwise(
+            F.concat(
+                F.lit("dependency type "),
+                _quoted(kind),
+                F.lit(" is not a Service Bus message"),
+            )
+        )
+    )
+
+
+class AppInsightsFormat:
+    """Application Insights dependency rows, as the portal's CSV or the query API's JSON (see
+    the module docstring)."""
+
+    name = "app-insights"
+    expected = (
+        "an Application Insights / Log Analytics export of AppDependencies or dependencies: "
+        "the portal's CSV, or the query API's JSON ({\"tables\": [...]})"
+    )
+    defaults: Mapping[str, str] = {
+        "send_time": "TimeGenerated",
+        "entity": "Target",
+        "message_id": "MessageId",
+        "partition_key": "PartitionKey",
+        "session_id": "SessionId",
+        "scheduled_enqueue_time": "ScheduledEnqueueTimeUtc",
+        "batch_id": "BatchId",
+    }
+
+    def recognise(self, head: str) -> bool:
+        """The query API's ``{"tables": ...``, or a CSV header with a time, a dependency type
+        and a target column."""
+        text = head.lstrip("\ufeff \t\r\n")
+        if text.startswith("{"):
+            return re.match(r'\{\s*"tables"\s*:', text) is not None
+        header = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
+        names = {normalise(n) for n in header}
+        return all(names & set(role) for role in (_TIME, _TYPE, _TARGET))
+
+    def write(self, frame: DataFrame, path: str) -> None:
+        """Write canonical telemetry as the portal's CSV (``.csv``: byte-order mark,
+        ``TimeGenerated [UTC]`` in its millisecond time text) or the query API's JSON
+        (``.json``: times with microseconds), with a call row per send call linking its
+        messages and unrelated HTTP rows, so that reading exercises both. At most
+        :data:`~dedup_lib.telemetry.formats.single_file.MAX_DOCUMENT_ROWS` sends."""
+        _write(frame, path, f"{self.name} write")
+
+    def read(self, spark: SparkSession, paths: list[str]) -> DataFrame:
+        """JSON files (``.json``, ``.json.gz``) as whole documents, else CSV with a header (all
+        text, quotes doubled inside quoted fields, every file with the first one's header, as
+        Spark checks); one or the other, not both at once."""
+        kinds = {_kind(p) for p in paths}
+        if len(kinds) > 1:
+            raise InputError(
+                f"{self.name}: {printable(paths[0])} and others mix the portal's CSV and the "
+                "query API's JSON; load each kind from its own folder"
+            )
+        reader = spark.read.options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
+        if kinds == {"json"}:
+            return reader.schema(_RESPONSE).options(multiLine=True).json(paths)
+        header = spark.read.options(header=True, escape='"').csv(paths[0]).schema.names
+        schema = T.StructType(
+            [T.StructField(n, T.StringType()) for n in header]
+            + [T.StructField(CORRUPT, T.StringType())]
+        )
+        return (
+            reader.schema(schema)
+            .options(header=True, multiLine=True, escape='"', enforceSchema=False)
+            .csv(paths)
+        )
+
+    def records(self, raw: DataFrame, keys: Mapping[str, str], entity: str | None) -> DataFrame:
+        """One record per dependency row (see the module docstring)."""
+        if "tables" in raw.columns:
+            table = _Table(_rows(raw))
+        else:
+            _refuse_local_times(raw, self.name)
+            table = _Table(raw)
+        frame = table.frame
+        properties_text = table.value(*_PROPERTIES)
+        properties = F.from_json(properties_text, _TEXT_MAP)
+        kind = table.value(*_TYPE)
+
+        def source(canonical: str) -> Column:
+            key = keys.get(canonical)
+            if key is None:
+                return F.lit(None).cast("string")
+            name = normalise(key)
+            if name in _TIME:
+                return portal_time(table.value(*_TIME))
+            if name in _TARGET and canonical == "entity":
+                return entity_from_target(table.value(*_TARGET))
+            present = table.has(name)
+            if present is True:
+                return table.value(name)
+            found = properties.getItem(key)
+            if present is not False:
+                found = F.when(present, table.value(name)).otherwise(found)
+            if canonical == "scheduled_enqueue_time":
+                found = portal_time(found)
+            return found
+
+        values: dict[str, Column] = {}
+        for canonical in CANONICAL_COLUMNS:
+            if canonical == "event_id" or canonical not in keys:
+                continue
+            value = source(canonical)
+            default = keys[canonical] == self.defaults.get(canonical)
+            if default and canonical in _FALLBACKS:
+                value = F.coalesce(value, properties.getItem(_FALLBACKS[canonical]))
+            if canonical == "entity":
+                value = F.coalesce(value, properties.getItem("servicebus.entity"))
+                if entity is not None:
+                    value = F.coalesce(value, F.lit(entity))
+            values[canonical] = value
+        damaged = F.when(
+            F.trim(F.coalesce(properties_text, F.lit(""))) != "",
+            F.when(
+                properties.isNull(),
+                F.concat(F.lit("Properties is not a JSON object: "), _quoted(properties_text)),
+            ),
+        )
+        corrupt = F.coalesce(column(CORRUPT), F.when(_not_send(kind).isNull(), damaged)).alias(
+            CORRUPT
+        )
+        links = F.when(
+            F.lower(F.trim(kind)).isin(*(t.lower() for t in CALL_TYPES)),
+            F.from_json(properties.getItem(_LINKS), _LINK_LIST),
+        )
+        rows = frame.select(
+            column(SOURCE_FILE),
+            *(value.alias(name) for name, value in values.items()),
+            *(table.value(*names).alias(name) for name, names in _EXTRA.items()),
+            kind.alias("dependency_type"),
+            links.alias("__links"),
+            corrupt,
+        )
+        return _judged(rows, list(values), default_batch="batch_id" in values)
+
+
+def _judged(rows: DataFrame, canonical: list[str], *, default_batch: bool) -> DataFrame:
+    """The records with :data:`NOT_SEND`, the batch ids the call rows' links give, and the
+    SDK message rows that repeat an application's message row marked as not sends."""
+    kind = column("dependency_type")
+    why = F.when(column(CORRUPT).isNull(), _not_send(kind))
+    has_id = column("message_id").isNotNull() & (F.trim(column("message_id")) != "")
+    sends = rows.where(why.isNull() & has_id).select(
+        column("operation_id").alias("__app_operation"),
+        column("dependency_id").alias("__app_id"),
+    )
+    parents = sends.where(column("__app_id").isNotNull()).distinct()
+    linked = (
+        rows.where(column("__links").isNotNull())
+        .select(
+            column("dependency_id").alias("__call_id"),
+            F.explode(column("__links")).alias("__link"),
+        )
+        .groupBy(
+            F.col("__link.operation_Id").alias("__link_operation"),
+            F.col("__link.id").alias("__link_id"),
+        )
+        .agg(F.min("__call_id").alias("__call_id"))
+    )
+    joined = rows.join(
+        parents,
+        (column("parent_id") == column("__app_id"))
+        & column("operation_id").eqNullSafe(column("__app_operation")),
+        "left",
+    ).join(
+        linked,
+        (column("dependency_id") == column("__link_id"))
+        & column("operation_id").eqNullSafe(column("__link_operation")),
+        "left",
+    )
+    repeated = F.when(
+        ~has_id & column("__app_id").isNotNull(),
+        F.concat(
+            F.lit("the SDK's row of a message whose application row (Id "),
+            _quoted(column("__app_id")),
+            F.lit(") records it"),
+        ),
+    )
+    batch = (
+        [F.coalesce(column("batch_id"), column("__call_id")).alias("batch_id")]
+        if (default_batch)
+        else []
+    )
+    kept = [c for c in canonical if not (default_batch and c == "batch_id")]
+    return joined.select(
+        column(SOURCE_FILE),
+        *(column(c) for c in kept),
+        *batch,
+        *(column(c) for c in _EXTRA),
+        kind,
+        F.coalesce(why, F.when(column(CORRUPT).isNull(), repeated)).alias(NOT_SEND),
+        column(CORRUPT),
+    )
+
+
+def _kind(path: str) -> str:
+    lower = path.lower().removesuffix(".gz")
+    return "json" if lower.endswith(".json") else "csv"
+
+
+def _refuse_local_times(raw: DataFrame, name: str) -> None:
+    local = [c for c in raw.columns if re.search(r"(?i)\[local time\]\s*$", c)]
+    if local and not any(normalise(c) in _TIME for c in raw.columns):
+        first = raw.select(column(SOURCE_FILE)).first()
+        where = printable(first[0]) if first is not None else "the export"
+        raise InputError(
+            f"{name}: {where} has times in local time ({printable(local[0])!r}), which cannot "
+            "be placed on the UTC time line; export with the portal's time zone set to UTC, so "
+            "the column reads 'TimeGenerated [UTC]'"
+        )
+
+
+#: The workspace table's columns the writer fills, with their query API types.
+_COLUMNS = (
+    ("TimeGenerated", "datetime"),
+    ("Id", "string"),
+    ("Target", "string"),
+    ("DependencyType", "string"),
+    ("Name", "string"),
+    ("Data", "string"),
+    ("Success", "bool"),
+    ("ResultCode", "string"),
+    ("DurationMs", "real"),
+    ("Properties", "dynamic"),
+    ("OperationId", "string"),
+    ("ParentId", "string"),
+    ("AppRoleName", "string"),
+    ("Type", "string"),
+)
+_NAMESPACE = "contoso.servicebus.windows.net"
+_UNRELATED_EVERY = 25
+
+
+def _span_id(*parts: object, width: int = 16) -> str:
+    """A stable hex id, as the exporters write span (16) and trace (32) ids."""
+    return hashlib.blake2b(repr(parts).encode(), digest_size=width // 2).hexdigest()
+
+
+def portal_text(micros: int) -> str:
+    """Epoch microseconds as the portal's CSV writes a UTC time: milliseconds, truncated."""
+    moment = EPOCH + timedelta(microseconds=micros)
+    hour = moment.hour % 12 or 12
+    half = "AM" if moment.hour < 12 else "PM"
+    return (
+        f"{moment.month}/{moment.day}/{moment.year}, {hour}:{moment.minute:02d}:"
+        f"{moment.second:02d}.{moment.microsecond // 1000:03d} {half}"
+    )
+
+
+def _dependencies(frame: DataFrame, caller: str, path: str) -> list[dict[str, Any]]:
+    """Canonical sends as dependency rows, in time order: a message row per send, a call row
+    per send call (a ``batch_id`` of an entity, else the send alone) linking its messages, and
+    an unrelated HTTP row every :data:`_UNRELATED_EVERY` sends."""
+    extra = [c for c in frame.columns if c not in CANONICAL_COLUMNS]
+    sends = list(sends_in_time_order(frame, caller, path))
+    calls: dict[tuple[Any, ...], list[tuple[int, dict[str, Any]]]] = {}
+    for index, send in enumerate(sends):
+        batch = send.get("batch_id")
+        key = (send.get("entity"), batch) if batch is not None else (None, None, index)
+        calls.setdefault(key, []).append((index, send))
+    out: list[dict[str, Any]] = []
+    for key, members in calls.items():
+        operation = _span_id("operation", key, width=32)
+        app_span = _span_id("app", key)
+        call_id = _span_id("call", key)
+        entity = members[0][1].get("entity")
+        target = f"{_NAMESPACE}/{entity}" if entity is not None else _NAMESPACE
+        common = {"Target": target, "OperationId": operation, "ParentId": app_span}
+        links = []
+        for index, send in members:
+            own = _span_id("message", index)
+            links.append({"operation_Id": operation, "id": own})
+            properties = {
+                "MessageId": send.get("message_id"),
+                "PartitionKey": send.get("partition_key"),
+                "SessionId": send.get("session_id"),
+                "ScheduledEnqueueTimeUtc": (
+                    dotnet_time(send["__scheduled"])
+                    if send.get("__scheduled") is not None
+                    else None
+                ),
+                **{name: str(send[name]) for name in extra if send[name] is not None},
+            }
+            out.append(
+                {
+                    **common,
+                    "__time": send["__send"],
+                    "Id": own,
+                    "DependencyType": "Queue Message | Azure Service Bus",
+                    "Name": "Message",
+                    "Properties": {k: v for k, v in properties.items() if v is not None},
+                }
+            )
+            if index % _UNRELATED_EVERY == 0:
+                out.append(
+                    {
+                        "__time": send["__send"] - 1000,
+                        "Id": _span_id("http", index),
+                        "Target": "api.contoso.com",
+                        "DependencyType": "HTTP",
+                        "Name": "GET /api/orders",
+                        "Data": "https://api.contoso.com/api/orders",
+                        "ResultCode": "200",
+                        "OperationId": _span_id("http operation", index, width=32),
+                        "Properties": {},
+                    }
+                )
+        out.append(
+            {
+                **common,
+                "__time": min(send["__send"] for _, send in members),
+                "Id": call_id,
+                "DependencyType": "Azure Service Bus",
+                "Name": "ServiceBusSender.Send",
+                "Properties": {_LINKS: json.dumps(links)},
+            }
+        )
+    out.sort(key=lambda row: (row["__time"], row["Id"]))
+    return out
+
+
+def _cells(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "Success": True,
+        "ResultCode": row.get("ResultCode", "0"),
+        "DurationMs": 1.5,
+        "AppRoleName": "sender",
+        "Type": "AppDependencies",
+        **row,
+        "Properties": json.dumps(row["Properties"]),
+    }
+
+
+def _csv_lines(rows: list[dict[str, Any]]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=csv.QUOTE_NONNUMERIC)
+    names = [name for name, _ in _COLUMNS]
+    writer.writerow(["TimeGenerated [UTC]", *names[1:]])
+    for row in rows:
+        cells = _cells(row)
+        cells["TimeGenerated"] = portal_text(row["__time"])
+        cells["Success"] = str(cells["Success"])
+        writer.writerow([cells.get(name, "") for name in names])
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    yield buffer.getvalue()
+
+
+def _json_document(rows: list[dict[str, Any]]) -> Iterator[str]:
+    columns = [{"name": name, "type": kind} for name, kind in _COLUMNS]
+    yield '{"tables": [{"name": "PrimaryResult", "columns": ' + json.dumps(columns)
+    yield ', "rows": ['
+    for index, row in enumerate(rows):
+        cells = _cells(row)
+        cells["TimeGenerated"] = dotnet_time(row["__time"])
+        values = [cells.get(name) for name, _ in _COLUMNS]
+        yield ("," if index else "") + "\n" + json.dumps(values)
+    yield "\n]}]}\n"
+
+
+def _write(frame: DataFrame, path: str, caller: str) -> None:
+    shape = path.lower().removesuffix(".gz")
+    if not shape.endswith((".csv", ".json")):
+        raise InputError(f"{caller}: {path} must end in .csv or .json (then .gz if wanted)")
+    check_size(frame, caller, path)
+    rows = _dependencies(frame, caller, path)
+    if shape.endswith(".csv"):
+        write_text(path, _csv_lines(rows), bom=True)
+    else:
+        write_text(path, _json_document(rows))
+
+
+APP_INSIGHTS = AppInsightsFormat()
