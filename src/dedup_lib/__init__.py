@@ -17,6 +17,7 @@ from dedup_lib.analysis.diagnostics import (
     missed_resends,
     missed_summary,
 )
+from dedup_lib.analysis.reconcile import Reconciliation, reconcile
 from dedup_lib.analysis.selection import narrow
 from dedup_lib.analysis.summaries import (
     ground_truth_summary,
@@ -59,6 +60,7 @@ __all__ = [
     "JavaNotFoundError",
     "JvmKernelUnavailable",
     "LoadedTelemetry",
+    "Reconciliation",
     "ReplayCache",
     "WindowExplorer",
     "__version__",
@@ -85,6 +87,7 @@ __all__ = [
     "most_reused_ids",
     "narrow",
     "parse_window",
+    "reconcile",
     "run_postmortem",
     "sample_path",
     "sends_over_time",
