@@ -63,8 +63,8 @@ def test_reconcile_prints_the_categories_and_the_window_that_agrees(spark, capsy
     ):
         assert re.search(rf"^\s*{category}\s+{count}\s", out, re.MULTILINE), category
     assert (
-        "The broker kept 2 messages the replay at 10m calls duplicates: its window is at most "
-        "1m40s, or detection is off." in out
+        "On orders, the broker kept 2 messages the replay at 10m calls duplicates: its window "
+        "is at most 1m40s, or detection is off." in out
     )
     assert "Contradictions: kept messages the replay drops (first 2 of 2)" in out
     assert "Pairs: two kept messages of one key inside the window (first 2 of 2)" in out
@@ -79,7 +79,7 @@ def test_reconcile_narrows_to_a_time_range(spark, capsys, files):
     telemetry, kept = files
     argv = ["reconcile", telemetry, kept, "--entity", "orders", "--quiet"]
     assert main([*argv, "--start", _at(50), "--end", _at(200)], spark=spark) == 0
-    assert "The broker kept 1 message the replay at 10m calls a duplicate" in (
+    assert "On orders, the broker kept 1 message the replay at 10m calls a duplicate" in (
         capsys.readouterr().out
     )
 

@@ -183,7 +183,9 @@ class Reconciliation:
     def verdict(self) -> str:
         """The reconciliation in one paragraph of words, for a notebook or a report."""
         c, window = self.tally, format_window(self.policy.window)
-        where = "" if self.entity is None else f" on {printable(self.entity)}"
+        name = None if self.entity is None else printable(self.entity)
+        where = "" if name is None else f" on {name}"
+        subject = "The broker" if name is None else f"On {name}, the broker"
         if c["kept"] == 0:
             return (
                 f"The export holds no message{where} in this time range: nothing to check "
@@ -193,7 +195,7 @@ class Reconciliation:
         dups, refused = c["contradicted_duplicates"], c["contradicted_rejections"]
         if dups:
             text = (
-                f"The broker kept {_n(dups, 'message')}{where} the replay at {window} calls "
+                f"{subject} kept {_n(dups, 'message')} the replay at {window} calls "
                 f"{'a duplicate' if dups == 1 else 'duplicates'}"
             )
             if self.agreeing_window is not None:
