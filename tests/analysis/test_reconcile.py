@@ -94,7 +94,12 @@ def test_a_broker_with_the_replays_window_agrees_with_it(spark):
     }  # fmt: skip
     assert found.agreeing_window is None
     assert "agrees with the replay at 1m" in found.verdict()
-    assert found.summary()["count"].tolist() == [4, 4, 0, 0, 0, 0]
+    summary = found.summary()
+    assert list(summary.columns) == ["category", "count", "what it means", "what to do"]
+    assert summary["count"].tolist() == [4, 4, 0, 0, 0, 0]
+    assert len(found.table("explained", limit=3)) == 3
+    with pytest.raises(InputError, match="table: expected one of explained, contradictions"):
+        found.table("kept")  # type: ignore[arg-type]
 
 
 def test_a_shorter_real_window_shows_as_contradictions_and_the_window_that_agrees(spark):
