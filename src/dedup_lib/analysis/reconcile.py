@@ -368,7 +368,9 @@ def reconcile(
     not_kept = accepted.where(F.col(_MATCH).isNull()).select(*_public(result.columns))
 
     tally, shortest_gap = _tally(kept_rows)
-    pair_row = pairs.agg(F.count(F.lit(1)), F.min("gap_s")).first()
+    pair_row = pairs.agg(
+        F.count(F.lit(1)), F.min(F.round(F.col("gap_s") * _MICROS)).cast("long")
+    ).first()
     sends_row = accepted.agg(F.count(F.lit(1)), count_where(F.col(_MATCH).isNull())).first()
     assert pair_row is not None
     assert sends_row is not None
@@ -379,7 +381,7 @@ def reconcile(
         name: kept_rows.where(F.col("category") == name).select(*(column(c) for c in shown))
         for name in CATEGORIES
     }
-    agreeing = None if pair_row[1] is None else timedelta(seconds=float(pair_row[1]))
+    agreeing = None if pair_row[1] is None else timedelta(microseconds=int(pair_row[1]))
     return Reconciliation(
         explained=by_category[EXPLAINED],
         contradictions=by_category[CONTRADICTION],
