@@ -82,6 +82,10 @@ def test_reconcile_narrows_to_a_time_range(spark, capsys, files):
     assert "On orders, the broker kept 1 message the replay at 10m calls a duplicate" in (
         capsys.readouterr().out
     )
+    assert main([*argv[:3], "--quiet"], spark=spark) == 1
+    assert "KEPT has no entity column (an export does not name its entity): pass --entity" in (
+        capsys.readouterr().err
+    )
 
 
 @pytest.fixture

@@ -49,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
     telemetry = load_telemetry(spark, args.telemetry)
     progress.step(f"loading {args.kept}")
     kept = load_telemetry(spark, args.kept, format=args.kept_format)
+    if args.entity == ALL_ENTITIES:
+        _entity_named(telemetry, kept)
     progress.step(f"replaying duplicate detection: {policy.describe()}")
     result = detect_duplicates(telemetry.valid, policy).persist()
     try:
@@ -84,6 +86,20 @@ def run(args: argparse.Namespace) -> int:
         result.unpersist()
     progress.step("done")
     return 0
+
+
+def _entity_named(telemetry: LoadedTelemetry, kept: LoadedTelemetry) -> None:
+    """Both name their entities, or neither does: else ``--entity`` must say which one."""
+    lacking = [
+        name
+        for name, loaded, other in (("TELEMETRY", telemetry, kept), ("KEPT", kept, telemetry))
+        if "entity" not in loaded.valid.columns and "entity" in other.valid.columns
+    ]
+    if lacking:
+        raise CommandError(
+            f"{lacking[0]} has no entity column (an export does not name its entity): pass "
+            "--entity NAME, the queue or topic it belongs to"
+        )
 
 
 def _shown(name: str) -> list[str]:
