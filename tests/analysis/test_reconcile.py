@@ -173,6 +173,13 @@ def test_telemetry_gaps_and_sends_not_kept(spark):
     assert "1 accepted send is not in the export" in verdict
 
 
+def test_kept_rows_without_an_id_or_a_time_are_unexplained_not_lost(spark):
+    policy = DedupPolicy("PT1M")
+    odd = [(None, at(0), "q", None, None, None, 8), ("a", None, "q", None, None, None, 9)]
+    counts = adds_up(check(spark, SHORT, [*kept_by(SHORT, policy), *odd], policy))
+    assert (counts["kept"], counts["explained"], counts["unexplained"]) == (6, 4, 2)
+
+
 def test_tolerance_decides_how_far_clocks_may_differ(spark):
     policy = DedupPolicy("PT1M")
     late = kept_by(SHORT, policy, skew=20)
