@@ -173,8 +173,8 @@ if KEPT is None:
     checked = None
     shown = Markdown(
         "No broker export given: set `KEPT` to the path of an export of the entity (Service Bus"
-        " Explorer saves the selected messages as JSON; `format` `sb-explorer`), and `ENTITY` to"
-        " the queue or topic it came from, then run this section again."
+        ' Explorer saves the selected messages as JSON: `KEPT_FORMAT = "sb-explorer"`) and'
+        " `ENTITY` to the queue or topic it came from, then run this section again."
     )
 else:
     kept = load_telemetry(spark, KEPT, format=KEPT_FORMAT).valid
