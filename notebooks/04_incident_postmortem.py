@@ -24,6 +24,8 @@ ENTITY = "(all)"  # one queue or topic, or "(all)"
 START = None  # ISO 8601 start of the incident, None: from the first send
 END = None  # ISO 8601 end, None: to the last send
 EMBED_CHARTS = False  # True in headless runs: charts carry plotly.js, so the HTML works offline
+KEPT = None  # an export of what the broker kept (e.g. Service Bus Explorer), None: skip that check
+KEPT_FORMAT = None  # its format, None: from the file name
 
 # %%
 from dedup_lib import get_spark
@@ -157,3 +159,40 @@ styled(sweep[columns])
 
 # %% [markdown]
 # **Reading it:** resends that came later than the window after their original reached consumers again; if a longer window catches them without losing messages (reused ids) or holding too many ids, propose it. Resends with a new MessageId per attempt are not caught by any window: the sender must keep its id.
+
+# %% [markdown]
+# ## Check against the broker
+# An export of the entity (Service Bus Explorer: select the messages, *Save*; or a peek) lists what the broker kept, never what it dropped. Matching each kept message to its send tells whether the broker's real window agrees with the replay's: **contradictions** are kept messages the replay drops (the real window is shorter, or detection is off), **unexplained** ones have no send in the telemetry, **pairs** are two kept messages of one key inside the window.
+
+# %%
+from IPython.display import Markdown
+
+from dedup_lib import detect_duplicates, reconcile
+
+if KEPT is None:
+    checked = None
+    shown = Markdown(
+        "No broker export given: set `KEPT` to the path of an export of the entity (Service Bus"
+        ' Explorer saves the selected messages as JSON: `KEPT_FORMAT = "sb-explorer"`) and'
+        " `ENTITY` to the queue or topic it came from, then run this section again."
+    )
+else:
+    kept = load_telemetry(spark, KEPT, format=KEPT_FORMAT).valid
+    replayed = detect_duplicates(loaded.valid, policy)
+    checked = reconcile(replayed, kept, policy, entity=ENTITY, start=START, end=END)
+    shown = styled(checked.summary())
+shown
+
+# %%
+Markdown(checked.verdict()) if checked is not None else None
+
+# %% [markdown]
+# The contradictions, first twenty: `gap_s` is how long after the original the replay matched it with each came; where `original_kept` is true the broker kept that original too, so its window is at most that gap. Replay at the window the verdict names and check again.
+
+# %%
+if checked is not None and checked.counts()["contradictions"]:
+    columns = ["entity", "message_id", "send_time", "replay_verdict", "gap_s", "original_kept"]
+    shown = styled(checked.table("contradictions")[columns])
+else:
+    shown = None
+shown

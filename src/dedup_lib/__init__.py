@@ -17,6 +17,7 @@ from dedup_lib.analysis.diagnostics import (
     missed_resends,
     missed_summary,
 )
+from dedup_lib.analysis.reconcile import Reconciliation, reconcile
 from dedup_lib.analysis.selection import narrow
 from dedup_lib.analysis.summaries import (
     ground_truth_summary,
@@ -61,6 +62,7 @@ __all__ = [
     "JavaNotFoundError",
     "JvmKernelUnavailable",
     "LoadedTelemetry",
+    "Reconciliation",
     "RecordingSender",
     "ReplayCache",
     "WindowExplorer",
@@ -88,6 +90,7 @@ __all__ = [
     "most_reused_ids",
     "narrow",
     "parse_window",
+    "reconcile",
     "record_sends",
     "run_postmortem",
     "sample_path",
