@@ -219,7 +219,8 @@ def telemetry(draw):
 
 def mixed_scenario() -> Any:
     """Six hours of senders with every id policy, crashes, replays, sessions and mismatched
-    keys, on several entities: small, but with every kind of duplicate and loss."""
+    keys, and batches of distinct ids (refused with partitioning), on several entities:
+    small, but with every kind of duplicate and loss."""
     from dedup_lib.synth import Scenario, Sender
 
     return Scenario(
@@ -232,7 +233,8 @@ def mixed_scenario() -> Any:
                    partition_key_share=0.7, key_mismatch_share=0.05),
             Sender("mail", ("mail",), 0.2, "mail", "guid_per_attempt", ack_loss=0.2),
             Sender("legacy", ("q1",), 0.1, "legacy", "constant", ack_loss=0.05),
-            Sender("stock", ("stock",), 0.1, "stock", "reused", reused_pool=9, ack_loss=0.05),
+            Sender("stock", ("stock",), 0.1, "stock", "reused", reused_pool=9, ack_loss=0.05,
+                   batch_size=4),
             Sender("audit", ("audit",), 0.1, "audit", "none", ack_loss=0.1),
         ),
         bursts_per_day=0,
