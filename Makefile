@@ -65,7 +65,7 @@ bench-synth: $(STAMP)
 	$(BIN)/python benchmarks/bench_synth.py --rows $(or $(ROWS),10000000)
 
 SAMPLES := data/samples
-CUT := event_id,entity,message_id,send_time,partition_key,session_id,scheduled_enqueue_time,logical_id,attempt
+CUT := event_id,entity,message_id,send_time,partition_key,session_id,scheduled_enqueue_time,batch_id,logical_id,attempt
 GENERATE := $(BIN)/dedup-lib generate --single-file --overwrite --quiet
 samples: $(STAMP)
 	$(GENERATE) $(SAMPLES)/day.parquet --scenario day --rows 200000 --seed 0

@@ -101,7 +101,10 @@ charts.show(charts.counts_over_time(by_pattern, "id_pattern", title=title, what=
 # `load_entity_policies` at your Resource Manager template (or Bicep compiled to JSON), at the
 # output of `az servicebus queue show` / `topic show`, or at the emulator's `Config.json`; it
 # checks the settings as the service would. Entities without detection accept everything, and
-# the `not_checked` column says so.
+# the `not_checked` column says so. On an entity with both partitioning and detection
+# (`payments` here) the service refuses a batch (sends sharing a `batch_id`) whose messages do
+# not share one SessionId, PartitionKey and MessageId: the batches of `billing-batch` and
+# `refunds-svc` are all `rejected`, and never protect a later send.
 
 # %%
 import pandas as pd

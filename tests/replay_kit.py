@@ -45,8 +45,12 @@ def frame(
     with_event_id: bool = True,
     with_entity: bool = True,
     event_id_type: str = "long",
+    with_batch: bool | None = None,
 ) -> Any:
-    """A DataFrame of the canonical columns plus ``row``, the input position (rides along)."""
+    """A DataFrame of the canonical columns plus ``row``, the input position (rides along).
+    ``batch_id`` is there when ``with_batch``, by default when some message has one."""
+    if with_batch is None:
+        with_batch = any(m.batch_id is not None for m in messages)
     fields = [
         "row int",
         "message_id string",
@@ -59,6 +63,8 @@ def frame(
         fields.append("entity string")
     if with_event_id:
         fields.append(f"event_id {event_id_type}")
+    if with_batch:
+        fields.append("batch_id string")
     rows = []
     for i, m in enumerate(messages):
         row: list[Any] = [
@@ -73,6 +79,8 @@ def frame(
             row.append(m.entity)
         if with_event_id:
             row.append(m.event_id)
+        if with_batch:
+            row.append(m.batch_id)
         rows.append(tuple(row))
     return spark.createDataFrame(rows, ", ".join(fields))
 
@@ -162,6 +170,8 @@ def oracle_verdicts(
 # Hypothesis strategies: telemetry with the edge cases the rules care about.
 ids = st.sampled_from(["a", "b", "c", "a", "b", "", None, "x" * 129, "ünï/42", "é" * 100])
 keys = st.sampled_from([None, None, "", "p1", "p2", "a", "y" * 129])
+#: Send calls: most sends alone (null), an empty id (alone too), a few batches.
+batch_ids = st.sampled_from([None, None, "", "b1", "b1", "b2", "b3"])
 
 
 @st.composite
@@ -170,6 +180,7 @@ def telemetry(draw):
     pool = draw(st.lists(ids, min_size=1, max_size=4))
     with_entity = draw(st.booleans())
     event_ids = draw(st.sampled_from(["unique", "clashing", "absent"]))
+    batching = draw(st.booleans())
     messages = []
     for i in range(n):
         t = draw(st.one_of(st.integers(0, 24).map(lambda k: at(k * 10)), st.none()))
@@ -189,14 +200,27 @@ def telemetry(draw):
                 session_id=draw(keys),
                 scheduled_enqueue_time=draw(st.one_of(st.none(), st.integers(0, 500).map(at))),
                 event_id=event_id,
+                batch_id=draw(batch_ids) if batching else None,
             )
         )
+        if batching and i and draw(st.integers(0, 3)) == 0:
+            # A batch whose messages share their properties, or a second message of the call.
+            before = messages[-2]
+            messages[-1] = replace(
+                messages[-1],
+                message_id=before.message_id,
+                partition_key=before.partition_key,
+                session_id=before.session_id,
+                entity=before.entity,
+                batch_id=before.batch_id or "b1",
+            )
     return messages, with_entity, event_ids != "absent"
 
 
 def mixed_scenario() -> Any:
     """Six hours of senders with every id policy, crashes, replays, sessions and mismatched
-    keys, on several entities: small, but with every kind of duplicate and loss."""
+    keys, and batches of distinct ids (refused with partitioning), on several entities:
+    small, but with every kind of duplicate and loss."""
     from dedup_lib.synth import Scenario, Sender
 
     return Scenario(
@@ -209,7 +233,8 @@ def mixed_scenario() -> Any:
                    partition_key_share=0.7, key_mismatch_share=0.05),
             Sender("mail", ("mail",), 0.2, "mail", "guid_per_attempt", ack_loss=0.2),
             Sender("legacy", ("q1",), 0.1, "legacy", "constant", ack_loss=0.05),
-            Sender("stock", ("stock",), 0.1, "stock", "reused", reused_pool=9, ack_loss=0.05),
+            Sender("stock", ("stock",), 0.1, "stock", "reused", reused_pool=9, ack_loss=0.05,
+                   batch_size=4),
             Sender("audit", ("audit",), 0.1, "audit", "none", ack_loss=0.1),
         ),
         bursts_per_day=0,

@@ -6,6 +6,13 @@ few thousand hand-made sends, not for telemetry.
 
 from __future__ import annotations
 
-from dedup_lib.rules.broker import Broker, Message, Outcome, arrival_order, broker_outcomes
+from dedup_lib.rules.broker import (
+    Broker,
+    Message,
+    Outcome,
+    arrival_order,
+    broker_outcomes,
+    send_calls,
+)
 
-__all__ = ["Broker", "Message", "Outcome", "arrival_order", "broker_outcomes"]
+__all__ = ["Broker", "Message", "Outcome", "arrival_order", "broker_outcomes", "send_calls"]

@@ -14,8 +14,8 @@ from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry
 from dedup_lib.analysis.whatif import by_content, compare_keys, count_sweep
 from dedup_lib.replay.by_count import detect_duplicates_by_count
 from dedup_lib.rules.broker import arrival_order
-from dedup_lib.rules.policy import is_set, rejection_reasons, uniqueness_key
-from dedup_lib.testing import Message
+from dedup_lib.rules.policy import batch_is_mixed, is_set, rejection_reasons, uniqueness_key
+from dedup_lib.testing import Message, send_calls
 from replay_kit import at, frame, mixed_scenario, telemetry
 
 ZERO = "00000000-0000-0000-0000-000000000000"
@@ -77,12 +77,17 @@ def test_count_cache_forgets_by_count_not_time(spark):
 
 
 def count_model(messages, capacity, partitioning):
-    """The last-N-ids cache, one send at a time: the obvious version."""
+    """The last-N-ids cache, one send at a time: the obvious version. Mixed batches are
+    refused with partitioning, as the broker refuses them."""
     out = [None] * len(messages)
     caches: dict = {}
+    calls = send_calls(messages)
     for i in arrival_order(messages):
         m = messages[i]
-        if rejection_reasons(m.send_time is not None, m.message_id, m.partition_key, m.session_id):
+        members = [(c.message_id, c.partition_key, c.session_id) for c in calls[i]]
+        mixed = partitioning and batch_is_mixed(members)
+        ids = (m.message_id, m.partition_key, m.session_id)
+        if rejection_reasons(m.send_time is not None, *ids, mixed_batch=mixed):
             out[i] = "rejected"
             continue
         if not is_set(m.message_id):

@@ -65,12 +65,15 @@ def test_simulate_with_the_entities_settings_and_diagnostics(spark, capsys):
     misses = report.split("Missed resends", 1)[1].split("Collisions", 1)[0]
     assert "detection off" in misses
     assert "new MessageId" in misses
-    assert "or longer would catch every resend that came after the window" in misses
+    # payments refuses billing-batch's batches (partitioning and detection): its replays hours
+    # later are first deliveries there, not resends after the window.
+    assert "after the window" not in misses
     lost = report.split("Collisions: ", 1)[1]
     assert "all-zero GUID" in lost
     assert "legacy-export" in lost
     assert main([*argv, "--content", "sender,logical_id"], spark=spark) == 0
-    assert "Missed resends" in capsys.readouterr().out
+    misses = capsys.readouterr().out.split("Missed resends", 1)[1]
+    assert "or longer would catch every resend that came after the window" in misses
 
 
 def test_generate_writes_what_it_is_asked(spark, capsys, tmp_path):

@@ -17,6 +17,7 @@ from dedup_lib.rules.policy import (
     NO_MESSAGE_ID_WARNING,
     REASON_KEY_MISMATCH,
     REASON_MISSING_TIME,
+    REASON_MIXED_BATCH,
     UNKNOWN_NO_ENTITY,
     too_long_reason,
 )
@@ -248,6 +249,78 @@ def test_sends_without_message_id_are_accepted_with_a_warning(spark):
     out = check(spark, messages, PARTITIONED, ["accepted"] * 4)
     assert {v.reason for v in out} == {NO_MESSAGE_ID_WARNING}
     assert {v.key for v in out} == {None}
+
+
+# SPEC 3, batches: with partitioning and detection, a send call whose messages do not share
+# one SessionId, PartitionKey and MessageId is refused whole and never enters the history.
+def call(*messages, batch_id="b", **common):
+    """Messages of one send call, numbered from 0, at time 0 unless given."""
+    return [
+        Message(**{"send_time": at(0), **m, **common}, event_id=i, batch_id=batch_id)
+        for i, m in enumerate(messages)
+    ]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize(
+    "messages",
+    [
+        call({"message_id": "m", "session_id": "s1"}, {"message_id": "m", "session_id": "s2"}),
+        call({"message_id": "m", "partition_key": "p"}, {"message_id": "m"}),
+        call({"message_id": "m", "partition_key": "p"}, {"message_id": "n", "partition_key": "p"}),
+        call({"message_id": None}, {"message_id": None}),
+    ],
+    ids=["session", "partition key", "message id", "no message ids"],
+)
+def test_a_mixed_batch_is_rejected_whole(spark, kernel, messages):
+    out = check(spark, messages, PARTITIONED, ["rejected"] * len(messages), kernel=kernel)
+    assert {v.reason for v in out} == {REASON_MIXED_BATCH}
+    assert {v.key for v in out} == {None}
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_batch_sharing_its_properties_is_judged_message_by_message(spark, kernel):
+    shared = {"message_id": "m", "partition_key": "p", "session_id": ""}
+    messages = call(shared, shared, {**shared, "send_time": at(1)})
+    check(spark, messages, PARTITIONED, ["accepted", "duplicate", "duplicate"], kernel=kernel)
+
+
+def test_a_refused_batch_never_makes_a_later_send_a_duplicate(spark):
+    messages = call({"message_id": "m"}, {"message_id": "n"})
+    messages += [Message("m", at(1), event_id=2), Message("m", at(2), event_id=3)]
+    check(spark, messages, PARTITIONED, ["rejected", "rejected", "accepted", "duplicate"])
+
+
+def test_sends_without_batch_id_are_calls_of_their_own(spark):
+    messages = call({"message_id": "m"}, {"message_id": "n"}, batch_id=None)
+    messages += call({"message_id": "m", "send_time": at(1)}, {"message_id": "k"}, batch_id="")
+    check(spark, messages, PARTITIONED, ["accepted", "accepted", "duplicate", "accepted"])
+
+
+def test_batches_are_per_entity(spark):
+    # One batch_id on two entities: two calls, each sharing its properties.
+    messages = call({"message_id": "m", "entity": "q"}, {"message_id": "n", "entity": "r"})
+    messages += [Message("m", at(1), entity="q", event_id=2, batch_id="b")]
+    check(spark, messages, PARTITIONED, ["accepted", "accepted", "duplicate"])
+
+
+def test_batch_rule_needs_partitioning_and_detection(spark):
+    policies = {"on": PARTITIONED, "plain": TEN_MIN, "off": None}
+    messages = [
+        *call({"message_id": "m"}, {"message_id": "n"}, entity="on"),
+        *call({"message_id": "m"}, {"message_id": "n"}, entity="plain"),
+        *call({"message_id": "m"}, {"message_id": "n"}, entity="off"),
+    ]
+    out = check(spark, messages, policies, ["rejected"] * 2 + ["accepted"] * 4)
+    assert [v.reason for v in out[2:]] == [None, None, DETECTION_OFF_NOTE, DETECTION_OFF_NOTE]
+    check(spark, messages[:2], TEN_MIN, ["accepted", "accepted"])
+
+
+def test_a_mixed_batch_adds_its_reason_after_the_others(spark):
+    messages = call({"message_id": "x" * 129}, {"message_id": "m", "send_time": None})
+    out = check(spark, messages, PARTITIONED, ["rejected", "rejected"])
+    assert out[0].reason == f"{too_long_reason('MessageId')}; {REASON_MIXED_BATCH}"
+    assert out[1].reason == f"{REASON_MISSING_TIME}; {REASON_MIXED_BATCH}"
 
 
 # The Python kernel carries its anchor across Arrow batches; a long key spans many of them.

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dedup_lib import DedupPolicy
-from dedup_lib.testing import Broker, Message, broker_outcomes
+from dedup_lib.rules.policy import REASON_MIXED_BATCH
+from dedup_lib.testing import Broker, Message, broker_outcomes, send_calls
 from replay_kit import at
 
 
@@ -41,3 +42,25 @@ def test_window_expiry_makes_a_new_anchor():
         "duplicate",
         "accepted",
     ]
+
+
+def test_a_refused_batch_leaves_no_trace_in_the_history():
+    broker = Broker(DedupPolicy(partitioning=True))
+    call = [Message("a", at(0), batch_id="b"), Message("c", at(0), batch_id="b")]
+    assert [broker.send(m, call).reason for m in call] == [REASON_MIXED_BATCH] * 2
+    assert broker.send(Message("a", at(1))).verdict == "accepted"
+
+
+def test_send_calls_group_by_entity_and_batch_id():
+    messages = [
+        Message("a", at(0), entity="q", batch_id="b"),
+        Message("b", at(0), entity="r", batch_id="b"),
+        Message("c", at(0), entity="q", batch_id="b"),
+        Message("d", at(0), entity="q", batch_id=""),
+        Message("e", at(0), entity="q", batch_id=""),
+        Message("f", at(0), entity="q"),
+    ]
+    calls = send_calls(messages)
+    assert [[m.message_id for m in call] for call in calls] == [
+        ["a", "c"], ["b"], ["a", "c"], ["d"], ["e"], ["f"],
+    ]  # fmt: skip

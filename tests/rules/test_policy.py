@@ -12,6 +12,9 @@ from dedup_lib.rules.durations import MAX_WINDOW
 from dedup_lib.rules.policy import (
     REASON_KEY_MISMATCH,
     REASON_MISSING_TIME,
+    REASON_MIXED_BATCH,
+    batch_is_mixed,
+    batch_rule_applies,
     check_policies,
     effective_partition_key,
     parse_dedup_key,
@@ -129,6 +132,43 @@ def test_rejection_reasons():
         REASON_MISSING_TIME,
         too_long_reason("MessageId"),
         too_long_reason("SessionId"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("members", "mixed"),
+    [
+        ([("m", "p", "s"), ("m", "p", "s")], False),
+        ([("m", None, None), ("m", "", "")], False),  # empty is not set: both unset, shared
+        ([("m", "p", None), ("m", "p", "")], False),
+        ([("m", "p", None), ("n", "p", None)], True),  # MessageId differs
+        ([("m", "p", None), ("m", "q", None)], True),  # PartitionKey differs
+        ([("m", None, "s"), ("m", None, "t")], True),  # SessionId differs
+        ([("m", "p", None), ("m", None, None)], True),  # set and not set differ
+        ([("m", None, "s"), ("m", None, "")], True),
+        ([("m", None, None), ("", None, None)], True),
+        ([(None, None, None), (None, None, None)], True),  # each gets a fresh MessageId
+        ([(None, "p", None)], False),  # a call of one message always shares
+        ([], False),
+    ],
+)
+def test_batch_is_mixed(members, mixed):
+    assert batch_is_mixed(members) is mixed
+
+
+def test_batch_rule_applies_only_with_partitioning_and_detection():
+    assert batch_rule_applies(DedupPolicy(partitioning=True))
+    assert not batch_rule_applies(DedupPolicy(partitioning=False))
+    assert not batch_rule_applies(None)
+    assert not batch_rule_applies("unknown")
+
+
+def test_mixed_batch_reason_comes_last():
+    assert rejection_reasons(True, "m", None, None, mixed_batch=True) == [REASON_MIXED_BATCH]
+    assert rejection_reasons(False, "m", "a", "b", mixed_batch=True) == [
+        REASON_MISSING_TIME,
+        REASON_KEY_MISMATCH,
+        REASON_MIXED_BATCH,
     ]
 
 

@@ -77,6 +77,25 @@ def test_cache_agrees_with_the_engine_on_edge_cases(spark, case, window, partiti
         assert engine[row] == ("accepted" if accepted else "duplicate")
 
 
+@pytest.mark.parametrize("partitioning", [False, True])
+def test_mixed_batches_are_rejected_only_with_partitioning(spark, partitioning):
+    messages = [
+        Message("a", at(0), event_id=0, batch_id="b1"),
+        Message("c", at(0), event_id=1, batch_id="b1"),
+        Message("a", at(30), event_id=2),
+        Message("c", at(40), event_id=3, batch_id="b2", partition_key="p"),
+        Message("c", at(40), event_id=4, batch_id="b2", partition_key="p"),
+    ]
+    df = frame(spark, messages)
+    cache = ReplayCache.build(df, partitioning, carry=("row",))
+    for window in ("PT20S", "PT1M"):
+        result = detect_duplicates(df, DedupPolicy(window, partitioning=partitioning))
+        pd.testing.assert_frame_equal(cache.summary(window), summarize(result))
+    assert cache.summary("PT1M").iloc[-1]["rejected"] == (2 if partitioning else 0)
+    # Refused, the batch's 'a' is no anchor: 'a' at 30 s is the first accepted.
+    assert sorted(cache.repeated["row"]) == ([3, 4] if partitioning else [0, 1, 2, 3, 4])
+
+
 def test_boundary_is_half_open_and_duplicates_do_not_extend(spark):
     messages = [
         Message("a", at(0), event_id=1),

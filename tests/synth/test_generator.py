@@ -222,6 +222,64 @@ def test_mismatched_keys_are_rejected_and_constant_ids_dropped(spark: object) ->
     assert (legacy.verdict == "duplicate").sum() > len(legacy) / 2
 
 
+BATCHING = Scenario(
+    START,
+    timedelta(hours=6),
+    (
+        Sender("invoices", ("q1", "q2"), 0.5, "invoice", "guid_per_message", ack_loss=0.1,
+               crashes_per_day=8, unacked=10, replays_per_day=8, replay_batch=30,
+               replay_min=600, replay_median=1800, batch_size=5),
+        Sender("refunds", ("q1",), 0.3, "refund", "business", ack_loss=0.1, session_share=1.0,
+               sessions=50, partition_key_share=1.0, batch_size=3),
+        Sender("single", ("q1",), 0.2, "single", "business", ack_loss=0.1),
+    ),
+    bursts_per_day=0,
+)  # fmt: skip
+
+
+def test_batching_senders_send_and_retry_whole_batches(spark: object) -> None:
+    frame = generate_telemetry(spark, 4_000, seed=8, scenario=BATCHING)  # type: ignore[arg-type]
+    sends = frame.withColumn("send_time", frame.send_time.cast("timestamp")).persist()
+    pdf = sends.toPandas()
+    sizes = {"invoices": 5, "refunds": 3}
+    called = pdf.cause.isin([FIRST, ACK_LOST_RETRY])
+    assert pdf[~called | (pdf.sender == "single")].batch_id.isna().all()
+    batched = pdf[called & pdf.sender.isin(sizes)]
+    assert batched.batch_id.notna().all()
+    calls = batched.groupby("batch_id").agg(
+        sender=("sender", "first"),
+        size=("logical_id", "size"),
+        first=("logical_id", "min"),
+        last=("logical_id", "max"),
+        attempts=("attempt", "nunique"),
+        **{c: (c, "nunique") for c in ("send_time", "entity", "session_id", "partition_key")},
+    )
+    # One call: consecutive messages, one time, entity, session and key, one attempt each.
+    assert (calls["size"] <= calls.sender.map(sizes)).all()
+    assert (calls["size"] == calls["last"] - calls["first"] + 1).all()
+    assert (calls[["send_time", "entity", "attempts"]] == 1).all().all()
+    assert (calls.loc[calls.sender == "refunds", ["session_id", "partition_key"]] == 1).all().all()
+    # A lost acknowledgement: the whole batch again, under a new batch_id.
+    retried = batched[batched.cause == ACK_LOST_RETRY]
+    assert len(retried) > 50
+    per_message = batched.groupby("logical_id").batch_id.agg(["size", "nunique"])
+    assert (per_message["size"] == per_message["nunique"]).all()
+    retry_calls = retried.groupby("batch_id").logical_id.apply(frozenset)
+    first_calls = batched[batched.cause == FIRST].groupby("batch_id").logical_id.apply(frozenset)
+    assert set(retry_calls) <= set(first_calls)
+    # Both kinds of batch carry distinct MessageIds: refused with partitioning, not without.
+    for partitioning in (False, True):
+        result = detect_duplicates(sends, DedupPolicy("PT10M", partitioning=partitioning))
+        verdicts = result.where("batch_id IS NOT NULL").groupBy("verdict").count().collect()
+        counts = {r["verdict"]: r["count"] for r in verdicts}
+        if partitioning:
+            several = batched.batch_id.map(calls["size"]) > 1
+            assert counts.get("rejected") == several.sum() > 0
+        else:
+            assert "rejected" not in counts
+    sends.unpersist()
+
+
 def test_same_seed_same_rows_on_any_partitioning(spark: object) -> None:
     def rows(partitions: int, seed: int = 5) -> pd.DataFrame:
         frame = generate_telemetry(  # type: ignore[arg-type]

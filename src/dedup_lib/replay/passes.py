@@ -22,11 +22,13 @@ from pyspark.sql.pandas.functions import arrow_udf
 from dedup_lib.columns import column, utc_wall_clock
 from dedup_lib.replay.kernels import python as arrow_kernel
 from dedup_lib.replay.sql_rules import (
+    MIXED_BATCH,
     partitioned,
     sql_rules,
     text,
     validate,
     window_micros,
+    with_batches,
 )
 from dedup_lib.rules.policy import ACCEPTED, DUPLICATE, Policies
 
@@ -98,12 +100,16 @@ def prepare(df: DataFrame, policy: Policies) -> Prepared:
     time_name = TIME if ntz else "send_time"
     utc_time = utc_wall_clock(F.col("send_time"))
 
+    # The batch rule travels as a flag, so that the reasons built after the pass see it too.
+    df = with_batches(df, policy, F.col(POS))
     rules = sql_rules(df, policy)
     # Without partitioning the key is the MessageId itself: the pass reads it from there, and
     # dedup_key is written after it, so one string column fewer crosses into Python.
     by_id = partitioned(policy) is False
     key_column = "message_id" if by_id else "dedup_key"
     carried = [] if by_id else [rules.key.alias("dedup_key")]
+    if MIXED_BATCH in df.columns:
+        carried.append(F.col(MIXED_BATCH))
     window = window_micros(policy)
     if isinstance(window, dict):
         per_entity = F.create_map(*(F.lit(x) for pair in window.items() for x in pair))

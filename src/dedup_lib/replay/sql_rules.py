@@ -1,5 +1,6 @@
-"""The rules decided in Spark SQL before any pass: the input's checks, the rejections, the sends
-without MessageId, entities without detection or without settings, and the uniqueness key.
+"""The rules decided in Spark SQL before any pass: the input's checks, the rejections (mixed
+batches included), the sends without MessageId, entities without detection or without
+settings, and the uniqueness key.
 
 Spark twins of :func:`dedup_lib.rules.policy.rejection_reasons` and
 :func:`dedup_lib.rules.policy.uniqueness_key`, with the per-entity rules of
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column
+from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -24,11 +25,13 @@ from dedup_lib.rules.policy import (
     PROPERTY_NAMES,
     REASON_KEY_MISMATCH,
     REASON_MISSING_TIME,
+    REASON_MIXED_BATCH,
     REJECTED,
     UNKNOWN_ENTITY,
     UNKNOWN_NO_ENTITY,
     DedupPolicy,
     Policies,
+    batch_rule_applies,
     too_long_reason,
 )
 
@@ -39,6 +42,8 @@ REQUIRED = ("message_id", "send_time")
 OUTPUT_COLUMNS = ("verdict", "reason", "dedup_key", "original_send_time", "original_event_id")
 #: The prefix of the columns the replay adds and drops inside; inputs may not use it.
 INTERNAL = "__dedup_"
+#: True for a send that travelled in a batch the batch rule refuses (see :func:`with_batches`).
+MIXED_BATCH = "__dedup_mixed_batch"
 
 
 def is_set(value: Column) -> Column:
@@ -73,7 +78,7 @@ def validate(df: DataFrame) -> None:
             f"detect_duplicates: column send_time must be a timestamp, got "
             f"{send_type.simpleString()}; load_telemetry() parses ISO 8601 and epoch values"
         )
-    for name in ("message_id", "partition_key", "session_id", "entity"):
+    for name in ("message_id", "partition_key", "session_id", "entity", "batch_id"):
         if name in fields and not isinstance(
             fields[name], T.StringType | T.IntegralType | T.DecimalType
         ):
@@ -134,6 +139,8 @@ def sql_rules(df: DataFrame, policies: Policies) -> Rules:
         off_names = [name for name, policy in policies.items() if policy is None]
         if off_names:
             off = F.coalesce(entity.isin(off_names), F.lit(False))
+    if MIXED_BATCH in df.columns:
+        checks.append((F.col(MIXED_BATCH), F.lit(REASON_MIXED_BATCH)))
     rejected = F.coalesce(*(F.when(test, F.lit(True)) for test, _ in checks), F.lit(False))
     rejection = F.concat_ws("; ", *(F.when(test, text) for test, text in checks))
     reason = (
@@ -157,6 +164,47 @@ def sql_rules(df: DataFrame, policies: Policies) -> Rules:
     else:
         key = F.when(entity.isin(mode), F.to_json(F.array(effective, mid))).otherwise(mid)
     return Rules(decided, verdict, reason, F.when(~decided, key))
+
+
+def batch_entities(policies: Policies) -> bool | list[str]:
+    """Where the batch rule applies (partitioning and detection): every entity (True), none
+    (False), or the entities named."""
+    if isinstance(policies, DedupPolicy):
+        return batch_rule_applies(policies)
+    return [name for name, policy in policies.items() if batch_rule_applies(policy)]
+
+
+def with_batches(df: DataFrame, policies: Policies, row: Column) -> DataFrame:
+    """``df`` with :data:`MIXED_BATCH` where the batch rule can apply (a ``batch_id`` column,
+    and an entity with partitioning and detection); else ``df`` itself, at no cost.
+
+    A batch is the sends of one entity sharing a set ``batch_id`` (null or empty: a send call
+    of its own). It is mixed when its messages do not share one MessageId, PartitionKey and
+    SessionId, as :func:`dedup_lib.rules.policy.batch_is_mixed` says: empty is not set, not
+    set differs from set, and two sends without a MessageId differ (each gets a fresh one).
+    One window aggregate per (entity, batch_id); ``row`` (unique per send) spreads the sends
+    outside batches, so that they never pile up in one partition.
+    """
+    where = batch_entities(policies)
+    if "batch_id" not in df.columns or not where:
+        return df
+    entity, batch = text(df, "entity"), text(df, "batch_id")
+    in_call = is_set(batch)
+    if where is not True:
+        in_call = in_call & entity.isin(where)
+    in_call = F.coalesce(in_call, F.lit(False))
+    call = Window.partitionBy(entity, F.when(in_call, batch), F.when(~in_call, row))
+    sends = F.count(F.lit(1)).over(call)
+
+    def shared(value: Column, required: bool) -> Column:
+        present = F.when(is_set(value), value)
+        count = F.count(present).over(call)
+        same = (count == sends) & (F.min(present).over(call) == F.max(present).over(call))
+        return same if required else same | (count == 0)
+
+    mid, pk, sid = (text(df, c) for c in ("message_id", "partition_key", "session_id"))
+    shares = shared(mid, True) & shared(pk, False) & shared(sid, False)
+    return df.withColumn(MIXED_BATCH, in_call & (sends > 1) & ~F.coalesce(shares, F.lit(False)))
 
 
 def partitioned(policies: Policies) -> bool | list[str]:

@@ -19,6 +19,8 @@ from dedup_lib.rules.policy import (
     REJECTED,
     DedupPolicy,
     Policies,
+    batch_is_mixed,
+    batch_rule_applies,
     check_policies,
     is_set,
     policy_for,
@@ -30,7 +32,8 @@ from dedup_lib.rules.policy import (
 
 @dataclass(frozen=True)
 class Message:
-    """One send, in the canonical telemetry columns."""
+    """One send, in the canonical telemetry columns. Messages of one entity that share a
+    ``batch_id`` travelled in one send call (a batch); ``None``: a call of its own."""
 
     message_id: str | None
     send_time: datetime | None
@@ -39,6 +42,7 @@ class Message:
     session_id: str | None = None
     scheduled_enqueue_time: datetime | None = None
     event_id: Any = None
+    batch_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,14 +67,22 @@ class Broker:
         self._anchors: dict[tuple[str | None, tuple[str, ...]], Message] = {}
         self._clock: datetime | None = None
 
-    def send(self, message: Message) -> Outcome:
+    def send(self, message: Message, batch: Sequence[Message] = ()) -> Outcome:
+        """Judge ``message``; ``batch`` is every message of the send call that carried it
+        (itself included), or empty for a call of its own. On an entity with partitioning
+        and detection, a batch whose messages do not share one MessageId, PartitionKey and
+        SessionId is refused whole, and none of it enters the history (SPEC section 3)."""
+        policy = policy_for(self.policy, message.entity)
+        mixed = batch_rule_applies(policy) and batch_is_mixed(
+            [(m.message_id, m.partition_key, m.session_id) for m in batch]
+        )
         reasons = rejection_reasons(
             message.send_time is not None,
             message.message_id,
             message.partition_key,
             message.session_id,
+            mixed_batch=mixed,
         )
-        policy = policy_for(self.policy, message.entity)
         if policy == "unknown":
             reasons.append(unknown_entity_reason(message.entity))
         if reasons:
@@ -119,12 +131,23 @@ def arrival_order(messages: Sequence[Message]) -> list[int]:
     return sorted(range(len(messages)), key=rank)
 
 
+def send_calls(messages: Sequence[Message]) -> list[list[Message]]:
+    """Per message, the messages of its send call: those of its entity with its ``batch_id``,
+    or itself alone when it has none (null or empty, which a CSV cannot tell apart)."""
+    calls: dict[tuple[str | None, str | None], list[Message]] = {}
+    for m in messages:
+        if is_set(m.batch_id):
+            calls.setdefault((m.entity, m.batch_id), []).append(m)
+    return [calls[(m.entity, m.batch_id)] if is_set(m.batch_id) else [m] for m in messages]
+
+
 def broker_outcomes(messages: Iterable[Message], policy: Policies) -> list[Outcome]:
     """Each message's outcome, in input order, however the input is sorted."""
     messages = list(messages)
     broker = Broker(policy)
+    calls = send_calls(messages)
     outcomes: list[Outcome | None] = [None] * len(messages)
     for i in arrival_order(messages):
-        outcomes[i] = broker.send(messages[i])
+        outcomes[i] = broker.send(messages[i], calls[i])
     assert all(o is not None for o in outcomes)
     return outcomes  # type: ignore[return-value]

@@ -7,7 +7,7 @@ constants and rules from here (SPEC.md sections 1 to 4).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal, TypeAlias
@@ -41,6 +41,11 @@ REJECTED = "rejected"
 
 REASON_MISSING_TIME = "missing send_time: the send has no place on the time line"
 REASON_KEY_MISMATCH = "PartitionKey and SessionId differ: the SDK refuses to build the message"
+#: The service's answer to a batch it refuses (SPEC section 3, Azure/azure-service-bus#103).
+REASON_MIXED_BATCH = (
+    "Batching brokered messages with distinct SessionId, PartitionKey, or MessageId is not "
+    "supported for an entity with partitioning and duplicate detection enabled."
+)
 NO_MESSAGE_ID_WARNING = (
     "no MessageId: the service assigns a unique one, so duplicate detection cannot protect it"
 )
@@ -194,13 +199,43 @@ def parse_dedup_key(value: str, partitioning: bool) -> tuple[str, ...]:
     return (str(parts[0]), str(parts[1]))
 
 
+def batch_rule_applies(policy: DedupPolicy | Literal["unknown"] | None) -> bool:
+    """Whether an entity refuses mixed batches: only with both partitioning and detection."""
+    return isinstance(policy, DedupPolicy) and policy.partitioning
+
+
+def batch_is_mixed(
+    members: Sequence[tuple[str | None, str | None, str | None]],
+) -> bool:
+    """Whether one send call's messages, as ``(MessageId, PartitionKey, SessionId)``, fail to
+    share one MessageId, PartitionKey and SessionId (SPEC section 3).
+
+    A call of one message never is. Empty counts as not set, and not set differs from any set
+    value. Two messages without a MessageId differ: the SDK gives each a fresh one (section
+    3). PartitionKey and SessionId left unset on every message are shared.
+    """
+    if len(members) <= 1:
+        return False
+    message_ids = {m if is_set(m) else None for m, _, _ in members}
+    if None in message_ids or len(message_ids) > 1:
+        return True
+    partition_keys = {p if is_set(p) else None for _, p, _ in members}
+    session_ids = {s if is_set(s) else None for _, _, s in members}
+    return len(partition_keys) > 1 or len(session_ids) > 1
+
+
 def rejection_reasons(
     has_send_time: bool,
     message_id: str | None,
     partition_key: str | None,
     session_id: str | None,
+    *,
+    mixed_batch: bool = False,
 ) -> list[str]:
-    """Why the SDK or the broker refuses a send, in a fixed order; empty when it does not."""
+    """Why the SDK or the broker refuses a send, in a fixed order; empty when it does not.
+
+    ``mixed_batch``: the send travelled in a batch that :func:`batch_is_mixed` on an entity
+    where :func:`batch_rule_applies`; its reason comes last."""
     reasons = [] if has_send_time else [REASON_MISSING_TIME]
     for column, value in (
         ("message_id", message_id),
@@ -211,4 +246,6 @@ def rejection_reasons(
             reasons.append(too_long_reason(PROPERTY_NAMES[column]))
     if is_set(partition_key) and is_set(session_id) and partition_key != session_id:
         reasons.append(REASON_KEY_MISMATCH)
+    if mixed_batch:
+        reasons.append(REASON_MIXED_BATCH)
     return reasons

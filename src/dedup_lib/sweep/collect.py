@@ -4,8 +4,9 @@ Only keys sent more than once can ever see a duplicate. One shuffle by key colle
 eligible sends of those keys (entity, key, time, tie order, ground truth) in replay order;
 small aggregations count everything else per entity and time bucket: sends to keys used once
 (always accepted), sends without a MessageId (accepted, unprotected) and rejected sends (never
-judged), and with ground truth the sends of each message. Neither aggregation needs to know
-which keys repeat: the driver takes off the repeated sends it holds.
+judged; with partitioning, mixed batches too, refused whatever the window), and with ground
+truth the sends of each message. Neither aggregation needs to know which keys repeat: the
+driver takes off the repeated sends it holds.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dedup_lib.analysis.tables import NO_ENTITY
 from dedup_lib.columns import utc_wall_clock
 from dedup_lib.errors import InputError
 from dedup_lib.replay.passes import POS, with_position
-from dedup_lib.replay.sql_rules import sql_rules, validate
+from dedup_lib.replay.sql_rules import sql_rules, validate, with_batches
 from dedup_lib.rules.policy import REJECTED, DedupPolicy
 from dedup_lib.sweep.grid import to_micros
 from dedup_lib.sweep.truth import message_codes
@@ -72,7 +73,10 @@ def collect(
         )
     df = with_position(df)
     time = _time_us(df)
-    rules = sql_rules(df, DedupPolicy(partitioning=partitioning))
+    # With partitioning, sends in mixed batches are rejected (never judged by any window).
+    policy = DedupPolicy(partitioning=partitioning)
+    df = with_batches(df, policy, F.col(POS))
+    rules = sql_rules(df, policy)
     truth = all(c in columns for c in ("logical_id", "attempt"))
     entity = (F.col("entity") if "entity" in columns else F.lit(None)).cast("string")
     named = F.coalesce(entity, F.lit(NO_ENTITY))

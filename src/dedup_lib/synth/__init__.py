@@ -6,7 +6,8 @@ after a lost acknowledgement (exponential back-off with jitter), resends of the 
 unacknowledged messages after a crash and restart (log-normal restart delay), and operator
 replays of a batch hours or days later. Each sender has an id policy (business ids, a GUID per
 message, a fresh GUID per attempt, a constant or a reused id, or none), and may set sessions,
-partition keys (occasionally mismatched) and schedule messages.
+partition keys (occasionally mismatched), schedule messages and send them in batches (one
+``batch_id`` per send call, retried whole).
 
 Everything random about a row is a hash of the seed and the row's identity, computed in Spark
 SQL, so the same seed gives the same rows on any number of partitions or cores. The few random

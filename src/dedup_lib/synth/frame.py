@@ -72,6 +72,7 @@ _SENDER_SCHEMA = T.StructType(
         T.StructField("reused_pool", T.IntegerType()),
         T.StructField("scheduled_share", T.DoubleType()),
         T.StructField("scheduled_max_delay", T.DoubleType()),
+        T.StructField("batch_size", T.IntegerType()),
     ]
 )
 _RESEND_SCHEMA = T.StructType(
@@ -213,10 +214,15 @@ def _resend_rows(plan: TelemetryPlan) -> list[tuple[int, int, float, str, int]]:
 
 
 def _with_first_send(df: DataFrame, plan: TelemetryPlan, quantiles: DataFrame) -> DataFrame:
-    """Sender settings, the first send's time (the sender's traffic quantiles, interpolated)
-    and the number of retries after lost acknowledgements."""
-    seed, gid = plan.seed, F.col("logical_id")
-    x = (F.col("local") + _uniform(seed, "time", gid)) / F.col("n") * QUANTILES
+    """Sender settings, the send call of the first send (``call_id``: the logical id of the
+    first message of its batch, its own without batches), that call's time (the sender's
+    traffic quantiles, interpolated) and the number of retries after lost acknowledgements:
+    a batch is sent, and retried, as one."""
+    seed = plan.seed
+    within = F.pmod(F.col("local"), F.col("batch_size"))
+    gid = F.col("call_id")
+    spread = _uniform(seed, "time", gid) * F.col("batch_size")
+    x = (F.col("local") - within + spread) / F.col("n") * QUANTILES
     first = F.col("q0") + (F.col("x") - F.col("level")) * (F.col("q1") - F.col("q0"))
     ack_loss = _ack_loss(plan, F.col("first"))
     retries = F.when(
@@ -224,7 +230,8 @@ def _with_first_send(df: DataFrame, plan: TelemetryPlan, quantiles: DataFrame) -
         F.least(F.floor(F.log(_uniform(seed, "ack", gid)) / F.log(ack_loss)), F.col("max_retries")),
     ).otherwise(0)
     return (
-        df.withColumn("x", x)
+        df.withColumn("call_id", F.col("logical_id") - within)
+        .withColumn("x", x)
         .withColumn("level", F.floor("x").cast("int"))
         .join(quantiles, ["sender_idx", "level"])
         .withColumn("first", first)
@@ -240,7 +247,7 @@ def _firsts_and_retries(
     partitions: int | None,
 ) -> DataFrame:
     """Every logical message's first send, and its retries after lost acknowledgements."""
-    seed, gid = plan.seed, F.col("logical_id")
+    seed, gid, call = plan.seed, F.col("logical_id"), F.col("call_id")
     offsets = [p.offset for p in plan.senders]
     sender_idx = sum((F.when(F.col("id") >= o, 1).otherwise(0) for o in offsets[1:]), F.lit(0))
     logical = (
@@ -256,7 +263,7 @@ def _firsts_and_retries(
         """The wait before retry ``j``: exponential, capped, with jitter."""
         delay = F.least(F.col("retry_base") * 2.0 ** (j - 1), F.col("retry_max"))
         return delay * (
-            1 + F.col("retry_jitter") * (2 * _uniform(seed, "retry", gid, F.lit(j)) - 1)
+            1 + F.col("retry_jitter") * (2 * _uniform(seed, "retry", call, F.lit(j)) - 1)
         )
 
     slot = F.col("slot")
@@ -275,8 +282,9 @@ def _firsts_and_retries(
 
 def _session_and_partition_key(seed: int) -> tuple[Column, Column]:
     """A message's SessionId (for the sender's share of messages) and its PartitionKey: the
-    session's, another key (the sender's mismatch share), or a key of its own."""
-    gid = F.col("logical_id")
+    session's, another key (the sender's mismatch share), or a key of its own. Drawn per send
+    call, so that a batch's messages share them."""
+    gid = F.col("call_id")
     session = F.when(
         _uniform(seed, "session", gid) < F.col("session_share"),
         F.format_string(
@@ -311,8 +319,10 @@ def _labelled(sends: DataFrame, plan: TelemetryPlan) -> DataFrame:
     session, partition_key = _session_and_partition_key(seed)
     entity = F.element_at(
         F.col("entities"),
-        (F.floor(_uniform(seed, "entity", gid) * F.size("entities")) + 1).cast("int"),
+        (F.floor(_uniform(seed, "entity", F.col("call_id")) * F.size("entities")) + 1).cast("int"),
     )
+    batched = (F.col("batch_size") > 1) & F.col("cause").isin(FIRST, ACK_LOST_RETRY)
+    batch_id = F.when(batched, _hex(seed, "batch", F.col("call_id"), F.col("attempt")))
     scheduled = F.when(
         _uniform(seed, "scheduled", gid) < F.col("scheduled_share"),
         F.col("first") + 60 + _uniform(seed, "scheduled-delay", gid) * F.col("scheduled_max_delay"),
@@ -329,6 +339,7 @@ def _labelled(sends: DataFrame, plan: TelemetryPlan) -> DataFrame:
         .withColumn("event_id", gid * plan.attempt_slots + F.col("attempt") - 1)
         .withColumn("send_time", timestamp(F.col("at")))
         .withColumn("scheduled_enqueue_time", timestamp(scheduled))
+        .withColumn("batch_id", batch_id)
         .withColumn("payload_hash", _hex(seed, "payload", gid))
         .withColumn("message_id", _message_id(seed, scenario.start.year))
     )

@@ -39,6 +39,7 @@ SYNTH_COLUMNS = (
     "partition_key",
     "session_id",
     "scheduled_enqueue_time",
+    "batch_id",
     "sender",
     "logical_id",
     "attempt",
@@ -63,6 +64,10 @@ class Sender:
     never before its retries would have been done, so attempts in time order are retries first).
     Each operator replay resends a batch of ``replay_batch`` consecutive messages
     ``replay_median`` later (log-normal, ``replay_sigma``, at least ``replay_min``).
+    With ``batch_size`` above 1 it sends its messages in batches: each run of ``batch_size``
+    consecutive messages goes in one send call (one time, entity, session and partition key,
+    one ``batch_id``), and a lost acknowledgement makes it retry the whole batch, with a new
+    ``batch_id`` per call. Restart resends and replays go one message per call.
     """
 
     name: str
@@ -92,6 +97,7 @@ class Sender:
     key_mismatch_share: float = 0.0
     scheduled_share: float = 0.0
     scheduled_max_delay: float = 3600.0
+    batch_size: int = 1
 
     @property
     def retry_span(self) -> float:
@@ -124,7 +130,14 @@ class Sender:
         for name in ("share", "retry_base", "retry_max", "restart_median", "replay_median"):
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be positive, got {getattr(self, name)}")
-        for name in ("reused_pool", "sessions", "partition_keys", "unacked", "replay_batch"):
+        for name in (
+            "reused_pool",
+            "sessions",
+            "partition_keys",
+            "unacked",
+            "replay_batch",
+            "batch_size",
+        ):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be at least 1, got {getattr(self, name)}")
         for name in ("max_retries", "crashes_per_day", "replays_per_day"):
@@ -215,7 +228,9 @@ class Scenario:
 
 def day_scenario(start: datetime | None = None) -> Scenario:
     """A day of a shop's messaging: orders, payments, notifications, inventory, a nightly
-    billing batch, a legacy exporter with a constant id, and audit events without ids."""
+    billing batch, a legacy exporter with a constant id, audit events without ids, and refunds.
+    The billing batch and the refunds go in batches of several MessageIds: on a partitioned
+    entity with detection (``payments`` in the sample settings) the service refuses them."""
     start = start or datetime(2026, 11, 2, tzinfo=UTC)
     senders = (
         Sender("orders-api", ("orders",), 0.34, "order", "business", ack_loss=0.02,
@@ -227,24 +242,28 @@ def day_scenario(start: datetime | None = None) -> Scenario:
                ack_loss=0.05, crashes_per_day=1, unacked=40),
         Sender("inventory-sync", ("inventory",), 0.12, "stock", "reused", reused_pool=400,
                ack_loss=0.02, scheduled_share=0.1),
-        Sender("billing-batch", ("payments",), 0.1, "invoice", "guid_per_message",
-               ack_loss=0.01, replays_per_day=2, replay_batch=400),
+        Sender("billing-batch", ("payments",), 0.08, "invoice", "guid_per_message",
+               ack_loss=0.01, replays_per_day=2, replay_batch=400, batch_size=20),
         Sender("legacy-export", ("orders",), 0.02, "export", "constant", ack_loss=0.01),
         Sender("audit-log", ("audit",), 0.02, "audit", "none", ack_loss=0.02),
+        Sender("refunds-svc", ("payments",), 0.02, "refund", "business", ack_loss=0.03,
+               session_share=1.0, sessions=300, partition_key_share=1.0, batch_size=4),
     )  # fmt: skip
     return Scenario(start, timedelta(days=1), senders, malformed=0.0003)
 
 
 def incident_scenario(start: datetime | None = None) -> Scenario:
     """Three hours around an outage hour in which ``orders-api`` lost acknowledgements and
-    crashed and restarted again and again, resending what it had in flight each time."""
+    crashed and restarted again and again, resending what it had in flight each time.
+    ``payments-svc`` sends batches of three payments of one session (one SessionId and
+    PartitionKey, distinct MessageIds): refused on a partitioned entity with detection."""
     start = start or datetime(2026, 11, 3, 20, tzinfo=UTC)
     outage_start = start + timedelta(hours=1)
     senders = (
         Sender("orders-api", ("orders",), 0.6, "order", "business", ack_loss=0.02,
                unacked=30, restart_median=90, partition_key_share=0.5),
         Sender("payments-svc", ("payments",), 0.25, "payment", "business", ack_loss=0.03,
-               session_share=1.0, sessions=500, partition_key_share=0.9),
+               session_share=1.0, sessions=500, partition_key_share=0.9, batch_size=3),
         Sender("notifier", ("notifications",), 0.15, "notification", "guid_per_attempt",
                ack_loss=0.05),
     )  # fmt: skip

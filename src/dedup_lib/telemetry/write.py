@@ -24,6 +24,7 @@ NAMING_STYLES: dict[str, dict[str, str]] = {
         "session_id": "SessionId",
         "scheduled_enqueue_time": "ScheduledEnqueueTimeUtc",
         "event_id": "EventId",
+        "batch_id": "BatchId",
     },
     "python": {
         "send_time": "enqueued_time_utc",
