@@ -50,7 +50,7 @@ def times_by_id(loaded: LoadedTelemetry, column: str = "send_time") -> dict[str,
 
 def checked_counts(loaded: LoadedTelemetry) -> dict[str, int]:
     counts = loaded.counts()
-    assert counts["read"] == counts["valid"] + counts["quarantined"]
+    assert counts["read"] == counts["valid"] + counts["quarantined"] + counts["skipped"]
     return counts
 
 
@@ -123,7 +123,7 @@ def test_parquet_round_trip_keeps_other_columns(spark: Any, tmp_path: Path) -> N
         ("a", micros("2024-01-01T10:00:00"), None, 10, "x", 100, 0.5),
         ("b", micros("2024-01-01T10:00:01.5"), micros("2024-01-01T11:00:00"), 11, "y", 200, 1.5),
     ]
-    assert checked_counts(loaded) == {"read": 2, "valid": 2, "quarantined": 0}
+    assert checked_counts(loaded) == {"read": 2, "valid": 2, "quarantined": 0, "skipped": 0}
 
 
 @pytest.mark.spark
@@ -431,7 +431,7 @@ def test_csv_quarantine_reasons(spark: Any, tmp_path: Path) -> None:
     assert all(r["source_file"].endswith("/dirty.csv") for r in rows)
     assert "source_file" not in loaded.valid.columns
 
-    assert checked_counts(loaded) == {"read": 10, "valid": 1, "quarantined": 9}
+    assert checked_counts(loaded) == {"read": 10, "valid": 1, "quarantined": 9, "skipped": 0}
     # Column pruning must not change which lines count as malformed.
     assert loaded.valid.select("message_id").count() == 1
     assert loaded.quarantine.select("note").count() == 9
@@ -457,7 +457,7 @@ def test_json_quarantine_reasons(spark: Any, tmp_path: Path) -> None:
 
     loaded = load_telemetry(spark, str(path))
 
-    assert checked_counts(loaded) == {"read": 5, "valid": 1, "quarantined": 4}
+    assert checked_counts(loaded) == {"read": 5, "valid": 1, "quarantined": 4, "skipped": 0}
     malformed = loaded.quarantine.where(F.col("reason") == "malformed JSON line").collect()
     assert len(malformed) == 2
     assert all(r["source_file"].endswith("/dirty.jsonl") for r in malformed)
@@ -497,7 +497,7 @@ def test_write_telemetry_round_trips_through_load(spark, tmp_path, name, fmt, na
     write_telemetry(_sends(spark), path, fmt, names=names, single_file=True)
     assert Path(path).is_file()
     loaded = load_telemetry(spark, path)
-    assert loaded.counts() == {"read": 3, "valid": 3, "quarantined": 0}
+    assert loaded.counts() == {"read": 3, "valid": 3, "quarantined": 0, "skipped": 0}
     columns = _sends(spark).columns
     renamed = {n: c for c, n in NAMING_STYLES[names].items() if c in columns and n != c}
     assert loaded.mapping == renamed
