@@ -269,13 +269,34 @@ def test_missing_required_column_explains(spark: Any, tmp_path: Path) -> None:
     assert "EnqueuedTimeUtc" in message
     assert "mapping=" in message
 
+    no_id = write_text(tmp_path / "no_id.csv", "Id,send_time\na,2024-01-01\n")
+    with pytest.raises(ValueError, match=r"no message_id column.*docs/instrumentation\.md"):
+        load_telemetry(spark, str(no_id))
+
+
+def test_entity_fills_rows_that_name_none(spark: Any, tmp_path: Path) -> None:
+    named = write_text(
+        tmp_path / "named.csv", "message_id,send_time,entity\na,1700000000,orders\nb,1700000001,\n"
+    )
+    bare = write_text(tmp_path / "bare.jsonl", '{"message_id": "c", "send_time": 1700000002}\n')
+
+    def entities(path: Path) -> dict[str, str]:
+        loaded = load_telemetry(spark, str(path), entity="payments")
+        assert loaded.not_send_reasons().empty
+        assert loaded.not_sends is not None
+        assert loaded.not_sends.count() == 0
+        return {r[0]: r[1] for r in loaded.valid.select("message_id", "entity").collect()}
+
+    assert entities(named) == {"a": "orders", "b": "payments"}
+    assert entities(bare) == {"c": "payments"}
+
 
 @pytest.mark.spark
 def test_format_and_path_errors(spark: Any, tmp_path: Path) -> None:
     notes = write_text(tmp_path / "notes.txt", "hello\n")
     with pytest.raises(ValueError, match=r"notes\.txt.*Parquet \(\.parquet\).*JSON Lines"):
         load_telemetry(spark, str(notes))
-    with pytest.raises(ValueError, match=r"unknown format 'xml'.*parquet, csv, json"):
+    with pytest.raises(ValueError, match=r"unknown format 'xml'.*parquet, csv, json, otlp"):
         load_telemetry(spark, str(notes), format="xml")
 
     missing = tmp_path / "nowhere"
