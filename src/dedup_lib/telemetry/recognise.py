@@ -3,10 +3,10 @@ JSON or CSV: an OTLP trace file is ``traces.json`` to the Collector."""
 
 from __future__ import annotations
 
-import gzip
 import os
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from pyspark.sql import functions as F
 
 from dedup_lib.errors import InputError
@@ -21,16 +21,16 @@ HEAD_BYTES = 64 * 1024
 
 
 def file_head(spark: SparkSession, file: str) -> str:
-    """The first :data:`HEAD_BYTES` of ``file`` as text, decompressed when ``.gz``: read here for
+    """The first :data:`HEAD_BYTES` of ``file`` as text, decompressed when ``.gz`` or ``.zst``
+    (pyarrow's streams, as Spark's codecs decompress them): read here for
     a local file, through Spark's text reader (its first line) otherwise. Empty when it cannot
     be read: the load that follows names a damaged file."""
     local = local_path(file)
     if local is not None and os.path.exists(local):
         try:
-            opener = gzip.open if local.lower().endswith(".gz") else open
-            with opener(local, "rb") as data:
+            with pa.input_stream(local, compression="detect") as data:
                 head: bytes = data.read(HEAD_BYTES)
-        except (OSError, EOFError):
+        except (OSError, EOFError, pa.ArrowException):
             return ""
         return head.decode("utf-8", errors="replace")
     try:

@@ -82,7 +82,7 @@ def _format_of(name: str) -> str | None:
     lower = name.lower()
     if lower.endswith(".parquet"):
         return "parquet"
-    lower = lower.removesuffix(".gz")
+    lower = lower.removesuffix(".gz").removesuffix(".zst")
     return next((fmt for ext, fmt in _TEXT_EXTENSIONS.items() if lower.endswith(ext)), None)
 
 

@@ -499,3 +499,20 @@ def test_a_batch_is_one_send_call(spark: Any, tmp_path: Path) -> None:
     assert got["c"][0] == got["c"][1]  # a call of its own: its send span's id
     assert {v[2] for v in got.values()} == {int(at.timestamp() * 10**6)}
     assert loaded.counts()["skipped"] == 4  # two send calls, two HTTP requests
+
+
+def test_zstd_files_are_written_recognised_and_read(spark: Any, tmp_path: Path) -> None:
+    at = datetime(2026, 11, 3, 21, 0, 0, 1, tzinfo=UTC)
+    frame = spark.createDataFrame(
+        [("a", at, "q", 1), ("b", at, "q", 2)],
+        "message_id string, send_time timestamp, entity string, event_id long",
+    )
+    path = tmp_path / "traces.json.zst"
+    OTLP.write(frame, str(path))
+    assert path.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"  # the zstd frame's magic number
+    loaded = load_telemetry(spark, str(path))
+    assert loaded.format == "otlp"
+    assert by_id(loaded, F.unix_micros("send_time")) == {
+        "a": (int(at.timestamp() * 10**6),),
+        "b": (int(at.timestamp() * 10**6),),
+    }

@@ -40,6 +40,7 @@ import tempfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -468,7 +469,8 @@ def _span(
 
 def write_otlp(frame: DataFrame, path: str) -> None:
     """Canonical telemetry as OTLP JSON Lines, one file at ``path`` (gzip when it ends in
-    ``.gz``), the way the Python SDK plus docs/instrumentation.md would trace it.
+    ``.gz``, zstd for ``.zst`` as the Collector may write), the way the Python SDK plus
+    docs/instrumentation.md would trace it.
 
     Per send call (the rows sharing an entity and ``batch_id``; a row without one is a call of
     its own): a CLIENT ``ServiceBus.send`` span ending at the send time and linking to one
@@ -650,6 +652,17 @@ def write_otlp(frame: DataFrame, path: str) -> None:
         parts = [n for n in os.listdir(target) if n.startswith("part-")]
         if len(parts) != 1:
             raise RuntimeError(f"write_otlp: expected one part file for {path}, got {len(parts)}")
+        part = os.path.join(target, parts[0])
+        if path.endswith(".zst"):
+            # Spark reads zstd text but offers no zstd codec to write it with.
+            packed = os.path.join(scratch, "packed")
+            with (
+                pa.input_stream(part) as source,
+                pa.output_stream(packed, compression="zstd") as out,
+            ):
+                while chunk := source.read(1 << 20):
+                    out.write(chunk)
+            part = packed
         if os.path.isdir(path):
             shutil.rmtree(path)
-        os.replace(os.path.join(target, parts[0]), path)
+        os.replace(part, path)
