@@ -200,7 +200,9 @@ class OtlpFormat:
     """OTLP JSON Lines traces (see the module docstring for what a record is)."""
 
     name = "otlp"
-    expected = "OTLP JSON Lines (one TracesData per line), as the Collector's file exporter writes"
+    expected = (
+        "OTLP JSON Lines (one TracesData per line), as the Collector's file exporter writes them"
+    )
     defaults: Mapping[str, str] = {
         "message_id": "messaging.message.id",
         "entity": "messaging.destination.name",
