@@ -163,3 +163,39 @@ def test_samples_are_small_and_documented():
     readme = (SAMPLES / "README.md").read_text()
     for p in files:
         assert p.name in readme
+
+
+def test_simulate_reads_traces_and_says_how_many_spans_were_not_sends(spark, capsys, tmp_path):
+    from datetime import UTC, datetime
+
+    from dedup_lib.telemetry.formats.otlp import OTLP
+
+    at = datetime(2026, 11, 3, 21, 0, tzinfo=UTC)
+    frame = spark.createDataFrame(
+        [("a", at, None, 1), ("a", at.replace(second=5), None, 2), ("b", at, "orders", 3)],
+        "message_id string, send_time timestamp, entity string, event_id long",
+    )
+    path = tmp_path / "traces.json"
+    OTLP.write(frame, str(path))
+    argv = ["simulate", str(path), "--quiet", "--format", "otlp", "--entity", "payments"]
+    assert main(argv, spark=spark) == 0
+    out = capsys.readouterr().out
+    assert ": 9 rows read, 3 replayed, 0 quarantined." in out
+    assert "Read 1 file(s); 6 otlp record(s) skipped, not sends (" in out
+    assert "not a Service Bus span: 3" in out
+    table = out.split("Verdicts per entity", 1)[1]
+    assert "payments" in table
+    assert "orders" in table
+
+
+def test_simulate_checks_entity_and_format_before_spark(capsys, tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text("{}\n")
+    for option, value, says in (
+        ("--entity", " ", "expected a queue or topic name"),
+        ("--format", "otlp2", "invalid choice: 'otlp2'"),
+    ):
+        with pytest.raises(SystemExit) as stop:
+            main(["simulate", str(path), option, value])
+        assert stop.value.code == 2
+        assert says in capsys.readouterr().err

@@ -203,6 +203,7 @@ def test_malformed_times_are_quarantined_by_the_loader(
         "read": len(sends),
         "valid": int((~bad).sum()),
         "quarantined": int(bad.sum()),
+        "skipped": 0,
     }
 
 

@@ -34,6 +34,7 @@ class Case:
     names: str | None = None  # what the error must name (a file, a column)
     mapping: dict[str, str] | None = None
     check: Callable[[object], None] | None = None  # more checks on the LoadedTelemetry
+    not_sends: int = 0  # records of a structured format skipped as not sends
 
 
 def rows(*ids: str, start: int = 0) -> str:
@@ -81,6 +82,25 @@ def folder(root: Path, files: dict[str, str | bytes]) -> Path:
     for name, content in files.items():
         text(root / name, content)
     return root
+
+
+def _span(span_id: str, start: str, **attributes: str) -> str:
+    values = ",".join(
+        f'{{"key":"{k}","value":{{"stringValue":"{v}"}}}}' for k, v in attributes.items()
+    )
+    return (
+        f'{{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"{span_id}",'
+        f'"name":"ServiceBus.message","kind":4,"startTimeUnixNano":"{start}",'
+        f'"endTimeUnixNano":"{start}","attributes":[{values}]}}'
+    )
+
+
+def otlp(*spans: str) -> str:
+    """One OTLP TracesData line holding ``spans``."""
+    return f'{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{",".join(spans)}]}}]}}]}}\n'
+
+
+SB = {"messaging.system": "servicebus"}
 
 
 def _many_rows(n: int) -> str:
@@ -596,6 +616,42 @@ CASES: list[Case] = [
         mapping={"customDimensions.MessageId": "message_id", "timestamp": "send_time"},
         error="mapping names column 'customDimensions.MessageId', which .* does not have",
         names="deps.jsonl",
+    ),
+    # OpenTelemetry traces (recognised from the content): spans judged like rows.
+    Case(
+        "otlp-damaged-line-and-bad-time-among-spans",
+        lambda d: text(
+            d / "traces.json",
+            otlp(_span("a1", f"{T0}000000000", **SB, **{"messaging.message.id": "a"}))
+            + '{"resourceSpans": [oops\n'
+            + otlp(
+                _span("a2", "soon", **SB, **{"messaging.message.id": "b"}),
+                _span("a3", f"{T0}000000000", **{"http.route": "/x"}),
+            ),
+        ),
+        counts=(4, 1, 2),
+        not_sends=1,
+        reasons={"malformed otlp line": 1, UNPARSEABLE: 1},
+    ),
+    Case(
+        "otlp-sends-without-message-id",
+        lambda d: text(d / "sdk.json", otlp(_span("a1", f"{T0}000000000", **SB))),
+        error=r"has 1 otlp send\(s\) but none carries a MessageId under 'messaging\.message\.id'",
+        names="sdk.json",
+    ),
+    Case(
+        "otlp-truncated-gzip",
+        lambda d: truncated_gzip(
+            d / "traces.json.gz",
+            "".join(
+                otlp(
+                    _span(f"{i:016x}", f"{T0 + i}000000000", **SB, **{"messaging.message.id": "m"})
+                )
+                for i in range(3000)
+            ),
+        ),
+        error="cannot read .* as otlp: it is cut short",
+        names="traces.json.gz",
     ),
     Case(
         "struct-message-id",

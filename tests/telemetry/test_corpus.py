@@ -40,6 +40,7 @@ def test_every_input_gets_an_answer(spark: Any, tmp_path: Path, case: Case) -> N
     loaded = load_telemetry(spark, str(path), mapping=case.mapping)
     counts = loaded.counts()
     assert (counts["read"], counts["valid"], counts["quarantined"]) == case.counts
+    assert counts["skipped"] == case.not_sends
     # Counted again, apart from the load's tally: the frames the user gets hold those rows.
     assert loaded.valid.count() == counts["valid"]
     assert loaded.quarantine.count() == counts["quarantined"]

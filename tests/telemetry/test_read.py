@@ -50,7 +50,7 @@ def times_by_id(loaded: LoadedTelemetry, column: str = "send_time") -> dict[str,
 
 def checked_counts(loaded: LoadedTelemetry) -> dict[str, int]:
     counts = loaded.counts()
-    assert counts["read"] == counts["valid"] + counts["quarantined"]
+    assert counts["read"] == counts["valid"] + counts["quarantined"] + counts["skipped"]
     return counts
 
 
@@ -123,7 +123,7 @@ def test_parquet_round_trip_keeps_other_columns(spark: Any, tmp_path: Path) -> N
         ("a", micros("2024-01-01T10:00:00"), None, 10, "x", 100, 0.5),
         ("b", micros("2024-01-01T10:00:01.5"), micros("2024-01-01T11:00:00"), 11, "y", 200, 1.5),
     ]
-    assert checked_counts(loaded) == {"read": 2, "valid": 2, "quarantined": 0}
+    assert checked_counts(loaded) == {"read": 2, "valid": 2, "quarantined": 0, "skipped": 0}
 
 
 @pytest.mark.spark
@@ -269,13 +269,34 @@ def test_missing_required_column_explains(spark: Any, tmp_path: Path) -> None:
     assert "EnqueuedTimeUtc" in message
     assert "mapping=" in message
 
+    no_id = write_text(tmp_path / "no_id.csv", "Id,send_time\na,2024-01-01\n")
+    with pytest.raises(ValueError, match=r"no message_id column.*docs/instrumentation\.md"):
+        load_telemetry(spark, str(no_id))
+
+
+def test_entity_fills_rows_that_name_none(spark: Any, tmp_path: Path) -> None:
+    named = write_text(
+        tmp_path / "named.csv", "message_id,send_time,entity\na,1700000000,orders\nb,1700000001,\n"
+    )
+    bare = write_text(tmp_path / "bare.jsonl", '{"message_id": "c", "send_time": 1700000002}\n')
+
+    def entities(path: Path) -> dict[str, str]:
+        loaded = load_telemetry(spark, str(path), entity="payments")
+        assert loaded.not_send_reasons().empty
+        assert loaded.not_sends is not None
+        assert loaded.not_sends.count() == 0
+        return {r[0]: r[1] for r in loaded.valid.select("message_id", "entity").collect()}
+
+    assert entities(named) == {"a": "orders", "b": "payments"}
+    assert entities(bare) == {"c": "payments"}
+
 
 @pytest.mark.spark
 def test_format_and_path_errors(spark: Any, tmp_path: Path) -> None:
     notes = write_text(tmp_path / "notes.txt", "hello\n")
     with pytest.raises(ValueError, match=r"notes\.txt.*Parquet \(\.parquet\).*JSON Lines"):
         load_telemetry(spark, str(notes))
-    with pytest.raises(ValueError, match=r"unknown format 'xml'.*parquet, csv, json"):
+    with pytest.raises(ValueError, match=r"unknown format 'xml'.*parquet, csv, json, otlp"):
         load_telemetry(spark, str(notes), format="xml")
 
     missing = tmp_path / "nowhere"
@@ -431,7 +452,7 @@ def test_csv_quarantine_reasons(spark: Any, tmp_path: Path) -> None:
     assert all(r["source_file"].endswith("/dirty.csv") for r in rows)
     assert "source_file" not in loaded.valid.columns
 
-    assert checked_counts(loaded) == {"read": 10, "valid": 1, "quarantined": 9}
+    assert checked_counts(loaded) == {"read": 10, "valid": 1, "quarantined": 9, "skipped": 0}
     # Column pruning must not change which lines count as malformed.
     assert loaded.valid.select("message_id").count() == 1
     assert loaded.quarantine.select("note").count() == 9
@@ -457,7 +478,7 @@ def test_json_quarantine_reasons(spark: Any, tmp_path: Path) -> None:
 
     loaded = load_telemetry(spark, str(path))
 
-    assert checked_counts(loaded) == {"read": 5, "valid": 1, "quarantined": 4}
+    assert checked_counts(loaded) == {"read": 5, "valid": 1, "quarantined": 4, "skipped": 0}
     malformed = loaded.quarantine.where(F.col("reason") == "malformed JSON line").collect()
     assert len(malformed) == 2
     assert all(r["source_file"].endswith("/dirty.jsonl") for r in malformed)
@@ -497,7 +518,7 @@ def test_write_telemetry_round_trips_through_load(spark, tmp_path, name, fmt, na
     write_telemetry(_sends(spark), path, fmt, names=names, single_file=True)
     assert Path(path).is_file()
     loaded = load_telemetry(spark, path)
-    assert loaded.counts() == {"read": 3, "valid": 3, "quarantined": 0}
+    assert loaded.counts() == {"read": 3, "valid": 3, "quarantined": 0, "skipped": 0}
     columns = _sends(spark).columns
     renamed = {n: c for c, n in NAMING_STYLES[names].items() if c in columns and n != c}
     assert loaded.mapping == renamed

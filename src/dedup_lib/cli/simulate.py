@@ -21,6 +21,7 @@ from dedup_lib.cli.common import (
     Progress,
     column_mapping,
     content_columns,
+    entity_name,
     existing_input,
     session,
     text_table,
@@ -31,7 +32,9 @@ from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.rules.durations import format_duration
 from dedup_lib.rules.policy import WINDOW_BOUNDS, Bounds, DedupPolicy, Policies
 from dedup_lib.settings.load import load_entity_policies
+from dedup_lib.telemetry.formats import RECORD_FORMATS
 from dedup_lib.telemetry.read import LoadedTelemetry, load_telemetry
+from dedup_lib.telemetry.schema import FORMATS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -43,6 +46,7 @@ examples:
   dedup-lib simulate sends/ --map Id=message_id --map Timestamp=send_time --out verdicts.parquet
   dedup-lib simulate data/samples/day.parquet --entities data/samples/entities-arm.json
   dedup-lib simulate sends/ --content Body,Subject --no-diagnostics
+  dedup-lib simulate traces.json.gz --format otlp --entity orders
 """
 
 
@@ -86,11 +90,14 @@ def run(args: argparse.Namespace) -> int:
         writable_target("--out", args.out)
     spark = session(args)
     progress.step(f"loading {args.input}")
-    loaded = load_telemetry(spark, args.input, format=args.format, mapping=mapping)
+    loaded = load_telemetry(
+        spark, args.input, format=args.format, mapping=mapping, entity=args.entity
+    )
     counts = loaded.counts()
     progress.step(
         f"read {counts['read']:,} rows ({loaded.format}): {counts['valid']:,} valid, "
         f"{counts['quarantined']:,} quarantined"
+        + (f", {counts['skipped']:,} not sends" if counts["skipped"] else "")
     )
     progress.step(f"replaying duplicate detection: {describe(policy)}")
     result = detect_duplicates(loaded.valid, policy)
@@ -123,13 +130,14 @@ def _report(loaded: LoadedTelemetry, policy: Policies, result: DataFrame) -> Non
         f"{printable(loaded.path)}: {counts['read']:,} rows read, {counts['valid']:,} replayed, "
         f"{counts['quarantined']:,} quarantined. {describe(policy)}."
     )
-    if len(loaded.files) > 1 or loaded.skipped:
+    if len(loaded.files) > 1 or loaded.skipped or counts["skipped"]:
         skipped = list(loaded.skipped.items())
         listed = ", ".join(f"{printable(name)} ({why})" for name, why in skipped[:5])
         more = f" and {len(skipped) - 5:,} more" if len(skipped) > 5 else ""
         print(
             f"Read {len(loaded.files):,} file(s)"
             + (f"; skipped, not telemetry: {listed}{more}" if skipped else "")
+            + (f"; {_not_sends(loaded)}" if counts["skipped"] else "")
         )
     if counts["quarantined"]:
         listed = ", ".join(
@@ -160,6 +168,17 @@ def _report(loaded: LoadedTelemetry, policy: Policies, result: DataFrame) -> Non
             f"{total.extra_deliveries:,} slipped through (reached consumers again); "
             f"{total.messages_lost:,} distinct messages were dropped without a trace."
         )
+
+
+def _not_sends(loaded: LoadedTelemetry) -> str:
+    """How many records were skipped as not sends, and why (the three most common reasons)."""
+    reasons = loaded.not_send_reasons()
+    listed = ", ".join(
+        f"{printable(str(r.reason))}: {r.count:,}" for r in reasons.head(3).itertuples()
+    )
+    more = f" and {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""
+    count = loaded.counts()["skipped"]
+    return f"{count:,} {loaded.format} record(s) skipped, not sends ({listed}{more})"
 
 
 def _diagnose(result: DataFrame, content: list[str] | None) -> None:
@@ -218,7 +237,15 @@ def add_to(
         help="window limits to enforce: service 20 s..7 days (default), emulator 5 s..5 min, none",
     )
     sim.add_argument(
-        "--format", choices=("parquet", "csv", "json"), help="input format (default: from names)"
+        "--format",
+        choices=(*FORMATS, *RECORD_FORMATS),
+        help="input format (default: from the file names, and for .json/.csv from the content: "
+        "OpenTelemetry traces are recognised); otlp: the Collector's OTLP JSON Lines",
+    )
+    sim.add_argument(
+        "--entity",
+        type=entity_name,
+        help="the queue or topic of rows whose file names none (it never replaces one given)",
     )
     sim.add_argument(
         "--map",

@@ -1,9 +1,12 @@
-"""``load_telemetry``: message telemetry from Parquet, CSV or JSON Lines, in the canonical schema.
+"""``load_telemetry``: message telemetry from Parquet, CSV or JSON Lines, in the canonical schema,
+or from a structured format (OpenTelemetry traces, :mod:`dedup_lib.telemetry.formats`).
 
 Columns are renamed onto the canonical names (a user mapping, then the names the Azure SDKs
 use), text properties become strings and times become UTC timestamps. Rows that cannot take
-part in the replay go to a quarantine with a reason instead of being dropped, so valid plus
-quarantined is always the number of rows read. DataFrame API only: runs on Spark Connect too.
+part in the replay go to a quarantine with a reason instead of being dropped; records of a
+structured format that are not sends (spans of other systems) are counted and skipped with a
+reason. So valid plus quarantined plus skipped is always the number of records read.
+DataFrame API only: runs on Spark Connect too.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from pyspark.sql import types as T
 from dedup_lib.columns import column
 from dedup_lib.errors import DedupLibError, InputError, excerpt, printable
 from dedup_lib.spark import spark_errors
-from dedup_lib.telemetry.files import InputFiles, file_key, list_input
+from dedup_lib.telemetry.files import InputFiles, file_key, list_input, spark_path
+from dedup_lib.telemetry.formats import NOT_SEND, RECORD_FORMATS, RecordFormat
+from dedup_lib.telemetry.recognise import recognise
 from dedup_lib.telemetry.schema import BUILTIN_ALIASES, CANONICAL_COLUMNS, REQUIRED_COLUMNS
 from dedup_lib.telemetry.sources import (
     CORRUPT,
@@ -43,6 +48,7 @@ SOURCE_FILE = "source_file"
 _PARSED = "__dedup_parsed_"
 _NEVER = "__dedup_never_"
 _EXCERPT = 60
+_GUIDE = "docs/instrumentation.md"
 
 _TEXT_COLUMNS = ("message_id", "entity", "partition_key", "session_id", "batch_id")
 _TIME_COLUMNS = ("send_time", "scheduled_enqueue_time")
@@ -112,6 +118,7 @@ def _resolve_mapping(columns: list[str], mapping: Mapping[str, str], path: str) 
                 f"load_telemetry: {path} has no {canonical} column; columns found: {found}. "
                 f"Accepted names (case and '_' ignored): {_accepted_names(canonical)}; or pass "
                 f"mapping={{'<your column>': {canonical!r}}}"
+                + (f"; {_GUIDE} says how to record it" if canonical == "message_id" else "")
             )
     return names
 
@@ -159,7 +166,8 @@ def _reason(
     send = column("send_time")
     rules: list[tuple[Column, Column]] = []
     if has_corrupt:
-        rules.append((column(CORRUPT).isNotNull(), F.lit(_MALFORMED[fmt])))
+        malformed = _MALFORMED.get(fmt, f"malformed {fmt} line")
+        rules.append((column(CORRUPT).isNotNull(), F.lit(malformed)))
     if fmt == "csv":
         # With column pruning, Spark flags a CSV line as malformed only when the query reads
         # every column; so the reason reads them all (a row of empty cells has no send_time).
@@ -201,9 +209,13 @@ class LoadedTelemetry:
 
     ``valid`` has the canonical columns (typed) and the other columns as read; ``quarantine``
     has every column as read plus ``reason`` and ``source_file``. ``mapping`` is the renames
-    applied, source name to new name. ``files`` has, per data file, the rows Spark read and
-    how many of them are valid and quarantined (counted apart, and checked to add up when
-    loading); ``skipped`` the hidden and bookkeeping entries not read, with why.
+    applied, source name to new name (for a structured format: the source key each column was
+    read from). ``format`` is the format read, named or recognised from the content.
+    ``files`` has, per data file, the records read and how many of them are valid, quarantined
+    and skipped (counted apart, and checked to add up when loading); ``skipped`` the hidden
+    and bookkeeping entries not read, with why. ``not_sends`` has the records of a structured
+    format that are not message sends (a span of another system, a send call whose messages
+    are the records), with ``reason`` and ``source_file``; empty for the other formats.
     """
 
     valid: DataFrame
@@ -213,20 +225,33 @@ class LoadedTelemetry:
     mapping: dict[str, str]
     files: pd.DataFrame = field(repr=False, compare=False)
     skipped: dict[str, str] = field(default_factory=dict, compare=False)
+    not_sends: DataFrame | None = field(default=None, repr=False, compare=False)
 
     def counts(self) -> dict[str, int]:
-        """Rows read, valid and quarantined, as counted when loading."""
-        return {name: int(self.files[name].sum()) for name in ("read", "valid", "quarantined")}
+        """Records read, valid, quarantined and skipped as not sends, as counted when loading."""
+        return {name: int(self.files[name].sum()) for name in _KINDS}
 
     def quarantine_reasons(self) -> pd.DataFrame:
         """Quarantined rows per reason category (the reason up to its first ':'), most first."""
-        counts: pd.DataFrame = (
-            self.quarantine.groupBy(F.substring_index(REASON, ":", 1).alias(REASON))
-            .count()
-            .toPandas()
-        )
-        ordered = counts.sort_values(["count", REASON], ascending=[False, True])
-        return ordered.reset_index(drop=True)
+        return _by_reason(self.quarantine)
+
+    def not_send_reasons(self) -> pd.DataFrame:
+        """Records skipped as not sends per reason category (``not a Service Bus span``),
+        most first; empty for formats whose rows are all sends."""
+        if self.not_sends is None:
+            return pd.DataFrame({REASON: pd.Series(dtype=str), "count": pd.Series(dtype="int64")})
+        return _by_reason(self.not_sends)
+
+
+_KINDS = ("read", "valid", "quarantined", "skipped")
+
+
+def _by_reason(frame: DataFrame) -> pd.DataFrame:
+    counts: pd.DataFrame = (
+        frame.groupBy(F.substring_index(REASON, ":", 1).alias(REASON)).count().toPandas()
+    )
+    ordered = counts.sort_values(["count", REASON], ascending=[False, True])
+    return ordered.reset_index(drop=True)
 
 
 @dataclass(frozen=True)
@@ -314,15 +339,43 @@ def _every_value(frame: DataFrame) -> Column:
     return F.xxhash64(*values) if values else F.lit(0)
 
 
-def _tally(files: InputFiles, read: DataFrame, judged: DataFrame, fmt: str) -> pd.DataFrame:
-    """Rows per file: read (Spark's count of the files, nothing parsed), valid and
-    quarantined (each counted, neither inferred from the others), in one Spark job; an error
-    when a file's valid and quarantined rows do not add up to its rows read."""
-    kinds = ("read", "valid", "quarantined")
+@dataclass(frozen=True)
+class _Tally:
+    """Records per file (``read``, ``valid``, ``quarantined``, ``skipped``), and per file the
+    sends and the sends with a MessageId (structured formats only)."""
+
+    table: pd.DataFrame
+    sends: dict[str, tuple[int, int]]
+
+
+def _tally(
+    files: InputFiles,
+    read: DataFrame,
+    judged: DataFrame,
+    fmt: str,
+    expected: str | None = None,
+    skipped: Column | None = None,
+) -> _Tally:
+    """Records per file: read (counted from what was read, nothing judged), valid, quarantined
+    and skipped (each counted, none inferred from the others), in one Spark job; an error when
+    a file's valid, quarantined and skipped records do not add up to its records read."""
     kind = F.when(column(REASON).isNull(), F.lit("valid")).otherwise(F.lit("quarantined"))
+    kinds = [kind]
+    # A structured format's records are built from fully parsed lines (its read counts them):
+    # hashing every derived value again would cost several times the load and find nothing.
+    seen = _every_value(judged) if skipped is None else F.lit(0).cast("long")
+    if skipped is not None:
+        kind = F.when(skipped, F.lit("skipped")).otherwise(kind)
+        identified = F.trim(column("message_id").cast("string")) != ""
+        kinds = [
+            kind,
+            F.when(~skipped & column(CORRUPT).isNull(), F.lit("send")),
+            F.when(~skipped & column(CORRUPT).isNull() & identified, F.lit("identified")),
+        ]
+    every = F.explode(F.filter(F.array(*kinds), lambda k: k.isNotNull()))
     parts = [
         read.select(column(SOURCE_FILE), F.lit("read").alias("kind"), F.lit(0).cast("long")),
-        judged.select(column(SOURCE_FILE), kind.alias("kind"), _every_value(judged)),
+        judged.select(column(SOURCE_FILE), every.alias("kind"), seen),
     ]
     try:
         rows = (
@@ -332,23 +385,68 @@ def _tally(files: InputFiles, read: DataFrame, judged: DataFrame, fmt: str) -> p
             .collect()
         )
     except spark_errors() as exc:
-        raise read_failure(exc, files, fmt, _CALLER) from exc
-    counted: dict[str, dict[str, int]] = {file_key(f): dict.fromkeys(kinds, 0) for f in files.files}
+        raise read_failure(exc, files, fmt, _CALLER, expected) from exc
+    names = (*_KINDS, "send", "identified")
+    counted: dict[str, dict[str, int]] = {file_key(f): dict.fromkeys(names, 0) for f in files.files}
     for row in rows:
-        counted.setdefault(file_key(row[0]), dict.fromkeys(kinds, 0))[row[1]] = int(row[2])
+        counted.setdefault(file_key(row[0]), dict.fromkeys(names, 0))[row[1]] = int(row[2])
     table = pd.DataFrame(
-        [{"file": files.name(f), **c} for f, c in counted.items()],
-        columns=["file", *kinds],
+        [{"file": files.name(f), **{k: c[k] for k in _KINDS}} for f, c in counted.items()],
+        columns=["file", *_KINDS],
     )
-    lost = table[table["read"] != table["valid"] + table["quarantined"]]
+    lost = table[table["read"] != table["valid"] + table["quarantined"] + table["skipped"]]
     if len(lost):
         first = lost.iloc[0]
         raise DedupLibError(
             f"{_CALLER}: rows would be lost in {first.file}: {first.read} read, but "
-            f"{first.valid} valid and {first.quarantined} quarantined. This is a bug in "
-            "dedup_lib; please report it with the file."
+            f"{first.valid} valid, {first.quarantined} quarantined and {first.skipped} skipped. "
+            "This is a bug in dedup_lib; please report it with the file."
         )
-    return table
+    sends = {files.name(f): (c["send"], c["identified"]) for f, c in counted.items()}
+    return _Tally(table, sends)
+
+
+def _record_keys(record_format: RecordFormat, mapping: Mapping[str, str]) -> dict[str, str]:
+    """The source key of every column a structured format reads: its defaults, then the
+    user's mapping (source key -> column), which may also add columns of its own."""
+    by_target: dict[str, list[str]] = {}
+    for source, target in mapping.items():
+        by_target.setdefault(target, []).append(source)
+    for target, sources in by_target.items():
+        if len(sources) > 1:
+            listed = " and ".join(repr(s) for s in sources)
+            raise InputError(f"{_CALLER}: mapping reads {target} from {listed}; pass one of them")
+        if target in (REASON, SOURCE_FILE, NOT_SEND, CORRUPT):
+            raise InputError(
+                f"{_CALLER}: mapping names column {target!r}, which the loader adds; "
+                f"choose another name for {sources[0]!r}"
+            )
+    return {**record_format.defaults, **{t: s[0] for t, s in by_target.items()}}
+
+
+def _no_message_ids(
+    sends: dict[str, tuple[int, int]], record_format: RecordFormat, key: str
+) -> None:
+    """An error for the first file that has sends but no MessageId on any of them."""
+    for name, (count, identified) in sends.items():
+        if count and not identified:
+            raise InputError(
+                f"{_CALLER}: {name} has {count:,} {record_format.name} send(s) but none "
+                f"carries a MessageId under {key!r}; if yours are under another key, pass "
+                f"mapping={{'<your key>': 'message_id'}}; {_GUIDE} says how to add it "
+                "(the Azure SDKs do not)"
+            )
+
+
+def _with_entity(frame: DataFrame, fields: dict[str, T.DataType], entity: str) -> DataFrame:
+    """``entity`` where a row names none (or the file has no entity column at all)."""
+    named = column("entity").cast("string")
+    filled = F.coalesce(F.when(F.trim(named) != "", named), F.lit(entity))
+    known = "entity" in fields
+    fields["entity"] = T.StringType()
+    if not known:
+        return frame.select("*", F.lit(entity).alias("entity"))
+    return frame.select(*(filled.alias(c) if c == "entity" else column(c) for c in frame.columns))
 
 
 def load_telemetry(
@@ -357,6 +455,7 @@ def load_telemetry(
     format: str | None = None,
     mapping: Mapping[str, str] | None = None,
     *,
+    entity: str | None = None,
     keep_source_file: bool = False,
 ) -> LoadedTelemetry:
     """Read message telemetry (one row per send) from a file or a folder of files.
@@ -372,11 +471,28 @@ def load_telemetry(
     or ns, by magnitude; also as text) and ISO 8601 text, without an offset meaning UTC.
     Rows with a missing, unparseable or "never" send time, or a malformed line, go to the
     quarantine. Every file is read once here, so a damaged one fails now, naming it.
+
+    ``format`` may also name a structured format (:data:`RECORD_FORMATS`: ``"otlp"``); JSON
+    or CSV files whose first 64 KiB one of them recognises are read as that format (then
+    ``LoadedTelemetry.format`` names it). For these, ``mapping`` names the key a column is
+    read from, ``{"my.partition.key": "partition_key"}``, over the format's defaults; records
+    that are not sends are counted and skipped (``not_sends``), and a file with sends but no
+    MessageId under the key looked at is an error that says where it looked.
+    ``entity`` is the entity of rows whose file names none: it fills a missing or empty
+    entity and never replaces one the file gives (a file with several entities keeps them).
     ``keep_source_file`` adds the ``source_file`` column to the valid rows.
     """
     files = list_input(spark, path, _CALLER)
-    fmt = resolve_format(files, format, _CALLER)
     mapping = dict(mapping or {})
+    if format is not None and format.lower() in RECORD_FORMATS:
+        record_format: str | None = format.lower()
+    else:
+        fmt = resolve_format(files, format, _CALLER, tuple(RECORD_FORMATS))
+        record_format = recognise(spark, files, _CALLER) if format is None else None
+    if record_format is not None:
+        return _load_records(
+            spark, files, RECORD_FORMATS[record_format], mapping, entity, keep_source_file, path
+        )
     read = [_with_nested(s, mapping) for s in read_sources(spark, files, fmt, _CALLER)]
     every = list(dict.fromkeys(c for s in read for c in s.schema.names if c != CORRUPT))
     for source_name in mapping:
@@ -394,6 +510,8 @@ def load_telemetry(
     for source in sources:
         for name, dtype in source.fields.items():
             fields.setdefault(name, dtype)
+    if entity is not None:
+        raw = _with_entity(raw, fields, entity)
     has_corrupt = CORRUPT in raw.columns
     data_columns = [c for c in raw.columns if c not in (CORRUPT, SOURCE_FILE)]
     frame = _judged(raw, fields, fmt, data_columns, has_corrupt)
@@ -415,7 +533,7 @@ def load_telemetry(
     quarantine = frame.where(column(REASON).isNotNull()).select(
         *(column(c) for c in order), column(REASON), column(SOURCE_FILE)
     )
-    table = _tally(files, _union([s.read for s in sources]), frame, fmt)
+    tally = _tally(files, _union([s.read for s in sources]), frame, fmt)
     renames = {s: t for source in sources for s, t in source.names.items() if s != t}
     return LoadedTelemetry(
         valid=valid,
@@ -423,8 +541,74 @@ def load_telemetry(
         path=path,
         format=fmt,
         mapping=renames,
-        files=table,
+        files=tally.table,
         skipped=dict(files.skipped),
+        not_sends=quarantine.limit(0),
+    )
+
+
+def _load_records(
+    spark: SparkSession,
+    files: InputFiles,
+    record_format: RecordFormat,
+    mapping: Mapping[str, str],
+    entity: str | None,
+    keep_source_file: bool,
+    path: str,
+) -> LoadedTelemetry:
+    """:func:`load_telemetry` for a structured format: its records judged like rows, those
+    that are not sends counted and set apart."""
+    fmt, expected = record_format.name, record_format.expected
+    if not files.files:
+        resolve_format(files, None, _CALLER)
+    keys = _record_keys(record_format, mapping)
+    try:
+        raw = record_format.read(spark, [spark_path(f) for f in files.files])
+        file_path = raw.metadataColumn("_metadata").getField("file_path").alias(SOURCE_FILE)
+        records = record_format.records(raw.select("*", file_path), keys, entity)
+        schema = records.schema
+    except spark_errors() as exc:
+        raise read_failure(exc, files, fmt, _CALLER, expected) from exc
+    fields = {f.name: f.dataType for f in schema.fields if f.name in CANONICAL_COLUMNS}
+    _check_types(fields, {c: c for c in fields}, printable(path))
+    has_corrupt = CORRUPT in schema.names
+    if not has_corrupt:
+        records = records.select("*", F.lit(None).cast("string").alias(CORRUPT))
+    hidden = (CORRUPT, SOURCE_FILE, NOT_SEND)
+    data_columns = [c for c in schema.names if c not in hidden]
+    frame = _judged(records, fields, fmt, data_columns, has_corrupt)
+    skipped = column(NOT_SEND).isNotNull() & column(CORRUPT).isNull()
+
+    present = [c for c in CANONICAL_COLUMNS if c in fields]
+    order = present + [c for c in data_columns if c not in present]
+
+    def typed(name: str) -> Column:
+        if name in _TIME_COLUMNS:
+            return column(_PARSED + name).alias(name)
+        if name in _TEXT_COLUMNS:
+            return column(name).cast("string").alias(name)
+        return column(name)
+
+    valid = frame.where(~skipped & column(REASON).isNull()).select(
+        *(typed(c) for c in order), *([column(SOURCE_FILE)] if keep_source_file else [])
+    )
+    quarantine = frame.where(~skipped & column(REASON).isNotNull()).select(
+        *(column(c) for c in order), column(REASON), column(SOURCE_FILE)
+    )
+    not_sends = frame.where(skipped).select(
+        *(column(c) for c in order), column(NOT_SEND).alias(REASON), column(SOURCE_FILE)
+    )
+    tally = _tally(files, records.select(SOURCE_FILE), frame, fmt, expected, skipped)
+    _no_message_ids(tally.sends, record_format, keys["message_id"])
+    return LoadedTelemetry(
+        valid=valid,
+        quarantine=quarantine,
+        path=path,
+        format=fmt,
+        mapping={source: name for name, source in keys.items()},
+        files=tally.table,
+        skipped=dict(files.skipped),
+        not_sends=not_sends,
     )
 
 

@@ -56,8 +56,11 @@ def _root_cause(exc: BaseException) -> str:
     return printable(causes[-1].strip()) if causes else printable(spark_message(exc))
 
 
-def read_failure(exc: BaseException, files: InputFiles, fmt: str, caller: str) -> InputError:
-    """Spark's failure to read ``files`` as one line: which file, what is wrong with it."""
+def read_failure(
+    exc: BaseException, files: InputFiles, fmt: str, caller: str, expected: str | None = None
+) -> InputError:
+    """Spark's failure to read ``files`` as one line: which file, what is wrong with it, and
+    what was expected (``expected``, else what ``fmt`` files look like)."""
     text = str(exc)
     found = _FAILED_FILE.search(text)
     where = files.name(found[1]) if found else printable(files.root)
@@ -69,7 +72,8 @@ def read_failure(exc: BaseException, files: InputFiles, fmt: str, caller: str) -
             "to read them as epoch nanoseconds, which load_telemetry parses."
         )
     return InputError(
-        f"{caller}: cannot read {where} as {fmt}: {_root_cause(exc)}; expected {EXPECTED[fmt]}. "
+        f"{caller}: cannot read {where} as {fmt}: {_root_cause(exc)}; "
+        f"expected {expected or EXPECTED[fmt]}. "
         "Fix or remove the file and load again."
     )
 
@@ -78,19 +82,22 @@ def _format_of(name: str) -> str | None:
     lower = name.lower()
     if lower.endswith(".parquet"):
         return "parquet"
-    lower = lower.removesuffix(".gz")
+    lower = lower.removesuffix(".gz").removesuffix(".zst")
     return next((fmt for ext, fmt in _TEXT_EXTENSIONS.items() if lower.endswith(ext)), None)
 
 
-def resolve_format(files: InputFiles, format: str | None, caller: str) -> str:
-    """The format the user named, else the one every file name says."""
+def resolve_format(
+    files: InputFiles, format: str | None, caller: str, structured: tuple[str, ...] = ()
+) -> str:
+    """The format the user named, else the one every file name says. ``structured`` are the
+    other names a user may give, for the message."""
     path = printable(files.root)
     if format is not None:
         fmt = FORMAT_NAMES.get(format.lower())
         if fmt is None:
             raise InputError(
                 f"{caller}: unknown format {excerpt(format)} for {path}; "
-                f"supported: {', '.join(FORMATS)} ({SUPPORTED_FORMATS})"
+                f"supported: {', '.join((*FORMATS, *structured))} ({SUPPORTED_FORMATS})"
             )
         return fmt
     if not files.files:

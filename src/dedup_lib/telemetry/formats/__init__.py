@@ -49,8 +49,9 @@ class RecordFormat(Protocol):
 
     def records(self, raw: DataFrame, keys: Mapping[str, str], entity: str | None) -> DataFrame:
         """One row per record. ``keys`` is :attr:`defaults` updated with the user's mapping
-        (canonical column -> source key); ``entity`` is the user's, for files that do not
-        name it."""
+        (column -> source key; a column that is not canonical is carried as an extra one);
+        ``entity`` is the user's: it fills the entity of records whose file does not name one,
+        and never replaces a name the file gives."""
         ...
 
     def write(self, frame: DataFrame, path: str) -> None:
@@ -59,5 +60,7 @@ class RecordFormat(Protocol):
         ...
 
 
+from dedup_lib.telemetry.formats.otlp import OTLP  # noqa: E402  (it needs NOT_SEND above)
+
 #: The structured formats by name.
-RECORD_FORMATS: dict[str, RecordFormat] = {}
+RECORD_FORMATS: dict[str, RecordFormat] = {f.name: f for f in (OTLP,)}

@@ -1,0 +1,670 @@
+"""OpenTelemetry traces as the Collector's ``file`` exporter writes them: OTLP JSON Lines, one
+``TracesData`` per line (``resourceSpans[].scopeSpans[].spans[]``), plain or gzip.
+
+What the Azure SDKs write (read in their sources): Python ``azure-servicebus``
+(``_common/tracing.py``) opens a ``ServiceBus.message`` span, kind PRODUCER, per message (when it
+is added to a batch, or sent or scheduled alone) with ``az.namespace=Microsoft.ServiceBus`` and
+``messaging.system=servicebus``, and one ``ServiceBus.send`` / ``ServiceBus.schedule`` span, kind
+CLIENT, per call, whose ``links`` are the message spans and which carries
+``messaging.operation=publish``, ``message_bus.destination`` and ``peer.address``. .NET
+``Azure.Messaging.ServiceBus`` does the same with ``Message`` (Producer) and
+``ServiceBusSender.Send`` / ``ServiceBusSender.Schedule`` (Client). Neither puts the MessageId
+on a span: docs/instrumentation.md has the application add it, on the SDK's pattern.
+
+A record is a span. It is a send when it is a Service Bus span (``messaging.system``
+``servicebus`` or the older ``azure_servicebus``, or ``az.namespace=Microsoft.ServiceBus``) that
+is not a send call and is of kind PRODUCER or carries a MessageId. Everything else is counted
+and skipped with a reason (:data:`~dedup_lib.telemetry.formats.NOT_SEND`): other systems'
+spans, send calls (their messages are the records), receives and settles. The SDK's own message
+span without a MessageId is skipped too when a span of its trace carries one (the
+application's span for the same message, docs/instrumentation.md); alone, it is a send without
+a MessageId.
+
+Columns: ``send_time`` is the end of the earliest-ending send call linking to the message span
+(the broker had the message by then), else the message span's start. ``batch_id`` is the
+attribute ``servicebus.batch.id`` when set, else that send call's ``spanId`` (a send call is
+one batch; ``send_span_id`` keeps it either way), null when no call links to the span. A
+message span linked from two calls (a batch object sent again after a timeout) is one record,
+with the earlier call: a limit of reading spans, since the second send of the same spans has
+no span of its own. Attributes are looked up on the span, then on its resource; ``entity``
+falls back to the linking call's. ``event_id`` is read as a 64-bit integer (the writer puts it
+in ``servicebus.event_id`` as an ``intValue``). Extra columns: ``trace_id``, ``span_id``,
+``send_span_id``, ``span_name``, ``service_name``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dedup_lib.columns import column
+from dedup_lib.telemetry.formats import NOT_SEND
+from dedup_lib.telemetry.schema import TEXT_TIME_FORMAT
+from dedup_lib.telemetry.sources import CORRUPT
+from dedup_lib.telemetry.times import parse_time
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+SOURCE_FILE = "source_file"
+
+_VALUE_FIELDS = (
+    "stringValue",
+    "intValue",
+    "boolValue",
+    "doubleValue",
+    "arrayValue",
+    "kvlistValue",
+    "bytesValue",
+)
+#: Every scalar as text: Spark's JSON reader gives a number's or an object's JSON text for a
+#: string field, so ``intValue`` written as a number or a string reads the same.
+_ANY_VALUE = T.StructType([T.StructField(f, T.StringType()) for f in _VALUE_FIELDS])
+_ATTRIBUTES = T.ArrayType(
+    T.StructType([T.StructField("key", T.StringType()), T.StructField("value", _ANY_VALUE)])
+)
+_LINK = T.StructType(
+    [
+        T.StructField("traceId", T.StringType()),
+        T.StructField("spanId", T.StringType()),
+        T.StructField("attributes", _ATTRIBUTES),
+    ]
+)
+_SPAN = T.StructType(
+    [
+        T.StructField("traceId", T.StringType()),
+        T.StructField("spanId", T.StringType()),
+        T.StructField("parentSpanId", T.StringType()),
+        T.StructField("name", T.StringType()),
+        T.StructField("kind", T.StringType()),
+        T.StructField("startTimeUnixNano", T.StringType()),
+        T.StructField("endTimeUnixNano", T.StringType()),
+        T.StructField("attributes", _ATTRIBUTES),
+        T.StructField("links", T.ArrayType(_LINK)),
+        T.StructField(
+            "status",
+            T.StructType(
+                [T.StructField("code", T.StringType()), T.StructField("message", T.StringType())]
+            ),
+        ),
+    ]
+)
+_SCOPE = T.StructType(
+    [T.StructField("name", T.StringType()), T.StructField("version", T.StringType())]
+)
+TRACES_DATA = T.StructType(
+    [
+        T.StructField(
+            "resourceSpans",
+            T.ArrayType(
+                T.StructType(
+                    [
+                        T.StructField(
+                            "resource", T.StructType([T.StructField("attributes", _ATTRIBUTES)])
+                        ),
+                        T.StructField(
+                            "scopeSpans",
+                            T.ArrayType(
+                                T.StructType(
+                                    [
+                                        T.StructField("scope", _SCOPE),
+                                        T.StructField("spans", T.ArrayType(_SPAN)),
+                                    ]
+                                )
+                            ),
+                        ),
+                    ]
+                )
+            ),
+        ),
+        T.StructField(CORRUPT, T.StringType()),
+    ]
+)
+
+SERVICEBUS_SYSTEMS = ("servicebus", "azure_servicebus")
+SEND_CALL_NAMES = (
+    "ServiceBus.send",
+    "ServiceBus.schedule",
+    "ServiceBusSender.Send",
+    "ServiceBusSender.Schedule",
+)
+SDK_MESSAGE_NAMES = ("ServiceBus.message", "Message")
+_KINDS = {
+    "1": "internal",
+    "2": "server",
+    "3": "client",
+    "4": "producer",
+    "5": "consumer",
+}
+#: Keys tried after the default one (never after a key the user mapped).
+FALLBACKS: dict[str, tuple[str, ...]] = {
+    "message_id": ("servicebus.message.id",),
+    "entity": ("servicebus.entity", "message_bus.destination"),
+}
+_COMPUTED = ("send_time", "batch_id")
+EVENT_ID_KEY = "servicebus.event_id"
+
+_ROW = "__otlp_row"
+_RES = "__otlp_resource"
+_SPAN_COL = "__otlp_span"
+_NO_TRACES = "__otlp_no_traces"
+_ATTR = "__otlp_attr_"
+_SPANS_PER_LINE = 100
+
+
+def _value(entry: Column) -> Column:
+    return F.coalesce(*(entry["value"][f] for f in _VALUE_FIELDS))
+
+
+def _lookups(attributes: Column, keys: list[str]) -> Column:
+    """The values of ``keys`` in an OTLP attribute list, as text (the first entry of a key
+    that is repeated): a struct with field ``k<i>`` for ``keys[i]``. One pass over the list:
+    higher-order functions run interpreted, so one per key would cost ten times as much."""
+    empty = F.struct(*(F.lit(None).cast("string").alias(f"k{i}") for i in range(len(keys))))
+
+    def merge(found: Column, entry: Column) -> Column:
+        return F.struct(
+            *(
+                F.coalesce(found[f"k{i}"], F.when(entry["key"] == F.lit(k), _value(entry))).alias(
+                    f"k{i}"
+                )
+                for i, k in enumerate(keys)
+            )
+        )
+
+    return F.aggregate(attributes, empty, merge)
+
+
+def _kind(value: Column) -> Column:
+    """A span kind, given as its number or as its enum name (``SPAN_KIND_PRODUCER``), in
+    lower case."""
+    text = F.lower(F.trim(value))
+    named = F.regexp_replace(text, "^span_kind_", "")
+    by_number = F.element_at(F.create_map(*(F.lit(x) for kv in _KINDS.items() for x in kv)), text)
+    return F.coalesce(by_number, named)
+
+
+def _nonempty(value: Column) -> Column:
+    return F.when(F.trim(value) != "", value)
+
+
+class OtlpFormat:
+    """OTLP JSON Lines traces (see the module docstring for what a record is)."""
+
+    name = "otlp"
+    expected = (
+        "OTLP JSON Lines (one TracesData per line), as the Collector's file exporter writes them"
+    )
+    defaults: Mapping[str, str] = {
+        "message_id": "messaging.message.id",
+        "entity": "messaging.destination.name",
+        "partition_key": "servicebus.message.partition_key",
+        "session_id": "servicebus.message.session_id",
+        "scheduled_enqueue_time": "servicebus.message.scheduled_enqueue_time",
+        "batch_id": "servicebus.batch.id",
+        "event_id": EVENT_ID_KEY,
+    }
+
+    def recognise(self, head: str) -> bool:
+        start = head.lstrip("\ufeff \t\r\n")
+        return start.startswith("{") and '"resourceSpans"' in start
+
+    def read(self, spark: SparkSession, paths: list[str]) -> DataFrame:
+        return (
+            spark.read.schema(TRACES_DATA)
+            .options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
+            .json(paths)
+        )
+
+    def records(self, raw: DataFrame, keys: Mapping[str, str], entity: str | None) -> DataFrame:
+        spans = self._spans(raw, keys)
+        calls = self._calls(spans)
+        joined = spans.join(
+            calls,
+            (column("trace_id") == column("__call_target_trace"))
+            & (column("span_id") == column("__call_target_span")),
+            "left",
+        )
+        has_id = _nonempty(column("message_id")).isNotNull()
+        producer = column("__kind") == "producer"
+        is_message = column("__sb") & ~column("__call") & (producer | has_id)
+        trace_has_id = F.max((is_message & has_id).cast("int")).over(
+            Window.partitionBy(column("trace_id"))
+        )
+        name = F.coalesce(column("span_name"), F.lit("(no name)"))
+        not_send = (
+            F.when(column(CORRUPT).isNotNull(), F.lit(None).cast("string"))
+            .when(column(_NO_TRACES), F.lit("JSON line without resourceSpans (not OTLP traces)"))
+            .when(~column("__sb"), F.concat(F.lit("not a Service Bus span: "), name))
+            .when(
+                column("__call"),
+                F.concat(F.lit("Service Bus send call (its messages are counted): "), name),
+            )
+            .when(~is_message, F.concat(F.lit("Service Bus span, not a message send: "), name))
+            .when(
+                ~has_id & column("span_name").isin(*SDK_MESSAGE_NAMES) & (trace_has_id == 1),
+                F.lit("SDK message span; the application's span in its trace has the MessageId"),
+            )
+        )
+        user_entity = [F.lit(entity)] if entity is not None else []
+        out: dict[str, Column] = {
+            "message_id": column("message_id"),
+            "send_time": (
+                column("send_time")
+                if "send_time" in keys
+                else F.coalesce(column("__call_end"), column("__start"))
+            ),
+            "entity": F.coalesce(
+                _nonempty(column("entity")), _nonempty(column("__call_entity")), *user_entity
+            ),
+            "batch_id": F.coalesce(_nonempty(column("batch_id")), column("__call_span")),
+            "event_id": column("event_id").try_cast("long"),
+        }
+        extra = [c for c in keys if c not in out]
+        return joined.select(
+            *(v.alias(k) for k, v in out.items()),
+            *(column(c) for c in extra),
+            column("trace_id"),
+            column("span_id"),
+            column("__call_span").alias("send_span_id"),
+            column("span_name"),
+            column("service_name"),
+            not_send.alias(NOT_SEND),
+            column(CORRUPT),
+            column(SOURCE_FILE),
+        )
+
+    def _spans(self, raw: DataFrame, keys: Mapping[str, str]) -> DataFrame:
+        """One row per span (and per damaged or non-traces line), with the attributes the
+        records need looked up once."""
+        lines = raw.select(
+            column(SOURCE_FILE),
+            column(CORRUPT),
+            (column(CORRUPT).isNull() & F.col("resourceSpans").isNull()).alias(_NO_TRACES),
+            F.explode_outer("resourceSpans").alias("__rs"),
+        )
+        scopes = lines.select(
+            column(SOURCE_FILE),
+            column(CORRUPT),
+            column(_NO_TRACES),
+            F.col("__rs.resource.attributes").alias(_RES),
+            F.explode_outer("__rs.scopeSpans").alias("__ss"),
+        )
+        spans = scopes.select(
+            column(SOURCE_FILE),
+            column(CORRUPT),
+            column(_NO_TRACES),
+            column(_RES),
+            F.explode_outer("__ss.spans").alias(_SPAN_COL),
+        ).where(F.col(_SPAN_COL).isNotNull() | column(CORRUPT).isNotNull() | column(_NO_TRACES))
+        span = F.col(_SPAN_COL)
+        wanted = list(
+            dict.fromkeys(
+                [
+                    *keys.values(),
+                    *(k for fallback in FALLBACKS.values() for k in fallback),
+                    "messaging.system",
+                    "az.namespace",
+                    "messaging.operation.type",
+                    "messaging.operation",
+                    "service.name",
+                ]
+            )
+        )
+        spans = spans.select(
+            "*",
+            _lookups(span["attributes"], wanted).alias("__span_attrs"),
+            _lookups(column(_RES), wanted).alias("__resource_attrs"),
+        )
+
+        def attr(key: str, on: tuple[str, ...] = ("__span_attrs", "__resource_attrs")) -> Column:
+            field = f"k{wanted.index(key)}"
+            return F.coalesce(*(_nonempty(F.col(name)[field]) for name in on))
+
+        looked: dict[str, Column] = {}
+        for canonical, key in keys.items():
+            value = attr(key)
+            if key == self.defaults.get(canonical):
+                value = F.coalesce(value, *(attr(k) for k in FALLBACKS.get(canonical, ())))
+            looked[canonical] = value
+        if "entity" not in looked:
+            looked["entity"] = F.lit(None).cast("string")
+        system = F.lower(attr("messaging.system"))
+        sb = system.isin(*SERVICEBUS_SYSTEMS) | (attr("az.namespace") == "Microsoft.ServiceBus")
+        kind = _kind(span["kind"])
+        operation = F.lower(
+            F.coalesce(attr("messaging.operation.type"), attr("messaging.operation"))
+        )
+        call = (
+            sb
+            & (kind == "client")
+            & (span["name"].isin(*SEND_CALL_NAMES) | operation.isin("publish", "send"))
+        )
+        return spans.select(
+            column(SOURCE_FILE),
+            column(CORRUPT),
+            column(_NO_TRACES),
+            F.lower(span["traceId"]).alias("trace_id"),
+            F.lower(span["spanId"]).alias("span_id"),
+            span["name"].alias("span_name"),
+            span["startTimeUnixNano"].alias("__start"),
+            span["endTimeUnixNano"].alias("__end"),
+            span["links"].alias("__links"),
+            attr("service.name", ("__resource_attrs",)).alias("service_name"),
+            kind.alias("__kind"),
+            F.coalesce(sb, F.lit(False)).alias("__sb"),
+            F.coalesce(call, F.lit(False)).alias("__call"),
+            *(v.alias(k) for k, v in looked.items()),
+        )
+
+    @staticmethod
+    def _calls(spans: DataFrame) -> DataFrame:
+        """Per message span a send call links to: the earliest-ending such call (ties: the
+        smaller span id), its span id, end and entity."""
+        # Not a filter: Spark would push it below the projection and compute the attribute
+        # lookups again in it, once for each use.
+        links = spans.select(
+            F.explode(F.when(column("__call"), column("__links"))).alias("__link"),
+            column("span_id").alias("__cs"),
+            column("__end").alias("__ce"),
+            _nonempty(column("entity")).alias("__cen"),
+        )
+        earliest = F.min(
+            F.struct(
+                column("__ce").try_cast("decimal(38,0)").alias("at"),
+                column("__cs").alias("span"),
+                column("__ce").alias("end"),
+                column("__cen").alias("entity"),
+            )
+        )
+        return (
+            links.groupBy(
+                F.lower(F.col("__link.traceId")).alias("__call_target_trace"),
+                F.lower(F.col("__link.spanId")).alias("__call_target_span"),
+            )
+            .agg(earliest.alias("__first"))
+            .select(
+                "__call_target_trace",
+                "__call_target_span",
+                F.col("__first.span").alias("__call_span"),
+                F.col("__first.end").alias("__call_end"),
+                F.col("__first.entity").alias("__call_entity"),
+            )
+        )
+
+    def write(self, frame: DataFrame, path: str) -> None:
+        write_otlp(frame, path)
+
+
+OTLP = OtlpFormat()
+
+
+def _nanos(time: Column, raw: Column, shift_micros: int = 0) -> Column:
+    """Epoch nanoseconds as OTLP writes them (decimal text); a time that does not parse is
+    written as it came, so that the loader quarantines it with its value."""
+    nanos = ((F.unix_micros(time) + F.lit(shift_micros)) * F.lit(1000)).cast("string")
+    return F.coalesce(nanos, raw)
+
+
+def _attribute(key: str, value: Column, kind: str = "stringValue") -> Column:
+    text = value.cast("string")
+    return F.when(
+        text.isNotNull(),
+        F.struct(
+            F.lit(key).alias("key"),
+            F.struct(
+                *(
+                    (text if name == kind else F.lit(None).cast("string")).alias(name)
+                    for name in ("stringValue", "intValue")
+                )
+            ).alias("value"),
+        ),
+    )
+
+
+def _attributes(*entries: Column) -> Column:
+    return F.filter(F.array(*entries), lambda a: a.isNotNull())
+
+
+def _hex_id(digits: int, *parts: Column) -> Column:
+    first = F.lpad(F.hex(F.xxhash64(F.lit("a"), *parts)), 16, "0")
+    if digits == 16:
+        return F.lower(first)
+    second = F.lpad(F.hex(F.xxhash64(F.lit("b"), *parts)), 16, "0")
+    return F.lower(F.concat(first, second))
+
+
+def _span(
+    trace: Column,
+    span_id: Column,
+    parent: Column | None,
+    name: Column,
+    kind: int,
+    start: Column,
+    end: Column,
+    attributes: Column,
+    links: Column | None = None,
+) -> Column:
+    fields = [
+        trace.alias("traceId"),
+        span_id.alias("spanId"),
+        (parent if parent is not None else F.lit(None).cast("string")).alias("parentSpanId"),
+        name.alias("name"),
+        F.lit(kind).alias("kind"),
+        start.alias("startTimeUnixNano"),
+        end.alias("endTimeUnixNano"),
+        attributes.alias("attributes"),
+    ]
+    none = F.lit(None).cast("array<struct<traceId:string,spanId:string>>")
+    fields.append((links if links is not None else none).alias("links"))
+    fields.append(F.struct(F.lit(0).alias("code")).alias("status"))
+    return F.struct(*fields)
+
+
+def write_otlp(frame: DataFrame, path: str) -> None:
+    """Canonical telemetry as OTLP JSON Lines, one file at ``path`` (gzip when it ends in
+    ``.gz``, zstd for ``.zst`` as the Collector may write), the way the Python SDK plus
+    docs/instrumentation.md would trace it.
+
+    Per send call (the rows sharing an entity and ``batch_id``; a row without one is a call of
+    its own): a CLIENT ``ServiceBus.send`` span ending at the send time and linking to one
+    PRODUCER ``ServiceBus.message`` span per message, which carries ``messaging.system``,
+    ``messaging.destination.name``, ``messaging.message.id`` and the ``servicebus.*`` keys
+    (``event_id`` as ``servicebus.event_id``); and the SERVER span of the HTTP request that
+    made the call, as a real application has. ``service.name`` is the ``sender`` column when
+    there is one. Spans are grouped into ``TracesData`` lines per service and minute, about
+    :data:`_SPANS_PER_LINE` spans each, in time order. Times keep their microseconds."""
+    columns = set(frame.columns)
+    types = {f.name: f.dataType for f in frame.schema.fields}
+    send_type = types["send_time"]
+    scheduled: Column = F.lit(None).cast("string")
+    if "scheduled_enqueue_time" in types:
+        value = column("scheduled_enqueue_time")
+        parsed = parse_time(value, types["scheduled_enqueue_time"])
+        scheduled = F.coalesce(F.date_format(parsed, TEXT_TIME_FORMAT), value.cast("string"))
+
+    def opt(name: str) -> Column:
+        return column(name) if name in columns else F.lit(None)
+
+    row_key = (
+        column("event_id").cast("string")
+        if "event_id" in columns
+        else F.monotonically_increasing_id().cast("string")
+    )
+    service = (
+        F.coalesce(column("sender").cast("string"), F.lit("app"))
+        if "sender" in columns
+        else F.lit("app")
+    )
+    entity = F.coalesce(opt("entity").cast("string"), F.lit(""))
+    call_key = F.coalesce(
+        F.concat(F.lit("b:"), entity, F.lit("/"), opt("batch_id").cast("string")),
+        F.concat(F.lit("r:"), row_key),
+    )
+    messages = frame.select(
+        service.alias("service"),
+        entity.alias("entity"),
+        call_key.alias("call"),
+        row_key.alias("row"),
+        parse_time(column("send_time"), send_type).alias("send_time"),
+        column("send_time").cast("string").alias("raw_time"),
+        opt("message_id").cast("string").alias("message_id"),
+        opt("partition_key").cast("string").alias("partition_key"),
+        opt("session_id").cast("string").alias("session_id"),
+        scheduled.alias("scheduled"),
+        opt("batch_id").cast("string").alias("batch_id"),
+        opt("event_id").cast("long").alias("event_id"),
+    ).where(column("raw_time").isNotNull())
+    trace = _hex_id(32, column("call"))
+    message_span = _span(
+        trace,
+        _hex_id(16, column("row"), F.lit("message")),
+        _hex_id(16, column("call"), F.lit("http")),
+        F.lit("ServiceBus.message"),
+        4,
+        _nanos(column("send_time"), column("raw_time"), -3000),
+        _nanos(column("send_time"), column("raw_time"), -3000),
+        _attributes(
+            _attribute("az.namespace", F.lit("Microsoft.ServiceBus")),
+            _attribute("messaging.system", F.lit("servicebus")),
+            _attribute("messaging.destination.name", _nonempty(column("entity"))),
+            _attribute("messaging.message.id", column("message_id")),
+            _attribute("servicebus.message.id", column("message_id")),
+            _attribute("servicebus.message.partition_key", column("partition_key")),
+            _attribute("servicebus.message.session_id", column("session_id")),
+            _attribute("servicebus.message.scheduled_enqueue_time", column("scheduled")),
+            _attribute("servicebus.batch.id", column("batch_id")),
+            _attribute(EVENT_ID_KEY, column("event_id"), "intValue"),
+        ),
+    )
+    calls = messages.groupBy("service", "entity", "call").agg(
+        F.max("send_time").alias("end"),
+        F.max("raw_time").alias("raw_end"),
+        F.count(F.lit(1)).alias("count"),
+        F.collect_list(
+            F.struct(
+                _hex_id(16, column("row"), F.lit("message")).alias("spanId"),
+                message_span.alias("span"),
+            )
+        ).alias("messages"),
+    )
+    http_id = _hex_id(16, column("call"), F.lit("http"))
+    send_span = _span(
+        trace,
+        _hex_id(16, column("call"), F.lit("send")),
+        http_id,
+        F.lit("ServiceBus.send"),
+        3,
+        _nanos(column("end"), column("raw_end"), -5000),
+        _nanos(column("end"), column("raw_end")),
+        _attributes(
+            _attribute("az.namespace", F.lit("Microsoft.ServiceBus")),
+            _attribute("messaging.system", F.lit("servicebus")),
+            _attribute("messaging.operation", F.lit("publish")),
+            _attribute("message_bus.destination", _nonempty(column("entity"))),
+            _attribute("peer.address", F.lit("example.servicebus.windows.net")),
+            _attribute(
+                "messaging.batch.message_count",
+                F.when(column("count") > 1, column("count")),
+                "intValue",
+            ),
+        ),
+        F.transform(
+            column("messages"),
+            lambda m: F.struct(trace.alias("traceId"), m["spanId"].alias("spanId")),
+        ),
+    )
+    http_span = _span(
+        trace,
+        http_id,
+        None,
+        F.lit("POST /orders"),
+        2,
+        _nanos(column("end"), column("raw_end"), -9000),
+        _nanos(column("end"), column("raw_end"), 2000),
+        _attributes(
+            _attribute("http.request.method", F.lit("POST")),
+            _attribute("http.route", F.lit("/orders")),
+            _attribute("http.response.status_code", F.lit(202), "intValue"),
+        ),
+    )
+    per_call = calls.select(
+        "service",
+        F.date_trunc("minute", column("end")).alias("minute"),
+        column("end"),
+        column("call"),
+        F.concat(F.array(send_span), F.transform(column("messages"), lambda m: m["span"])).alias(
+            "sb"
+        ),
+        http_span.alias("http"),
+        (column("count") + 2).alias("spans"),
+    )
+    order = Window.partitionBy("service", "minute").orderBy("end", "call")
+    lined = per_call.select(
+        "*",
+        F.floor(F.sum("spans").over(order) / F.lit(_SPANS_PER_LINE)).alias("line"),
+    )
+    lines = lined.groupBy("service", "minute", "line").agg(
+        F.min("end").alias("first"),
+        F.flatten(F.collect_list("sb")).alias("sb"),
+        F.collect_list("http").alias("http"),
+    )
+    traces = F.struct(
+        F.array(
+            F.struct(
+                F.struct(
+                    _attributes(
+                        _attribute("service.name", column("service")),
+                        _attribute("telemetry.sdk.language", F.lit("python")),
+                    ).alias("attributes")
+                ).alias("resource"),
+                F.array(
+                    F.struct(
+                        F.struct(F.lit("azure.servicebus").alias("name")).alias("scope"),
+                        column("sb").alias("spans"),
+                    ),
+                    F.struct(
+                        F.struct(F.lit("opentelemetry.instrumentation.flask").alias("name")).alias(
+                            "scope"
+                        ),
+                        column("http").alias("spans"),
+                    ),
+                ).alias("scopeSpans"),
+            )
+        ).alias("resourceSpans")
+    )
+    out = lines.select(column("first"), F.to_json(traces).alias("value")).coalesce(1)
+    out = out.sortWithinPartitions("first").select("value")
+    writer = out.write.mode("overwrite")
+    if path.endswith(".gz"):
+        writer = writer.option("compression", "gzip")
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".dedup-write-") as scratch:
+        target = os.path.join(scratch, "out")
+        writer.text(target)
+        parts = [n for n in os.listdir(target) if n.startswith("part-")]
+        if len(parts) != 1:
+            raise RuntimeError(f"write_otlp: expected one part file for {path}, got {len(parts)}")
+        part = os.path.join(target, parts[0])
+        if path.endswith(".zst"):
+            # Spark reads zstd text but offers no zstd codec to write it with.
+            packed = os.path.join(scratch, "packed")
+            with (
+                pa.input_stream(part) as source,
+                pa.output_stream(packed, compression="zstd") as out,
+            ):
+                while chunk := source.read(1 << 20):
+                    out.write(chunk)
+            part = packed
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        os.replace(part, path)
