@@ -146,9 +146,8 @@ def add_to(
         "--format",
         choices=(*FORMATS, *RECORD_FORMATS),
         default="parquet",
-        help="default: parquet; "
-        + ", ".join(f"{name}: {fmt.expected}" for name, fmt in RECORD_FORMATS.items())
-        + " (these write one file)",
+        help="default: parquet; otlp (traces), app-insights (the portal's CSV, or the query "
+        "API's JSON by OUT's extension) and sb-explorer (a broker export) write one file",
     )
     gen.add_argument(
         "--names",

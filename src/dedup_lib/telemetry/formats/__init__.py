@@ -60,7 +60,10 @@ class RecordFormat(Protocol):
         ...
 
 
-from dedup_lib.telemetry.formats.otlp import OTLP  # noqa: E402  (it needs NOT_SEND above)
+# The format modules import NOT_SEND from here, so they come after it.
+from dedup_lib.telemetry.formats.app_insights import APP_INSIGHTS  # noqa: E402
+from dedup_lib.telemetry.formats.otlp import OTLP  # noqa: E402
+from dedup_lib.telemetry.formats.sb_explorer import SB_EXPLORER  # noqa: E402
 
-#: The structured formats by name.
-RECORD_FORMATS: dict[str, RecordFormat] = {f.name: f for f in (OTLP,)}
+#: The structured formats by name, in the order content is recognised.
+RECORD_FORMATS: dict[str, RecordFormat] = {f.name: f for f in (OTLP, APP_INSIGHTS, SB_EXPLORER)}
