@@ -81,7 +81,7 @@ samples: $(STAMP)
 	$(GENERATE) $(SAMPLES)/incident-app-insights.json.gz --scenario incident --rows 30000 \
 		--seed 0 --format app-insights
 	@mkdir -p $(SAMPLES)/incident-kept
-	$(GENERATE) $(SAMPLES)/incident-kept/orders.json --scenario incident --rows 30000 --seed 0 \
+	$(GENERATE) $(SAMPLES)/incident-kept/orders.json.gz --scenario incident --rows 30000 --seed 0 \
 		--entity orders --kept-window PT1M --format sb-explorer
 	@du -sh $(SAMPLES)
 

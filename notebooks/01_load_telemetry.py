@@ -57,7 +57,8 @@ styled(loaded.quarantine_reasons())
 # A few quarantined rows, with the reason and the file they came from:
 
 # %%
-loaded.quarantine.limit(5).toPandas()
+quarantined = loaded.quarantine.select("message_id", "send_time", "reason", "source_file")
+styled(quarantined.limit(5).toPandas())
 
 # %% [markdown]
 # ### Traffic per entity
@@ -86,3 +87,35 @@ styled(id_quality(loaded.valid))
 from dedup_lib import most_reused_ids
 
 styled(most_reused_ids(loaded.valid, n=5)[["entity", "message_id", "sends"]])
+
+# %% [markdown]
+# ### Telemetry as you may have it
+# Few teams have a clean table of sends. The same three hours of an incident ship here in the
+# shapes telemetry really comes in: OpenTelemetry traces from the Collector's file exporter,
+# Application Insights dependency rows (the portal's CSV and the query API's JSON), and the
+# Parquet the generator wrote. `load_telemetry` recognises each from its content, no mapping
+# needed; `skipped` counts records that are not message sends (HTTP spans, the SDK's send-call
+# spans). Each gives the same sends as the Parquet file, so the same verdicts.
+
+# %%
+SHAPES = ["incident.parquet", "incident-otlp.jsonl.gz", "incident-app-insights.csv.gz",
+          "incident-app-insights.json.gz"]  # fmt: skip
+shapes = {name: load_telemetry(spark, sample_path(name)) for name in SHAPES}
+styled(pd.DataFrame([{"file": n, "format": s.format, **s.counts()} for n, s in shapes.items()]))
+
+# %% [markdown]
+# A trace keeps the ids to find each send's trace in your tracing tool:
+
+# %%
+traces = shapes["incident-otlp.jsonl.gz"].valid
+styled(traces.select("entity", "message_id", "send_time", "batch_id", "trace_id").limit(5).toPandas())
+
+# %% [markdown]
+# What the broker **kept** is another source: a Service Bus Explorer export of a queue lists
+# the messages it accepted, never the duplicates it dropped. The file does not name its queue,
+# so the entity comes from the file name (`orders.json`) or from `entity=`. Notebook
+# `04_incident_postmortem` checks a replay against it with `reconcile`.
+
+# %%
+kept = load_telemetry(spark, sample_path("incident-kept/orders.json.gz"), format="sb-explorer")
+styled(pd.DataFrame([{"format": kept.format, **kept.counts()}]))

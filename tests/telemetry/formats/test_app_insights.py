@@ -276,6 +276,7 @@ def test_recognise() -> None:
     assert not APP_INSIGHTS.recognise("message_id,send_time\nm1,2026-11-03T21:00:00Z\n")
     assert not APP_INSIGHTS.recognise('{"messageId": "m", "enqueuedTimeUtc": "2026"}')
     assert not APP_INSIGHTS.recognise('{"resourceSpans": []}\n')
+    assert not APP_INSIGHTS.recognise('[\r\n  {\r\n    "messageId": "m",')
 
 
 def test_portal_text() -> None:

@@ -297,7 +297,10 @@ class AppInsightsFormat:
         text = head.lstrip("\ufeff \t\r\n")
         if text.startswith("{"):
             return re.match(r'\{\s*"tables"\s*:', text) is not None
-        header = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
+        try:
+            header = next(csv.reader(io.StringIO(text.splitlines()[0] if text else "")), [])
+        except csv.Error:
+            return False
         names = {normalise(n) for n in header}
         return all(names & set(role) for role in (_TIME, _TYPE, _TARGET))
 

@@ -70,7 +70,8 @@ def check_size(frame: DataFrame, caller: str, path: str) -> int:
 
 def write_text(path: str, pieces: Iterable[str], *, bom: bool = False) -> None:
     """Write ``pieces`` to ``path`` as UTF-8 (with a byte-order mark when ``bom``), gzip when
-    ``path`` ends in ``.gz``; through a temporary file, so a failure leaves no half file."""
+    ``path`` ends in ``.gz``; through a temporary file, so a failure leaves no half file, with
+    the permissions a new file gets (``mkstemp`` makes it private)."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     handle, scratch = tempfile.mkstemp(dir=folder, prefix=".dedup-write-")
@@ -80,6 +81,9 @@ def write_text(path: str, pieces: Iterable[str], *, bom: bool = False) -> None:
         with opener(scratch, "wt", encoding="utf-8-sig" if bom else "utf-8", newline="") as out:
             for piece in pieces:
                 out.write(piece)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(scratch, 0o666 & ~umask)
         os.replace(scratch, path)
     finally:
         if os.path.exists(scratch):

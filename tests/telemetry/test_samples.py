@@ -1,0 +1,47 @@
+"""The shipped samples: each shape of the incident gives the verdicts of its Parquet file, and
+the broker export is what a broker with a one-minute window kept of it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from pyspark.sql import functions as F
+
+from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, reconcile, sample_path
+
+POLICY = DedupPolicy("PT10M", partitioning=True)
+JUDGED = ("entity", "message_id", "partition_key", "session_id", "verdict", "reason", "dedup_key")
+
+
+def _verdicts(spark, name):
+    """Each send's verdict, its time to the millisecond (the portal's CSV keeps no more)."""
+    result = detect_duplicates(load_telemetry(spark, sample_path(name)).valid, POLICY)
+    ms = F.date_format("send_time", "yyyy-MM-dd HH:mm:ss.SSS").alias("send_ms")
+    return Counter(tuple(r) for r in result.select(*JUDGED, ms).collect())
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["incident-otlp.jsonl.gz", "incident-app-insights.csv.gz", "incident-app-insights.json.gz"],
+)
+def test_each_shape_of_the_incident_gives_the_parquet_verdicts(spark, name):
+    expected = _verdicts(spark, "incident.parquet")
+    assert _verdicts(spark, name) == expected
+    assert {row[4] for row in expected} == {"accepted", "duplicate", "rejected"}
+
+
+def test_the_export_is_what_a_one_minute_broker_kept(spark):
+    sends = load_telemetry(spark, sample_path("incident.parquet")).valid
+    kept = load_telemetry(spark, sample_path("incident-kept/orders.json.gz"), format="sb-explorer")
+    assert kept.format == "sb-explorer"
+    broker = DedupPolicy("PT1M")
+    agreed = reconcile(detect_duplicates(sends, broker), kept.valid, broker, entity="orders")
+    assert agreed.counts()["contradictions"] == agreed.counts()["unexplained"] == 0
+    assert agreed.counts()["explained"] == kept.counts()["valid"]
+    assumed = DedupPolicy("PT10M")
+    checked = reconcile(detect_duplicates(sends, assumed), kept.valid, assumed, entity="orders")
+    assert checked.counts()["contradictions"] > 0
+    assert checked.agreeing_window is not None
+    assert timedelta(minutes=1) <= checked.agreeing_window < timedelta(minutes=2)
