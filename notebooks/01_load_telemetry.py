@@ -108,7 +108,9 @@ styled(pd.DataFrame([{"file": n, "format": s.format, **s.counts()} for n, s in s
 
 # %%
 traces = shapes["incident-otlp.jsonl.gz"].valid
-styled(traces.select("entity", "message_id", "send_time", "batch_id", "trace_id").limit(5).toPandas())
+styled(
+    traces.select("entity", "message_id", "send_time", "batch_id", "trace_id").limit(5).toPandas()
+)
 
 # %% [markdown]
 # What the broker **kept** is another source: a Service Bus Explorer export of a queue lists

@@ -24,8 +24,8 @@ ENTITY = "(all)"  # one queue or topic, or "(all)"
 START = None  # ISO 8601 start of the incident, None: from the first send
 END = None  # ISO 8601 end, None: to the last send
 EMBED_CHARTS = False  # True in headless runs: charts carry plotly.js, so the HTML works offline
-KEPT = None  # an export of what the broker kept (e.g. Service Bus Explorer), None: skip that check
-KEPT_FORMAT = None  # its format, None: from the file name
+KEPT = None  # an export of what the broker kept (Service Bus Explorer); None: the sample's, if INPUT is None
+KEPT_FORMAT = None  # its format, None: recognised from the content
 
 # %%
 from dedup_lib import get_spark
@@ -163,13 +163,16 @@ styled(sweep[columns])
 # %% [markdown]
 # ## Check against the broker
 # An export of the entity (Service Bus Explorer: select the messages, *Save*; or a peek) lists what the broker kept, never what it dropped. Matching each kept message to its send tells whether the broker's real window agrees with the replay's: **contradictions** are kept messages the replay drops (the real window is shorter, or detection is off), **unexplained** ones have no send in the telemetry, **pairs** are two kept messages of one key inside the window.
+#
+# The shipped sample's export is what the broker kept of `orders` when its real window was one minute, not the ten the replay assumes: the check finds the difference and names the window that agrees.
 
 # %%
 from IPython.display import Markdown
 
 from dedup_lib import detect_duplicates, reconcile
 
-if KEPT is None:
+kept_path = KEPT or (None if INPUT else sample_path("incident-kept/orders.json.gz"))
+if kept_path is None:
     checked = None
     shown = Markdown(
         "No broker export given: set `KEPT` to the path of an export of the entity (Service Bus"
@@ -177,7 +180,7 @@ if KEPT is None:
         " `ENTITY` to the queue or topic it came from, then run this section again."
     )
 else:
-    kept = load_telemetry(spark, KEPT, format=KEPT_FORMAT).valid
+    kept = load_telemetry(spark, kept_path, format=KEPT_FORMAT).valid
     replayed = detect_duplicates(loaded.valid, policy)
     checked = reconcile(replayed, kept, policy, entity=ENTITY, start=START, end=END)
     shown = styled(checked.summary())

@@ -270,6 +270,9 @@ def test_entities_are_matched_and_named_when_a_frame_has_none(spark):
     with pytest.raises(InputError, match="result has no entity column"):
         reconcile(without, named, policy)
     assert adds_up(reconcile(without, named, policy, entity="q1"))["contradictions"] == 1
+    covering = reconcile(result, named, policy)  # q2's send is not an export of q1's to judge
+    assert adds_up(covering)["not_kept"] == 0
+    assert adds_up(covering)["accepted"] == 1
 
 
 def test_a_time_range_narrows_what_is_reported_not_how_rows_match(spark):

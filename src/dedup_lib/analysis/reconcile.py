@@ -298,7 +298,8 @@ def reconcile(
     ``scheduled_enqueue_time``, ``sequence_number``).
 
     ``entity`` narrows both to one queue or topic, and names the entity of a frame without an
-    ``entity`` column (an export does not say which entity it came from). ``start`` and
+    ``entity`` column (an export does not say which entity it came from). Without it, only
+    the sends of the entities ``kept`` holds are compared: an export covers its own entities. ``start`` and
     ``end`` (ISO 8601, UTC without offset) narrow what is reported, by enqueue time for kept
     messages and send time for sends; the matching itself sees every row, so a row's category
     does not depend on the range.
@@ -323,6 +324,9 @@ def reconcile(
     kept = _utc(kept, "send_time")
     sends = _scoped(result, scope, "result", "entity" in kept.columns)
     held = _scoped(kept, scope, "kept", "entity" in result.columns)
+    if scope is None:
+        covered = held.select(F.col("entity").alias(_COVERED)).distinct()
+        sends = sends.join(covered, sends["entity"].eqNullSafe(covered[_COVERED]), "left_semi")
     tol_us = tol // timedelta(microseconds=1)
     window_us = policy.window_micros
 
@@ -454,6 +458,9 @@ def _time_us(df: DataFrame, name: str) -> Column:
     if isinstance(df.schema[name].dataType, T.TimestampNTZType):
         value = utc_wall_clock(value)
     return F.unix_micros(value)
+
+
+_COVERED = "__dedup_kept_entity"
 
 
 def _scoped(df: DataFrame, scope: str | None, name: str, other_has_entity: bool) -> DataFrame:
