@@ -536,7 +536,13 @@ def _dependencies(frame: DataFrame, caller: str, path: str) -> list[dict[str, An
         call_id = _span_id("call", key)
         entity = members[0][1].get("entity")
         target = f"{_NAMESPACE}/{entity}" if entity is not None else _NAMESPACE
-        common = {"Target": target, "OperationId": operation, "ParentId": app_span}
+        role = members[0][1].get("sender") or "sender"
+        common = {
+            "Target": target,
+            "OperationId": operation,
+            "ParentId": app_span,
+            "AppRoleName": role,
+        }
         links = []
         for index, send in members:
             own = _span_id("message", index)
