@@ -24,7 +24,7 @@ ENTITY = "(all)"  # one queue or topic, or "(all)"
 START = None  # ISO 8601 start of the incident, None: from the first send
 END = None  # ISO 8601 end, None: to the last send
 EMBED_CHARTS = False  # True in headless runs: charts carry plotly.js, so the HTML works offline
-KEPT = None  # an export of what the broker kept (Service Bus Explorer); None: the sample's, if INPUT is None
+KEPT = None  # what the broker kept (a Service Bus Explorer export); None: the sample's
 KEPT_FORMAT = None  # its format, None: recognised from the content
 
 # %%

@@ -299,10 +299,10 @@ def reconcile(
 
     ``entity`` narrows both to one queue or topic, and names the entity of a frame without an
     ``entity`` column (an export does not say which entity it came from). Without it, only
-    the sends of the entities ``kept`` holds are compared: an export covers its own entities. ``start`` and
-    ``end`` (ISO 8601, UTC without offset) narrow what is reported, by enqueue time for kept
-    messages and send time for sends; the matching itself sees every row, so a row's category
-    does not depend on the range.
+    the sends of the entities ``kept`` holds are compared: an export covers its own entities.
+    ``start`` and ``end`` (ISO 8601, UTC without offset) narrow what is reported, by enqueue
+    time for kept messages and send time for sends; the matching itself sees every row, so a
+    row's category does not depend on the range.
 
     Matching: a kept message and a send match when entity and MessageId are equal (and the
     effective partition key, session id else partition key, where both name one) and the
