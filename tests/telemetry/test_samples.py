@@ -45,3 +45,5 @@ def test_the_export_is_what_a_one_minute_broker_kept(spark):
     assert checked.counts()["contradictions"] > 0
     assert checked.agreeing_window is not None
     assert timedelta(minutes=1) <= checked.agreeing_window < timedelta(minutes=2)
+    advice = " ".join(checked.summary()["what to do"])
+    assert "replay at 1m;" in advice  # rounded down: a window at most the bound agrees

@@ -128,7 +128,7 @@ class Reconciliation:
         c, window = self.tally, format_window(self.policy.window)
         tolerance = format_window(self.tolerance)
         bound = (
-            f"replay at {format_window(self.agreeing_window)}"
+            f"replay at {_replay_at(self.agreeing_window)}"
             if self.agreeing_window is not None
             else "check the entity's settings (az servicebus queue show)"
         )
@@ -272,6 +272,13 @@ def _at_most(bound: timedelta) -> str:
     if seconds == 0:
         return "0s (it kept two messages of one key enqueued at the same time)"
     return format_duration(seconds, "up") if seconds >= 60 else format_window(bound)
+
+
+def _replay_at(bound: timedelta) -> str:
+    """A window to replay at that agrees with the broker: the bound rounded down to the
+    second (a window at most the bound agrees), exact below a second."""
+    whole = timedelta(seconds=int(bound.total_seconds()))
+    return format_window(whole if whole else bound)
 
 
 def parse_tolerance(value: timedelta | int | float | str) -> timedelta:
