@@ -640,6 +640,15 @@ CASES: list[Case] = [
         names="sdk.json",
     ),
     Case(
+        "otlp-no-service-bus-spans",
+        lambda d: text(
+            d / "http.json", otlp(_span("a1", f"{T0}000000000", **{"http.method": "GET"}))
+        ),
+        error=r"none of the 1 record\(s\) in .*http\.json is a Service Bus message send "
+        r"\('not a Service Bus span: ServiceBus\.message': 1\), so there is nothing to replay",
+        names="http.json",
+    ),
+    Case(
         "otlp-truncated-gzip",
         lambda d: truncated_gzip(
             d / "traces.json.gz",

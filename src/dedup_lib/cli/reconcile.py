@@ -67,7 +67,11 @@ def run(args: argparse.Namespace) -> int:
         print(_loaded("Telemetry", telemetry) + f" Replayed with {policy.describe()}.")
         print(_loaded("Kept", kept) + f" Matched within {args.tolerance}.")
         print()
-        print(text_table(found.summary()))
+        summary = found.summary()
+        print(text_table(summary[["category", "count"]]))
+        for category, count, means, todo in summary.itertuples(index=False):
+            if count and todo not in ("—", "nothing: the replay agrees"):
+                print(f"\n{category}: {means}.\n  What to do: {todo}.")
         print()
         print(printable(found.verdict()))
         listed: tuple[tuple[Name, str], ...] = (

@@ -438,6 +438,23 @@ def _no_message_ids(
             )
 
 
+def _no_sends(
+    table: pd.DataFrame, record_format: RecordFormat, path: str, not_sends: DataFrame
+) -> None:
+    """An error when a structured format's files hold records but no message send at all:
+    the wrong format was named, or the traces come from an app that sends none."""
+    read, skipped = int(table["read"].sum()), int(table["skipped"].sum())
+    if read and read == skipped:
+        reasons = not_sends.groupBy(REASON).count().orderBy(F.desc("count")).limit(3).collect()
+        seen = ", ".join(f"{excerpt(r[0])}: {r[1]:,}" for r in reasons)
+        where = table["file"].iloc[0] if len(table) == 1 else printable(path)
+        raise InputError(
+            f"{_CALLER}: none of the {read:,} record(s) in {where} is a Service Bus "
+            f"message send ({seen}), so there is nothing to replay; expected "
+            f"{record_format.expected}; see {_GUIDE}"
+        )
+
+
 def _with_entity(frame: DataFrame, fields: dict[str, T.DataType], entity: str) -> DataFrame:
     """``entity`` where a row names none (or the file has no entity column at all)."""
     named = column("entity").cast("string")
@@ -600,6 +617,7 @@ def _load_records(
     )
     tally = _tally(files, records.select(SOURCE_FILE), frame, fmt, expected, skipped)
     _no_message_ids(tally.sends, record_format, keys["message_id"])
+    _no_sends(tally.table, record_format, path, not_sends)
     return LoadedTelemetry(
         valid=valid,
         quarantine=quarantine,
