@@ -41,7 +41,7 @@ lab: $(STAMP)
 
 test: $(STAMP) lint
 	@$(CHECK)
-	$(BIN)/python -m pytest --nbval-lax tests notebooks
+	$(BIN)/python -m pytest --nbval-lax --durations=15 tests notebooks
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not spark and not slow"

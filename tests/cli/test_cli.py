@@ -144,7 +144,7 @@ def test_bad_arguments_exit_2_with_usage(capsys):
 
 
 def test_help_documents_every_option_with_examples():
-    for command in ("simulate", "generate"):
+    for command in ("simulate", "generate", "reconcile"):
         text = subprocess.run(
             [sys.executable, "-m", "dedup_lib", command, "--help"],
             capture_output=True, text=True, check=True,
@@ -156,13 +156,16 @@ def test_help_documents_every_option_with_examples():
 
 
 def test_samples_are_small_and_documented():
-    files = sorted(p for p in SAMPLES.iterdir() if p.name != "README.md")
+    files = sorted(p for p in SAMPLES.rglob("*") if p.is_file() and p.name != "README.md")
+    names = [p.relative_to(SAMPLES).as_posix() for p in files]
     entities = ["entities-arm.json", "entities-az.json", "entities-emulator.json"]
-    assert [p.name for p in files] == sorted([*DAY_SAMPLES, "incident.parquet", *entities])
-    assert sum(p.stat().st_size for p in files) < 20 * 1024 * 1024
+    incident = ["incident.parquet", "incident-otlp.jsonl.gz", "incident-app-insights.csv.gz",
+                "incident-app-insights.json.gz", "incident-kept/orders.json.gz"]  # fmt: skip
+    assert names == sorted([*DAY_SAMPLES, *incident, *entities])
+    assert sum(p.stat().st_size for p in files) < 30 * 1024 * 1024
     readme = (SAMPLES / "README.md").read_text()
-    for p in files:
-        assert p.name in readme
+    for name in names:
+        assert f"`{name}`" in readme
 
 
 def test_simulate_reads_traces_and_says_how_many_spans_were_not_sends(spark, capsys, tmp_path):

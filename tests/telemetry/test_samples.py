@@ -22,12 +22,16 @@ def _verdicts(spark, name):
     return Counter(tuple(r) for r in result.select(*JUDGED, ms).collect())
 
 
+@pytest.fixture(scope="module")
+def expected(spark):
+    return _verdicts(spark, "incident.parquet")
+
+
 @pytest.mark.parametrize(
     "name",
     ["incident-otlp.jsonl.gz", "incident-app-insights.csv.gz", "incident-app-insights.json.gz"],
 )
-def test_each_shape_of_the_incident_gives_the_parquet_verdicts(spark, name):
-    expected = _verdicts(spark, "incident.parquet")
+def test_each_shape_of_the_incident_gives_the_parquet_verdicts(spark, expected, name):
     assert _verdicts(spark, name) == expected
     assert {row[4] for row in expected} == {"accepted", "duplicate", "rejected"}
 
