@@ -23,7 +23,7 @@ from dedup_lib.columns import column
 from dedup_lib.errors import DedupLibError, InputError, excerpt, printable
 from dedup_lib.spark import spark_errors
 from dedup_lib.telemetry.files import InputFiles, file_key, list_input, spark_path
-from dedup_lib.telemetry.formats import NOT_SEND, RECORD_FORMATS, RecordFormat
+from dedup_lib.telemetry.formats import NOT_SEND, RECORD_FORMATS, SOURCE_FILE, RecordFormat
 from dedup_lib.telemetry.recognise import recognise
 from dedup_lib.telemetry.schema import BUILTIN_ALIASES, CANONICAL_COLUMNS, REQUIRED_COLUMNS
 from dedup_lib.telemetry.sources import (
@@ -44,7 +44,6 @@ _MALFORMED = {"csv": "malformed CSV line", "json": "malformed JSON line"}
 _CALLER = "load_telemetry"
 
 REASON = "reason"
-SOURCE_FILE = "source_file"
 _PARSED = "__dedup_parsed_"
 _NEVER = "__dedup_never_"
 _EXCERPT = 60

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+#: The column naming the file each raw row and record came from, which ``records`` carries.
+SOURCE_FILE = "source_file"
 #: The column of a record that is not a message send (a span of another system, a dependency
 #: row of another type): why, or null for sends. Such records are counted and skipped.
 NOT_SEND = "__dedup_not_send"

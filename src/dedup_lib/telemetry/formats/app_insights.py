@@ -70,7 +70,7 @@ from pyspark.sql import types as T
 
 from dedup_lib.columns import column
 from dedup_lib.errors import InputError, printable
-from dedup_lib.telemetry.formats import NOT_SEND
+from dedup_lib.telemetry.formats import NOT_SEND, SOURCE_FILE
 from dedup_lib.telemetry.formats.single_file import (
     EPOCH,
     check_size,
@@ -84,7 +84,6 @@ from dedup_lib.telemetry.sources import CORRUPT
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-SOURCE_FILE = "source_file"
 #: Dependency types of one message's row: the sends.
 SEND_TYPES = (
     "Queue Message | Azure Service Bus",

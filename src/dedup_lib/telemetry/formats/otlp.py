@@ -46,7 +46,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dedup_lib.columns import column
-from dedup_lib.telemetry.formats import NOT_SEND
+from dedup_lib.telemetry.formats import NOT_SEND, SOURCE_FILE
 from dedup_lib.telemetry.schema import TEXT_TIME_FORMAT
 from dedup_lib.telemetry.sources import CORRUPT
 from dedup_lib.telemetry.times import parse_time
@@ -54,7 +54,6 @@ from dedup_lib.telemetry.times import parse_time
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-SOURCE_FILE = "source_file"
 
 _VALUE_FIELDS = (
     "stringValue",

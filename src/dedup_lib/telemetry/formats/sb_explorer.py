@@ -45,7 +45,7 @@ from pyspark.sql import types as T
 
 from dedup_lib.columns import column
 from dedup_lib.errors import InputError
-from dedup_lib.telemetry.formats import NOT_SEND
+from dedup_lib.telemetry.formats import NOT_SEND, SOURCE_FILE
 from dedup_lib.telemetry.formats.single_file import (
     check_size,
     dotnet_time,
@@ -58,7 +58,6 @@ from dedup_lib.telemetry.sources import CORRUPT
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-SOURCE_FILE = "source_file"
 _PROPERTIES = "properties"
 _PROPERTY_PREFIX = "properties."
 #: Json.NET's text of .NET ``DateTime.MinValue`` and ``MaxValue``: not set, and never.
