@@ -86,11 +86,12 @@ samples: $(STAMP)
 	@du -sh $(SAMPLES)
 
 postmortem: $(STAMP)
-	@test -n "$(INPUT)" || { echo "usage: make postmortem INPUT=path/to/sends [WINDOW=PT10M] [PARTITIONING=1] [ENTITY=name] [START=iso] [END=iso]"; exit 2; }
+	@test -n "$(INPUT)" || { echo "usage: make postmortem INPUT=path/to/sends [WINDOW=PT10M] [PARTITIONING=1] [ENTITY=name] [START=iso] [END=iso] [KEPT=export.json]"; exit 2; }
 	@$(CHECK)
 	$(BIN)/dedup-lib postmortem "$(INPUT)" --window $(or $(WINDOW),PT10M) \
 		$(if $(PARTITIONING),--partitioning) $(if $(ENTITY),--entity "$(ENTITY)") \
-		$(if $(START),--start "$(START)") $(if $(END),--end "$(END)")
+		$(if $(START),--start "$(START)") $(if $(END),--end "$(END)") \
+		$(if $(KEPT),--kept "$(KEPT)")
 
 # The .py files are the notebooks' reviewed source (notebooks/jupytext.toml pairs each with its
 # .ipynb): sync whichever side was edited last, format the .py, carry that back to the .ipynb,

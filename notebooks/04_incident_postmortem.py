@@ -175,9 +175,9 @@ kept_path = KEPT or (None if INPUT else sample_path("incident-kept/orders.json.g
 if kept_path is None:
     checked = None
     shown = Markdown(
-        "No broker export given: set `KEPT` to the path of an export of the entity (Service Bus"
-        ' Explorer saves the selected messages as JSON: `KEPT_FORMAT = "sb-explorer"`) and'
-        " `ENTITY` to the queue or topic it came from, then run this section again."
+        "No export of what the broker kept was given, so the replay is not checked against"
+        " the broker. Service Bus Explorer saves a queue's messages as JSON; set `KEPT` to"
+        " that file here, or pass `--kept` to `dedup-lib postmortem`."
     )
 else:
     kept = load_telemetry(spark, kept_path, format=KEPT_FORMAT).valid

@@ -11,7 +11,10 @@ from dedup_lib.cli import main
 
 
 def test_postmortem_writes_a_self_contained_report(tmp_path):
-    report = run_postmortem(sample_path("incident.parquet"), window="PT20S", out_dir=str(tmp_path))
+    kept = sample_path("incident-kept/orders.json.gz")  # what a PT1M broker kept of orders
+    report = run_postmortem(
+        sample_path("incident.parquet"), window="PT20S", out_dir=str(tmp_path), kept=kept
+    )
     assert report.name == "postmortem-incident-PT20S.html"
     html = report.read_text()
     # the narrative and the figures of this window
@@ -23,6 +26,9 @@ def test_postmortem_writes_a_self_contained_report(tmp_path):
     assert re.search(r"notifications\s+new MessageId\s+217", cells)
     assert re.search(r"orders\s+after the window\s+341", cells)
     assert "no collisions: no message was lost to a reused id" in html
+    # checked against the broker: a 20 s replay keeps all a 1 min broker kept, and more
+    assert "Every message the broker kept on orders that the telemetry explains agrees" in html
+    assert "No export of what the broker kept" not in html
     # charts: four plotly figures, plotly.js inlined once, no CDN needed
     assert len(re.findall(r'class="plotly-graph-div"', html)) == 4
     assert "Resends that reached consumers again, by cause" in html
@@ -38,6 +44,9 @@ def test_postmortem_writes_a_self_contained_report(tmp_path):
 def test_postmortem_command_names_a_missing_input(capsys, tmp_path):
     assert main(["postmortem", str(tmp_path / "none.parquet"), "--quiet"]) == 1
     assert "does not exist" in capsys.readouterr().err
+    sample = sample_path("incident.parquet")
+    assert main(["postmortem", sample, "--kept", str(tmp_path / "none.json"), "--quiet"]) == 1
+    assert "none.json does not exist" in capsys.readouterr().err
 
 
 def test_sample_path_lists_the_samples():

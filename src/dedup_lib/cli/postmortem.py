@@ -16,6 +16,8 @@ from dedup_lib.cli.common import (
 )
 from dedup_lib.cli.simulate import window_policy
 from dedup_lib.errors import printable
+from dedup_lib.telemetry.formats import RECORD_FORMATS
+from dedup_lib.telemetry.schema import FORMATS
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,6 +27,8 @@ def run(args: argparse.Namespace) -> int:
     existing_input(args.input)
     window_policy(args.window, partitioning=args.partitioning)
     time_range(args.start, args.end)
+    if args.kept is not None:
+        existing_input(args.kept)
     writable_target("--out-dir", os.path.join(args.out_dir, "report.html"))
     progress.step(f"running the postmortem notebook on {args.input} ({args.window})")
     report = run_postmortem(
@@ -35,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
         start=args.start,
         end=args.end,
         out_dir=args.out_dir,
+        kept=args.kept,
+        kept_format=args.kept_format,
     )
     progress.step("done")
     print(printable(str(report)))
@@ -53,7 +59,9 @@ def add_to(
         "write a self-contained HTML report (charts work offline) to --out-dir.",
         epilog="examples:\n  dedup-lib postmortem data/samples/incident.parquet --window PT1M\n"
         "  dedup-lib postmortem sends/ --entity orders --start 2026-11-03T21:00 "
-        "--end 2026-11-03T22:00",
+        "--end 2026-11-03T22:00\n"
+        "  dedup-lib postmortem data/samples/incident.parquet --entity orders "
+        "--kept data/samples/incident-kept/orders.json.gz",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     post.add_argument("input", metavar="INPUT", help="the incident's telemetry, file or folder")
@@ -67,6 +75,17 @@ def add_to(
     )
     post.add_argument(
         "--end", type=iso_time, help="end of the incident, ISO 8601 UTC (default: last send)"
+    )
+    post.add_argument(
+        "--kept",
+        metavar="EXPORT",
+        help="what the broker kept (a Service Bus Explorer export): the report checks the "
+        "replay against it",
+    )
+    post.add_argument(
+        "--kept-format",
+        choices=(*FORMATS, *RECORD_FORMATS),
+        help="the export's format (default: recognised from its content)",
     )
     post.add_argument("--out-dir", default="reports", help="where to write (default: reports)")
     post.set_defaults(run=run)

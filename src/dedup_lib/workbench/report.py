@@ -89,9 +89,13 @@ def run_postmortem(
     start: str | None = None,
     end: str | None = None,
     out_dir: str = "reports",
+    kept: str | None = None,
+    kept_format: str | None = None,
     notebook: Traversable | Path = POSTMORTEM,
 ) -> Path:
-    """Execute the postmortem notebook with these parameters; return the HTML report's path."""
+    """Execute the postmortem notebook with these parameters; return the HTML report's path.
+    ``kept`` is an export of what the broker kept (Service Bus Explorer), to check the
+    replay against (:func:`dedup_lib.reconcile`)."""
     import nbformat
     import papermill as pm
     from nbconvert import HTMLExporter
@@ -100,6 +104,9 @@ def run_postmortem(
     source = Path(input).resolve()
     if not source.exists():
         raise MissingFileError(f"postmortem: {input} does not exist")
+    kept_path = Path(kept).resolve() if kept is not None else None
+    if kept_path is not None and not kept_path.exists():
+        raise MissingFileError(f"postmortem: {kept} does not exist")
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     stem = re.sub(r"[^\w.-]+", "-", source.name.split(".")[0])
@@ -125,6 +132,8 @@ def run_postmortem(
                     "START": start,
                     "END": end,
                     "EMBED_CHARTS": True,
+                    "KEPT": str(kept_path) if kept_path is not None else None,
+                    "KEPT_FORMAT": kept_format,
                 },
                 cwd=str(out),
                 progress_bar=False,
