@@ -164,7 +164,7 @@ styled(sweep[columns])
 # ## Check against the broker
 # An export of the entity (Service Bus Explorer: select the messages, *Save*; or a peek) lists what the broker kept, never what it dropped. Matching each kept message to its send tells whether the broker's real window agrees with the replay's: **contradictions** are kept messages the replay drops (the real window is shorter, or detection is off), **unexplained** ones have no send in the telemetry, **pairs** are two kept messages of one key inside the window.
 #
-# The shipped sample's export is what the broker kept of `orders` when its real window was one minute, not the ten the replay assumes: the check finds the difference and names the window that agrees.
+# The shipped sample's export is what the broker kept of `orders` when its real window was one minute: replayed at ten, the check finds the difference and names the window that agrees.
 
 # %%
 from IPython.display import Markdown
