@@ -22,7 +22,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import IO, TYPE_CHECKING, Any, overload
+from typing import IO, TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -205,7 +205,29 @@ def _cut(text: str) -> str:
     return text if len(text) <= ERROR_LENGTH else text[: ERROR_LENGTH - 3] + "..."
 
 
-class RecordingSender:
+_Sender = TypeVar("_Sender", "ServiceBusSender", "AsyncServiceBusSender")
+
+
+class _Wrapper(Generic[_Sender]):
+    """What both recording senders hold: the wrapped sender and the recorder of its calls."""
+
+    def __init__(
+        self,
+        sender: _Sender,
+        path_or_file: str | os.PathLike[str] | IO[str],
+        *,
+        clock: Clock = _utc_now,
+    ) -> None:
+        self.sender: _Sender = sender
+        self._recorder = _Recorder(sender.entity_name, path_or_file, clock)
+
+    @property
+    def entity_name(self) -> str:
+        """The queue or topic the wrapped sender sends to."""
+        return self.sender.entity_name
+
+
+class RecordingSender(_Wrapper["ServiceBusSender"]):
     """A ``ServiceBusSender`` that writes a JSON line per message it sends or schedules.
 
     Same calls as the sender it wraps (``send_messages``, ``schedule_messages``,
@@ -213,21 +235,6 @@ class RecordingSender:
     wrapped one is ``sender``. Each call's lines share a fresh ``batch_id``; an exception is
     recorded, then re-raised unchanged. Thread-safe; the file is flushed after every call.
     """
-
-    def __init__(
-        self,
-        sender: ServiceBusSender,
-        path_or_file: str | os.PathLike[str] | IO[str],
-        *,
-        clock: Clock = _utc_now,
-    ) -> None:
-        self.sender = sender
-        self._recorder = _Recorder(sender.entity_name, path_or_file, clock)
-
-    @property
-    def entity_name(self) -> str:
-        """The queue or topic the wrapped sender sends to."""
-        return self.sender.entity_name
 
     def send_messages(self, message: Messages | ServiceBusMessageBatch, **kwargs: Any) -> None:
         """Send as ``ServiceBusSender.send_messages`` does, then record each message."""
@@ -283,24 +290,9 @@ class RecordingSender:
         self.close()
 
 
-class AsyncRecordingSender:
+class AsyncRecordingSender(_Wrapper["AsyncServiceBusSender"]):
     """:class:`RecordingSender` for ``azure.servicebus.aio.ServiceBusSender``: the same calls,
     awaited. The lines are written from the event loop's thread (a short, flushed write)."""
-
-    def __init__(
-        self,
-        sender: AsyncServiceBusSender,
-        path_or_file: str | os.PathLike[str] | IO[str],
-        *,
-        clock: Clock = _utc_now,
-    ) -> None:
-        self.sender = sender
-        self._recorder = _Recorder(sender.entity_name, path_or_file, clock)
-
-    @property
-    def entity_name(self) -> str:
-        """The queue or topic the wrapped sender sends to."""
-        return self.sender.entity_name
 
     async def send_messages(
         self, message: Messages | ServiceBusMessageBatch, **kwargs: Any
