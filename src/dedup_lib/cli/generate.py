@@ -68,23 +68,19 @@ def run(args: argparse.Namespace) -> int:
         df = judged.where(judged["verdict"] == ACCEPTED).select(*df.columns)
     if wanted:
         df = df.select(*wanted)
+    order = tuple(c for c in ("send_time", "event_id") if c in df.columns)
     if args.format in RECORD_FORMATS:
-        RECORD_FORMATS[args.format].write(df.orderBy("send_time", "event_id"), args.out)
-        progress.step(f"wrote {args.out}")
-        print(printable(args.out))
-        return 0
-    order = (
-        tuple(c for c in ("send_time", "event_id") if c in df.columns) if args.single_file else ()
-    )
-    write_telemetry(
-        df,
-        args.out,
-        args.format,
-        names=args.names,
-        single_file=args.single_file,
-        overwrite=args.overwrite,
-        order_by=order,
-    )
+        RECORD_FORMATS[args.format].write(df.orderBy(*order), args.out)
+    else:
+        write_telemetry(
+            df,
+            args.out,
+            args.format,
+            names=args.names,
+            single_file=args.single_file,
+            overwrite=args.overwrite,
+            order_by=order if args.single_file else (),
+        )
     progress.step(f"wrote {args.out}")
     print(printable(args.out))
     return 0
