@@ -1,0 +1,58 @@
+"""Chromium, driven by playwright, for the tests that look at pages as a user does.
+
+The browser is Debian's ``chromium`` (playwright's own download is not used). Without it, or
+without the ``playwright`` package, these tests skip and say how to install them. Screenshots
+of each step land under ``build/screenshots/<test>/`` (``DEDUP_SCREENSHOTS`` moves them),
+which CI keeps and git ignores.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = os.environ.get("DEDUP_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+SCREENSHOTS = Path(os.environ.get("DEDUP_SCREENSHOTS", "build/screenshots")).resolve()
+INSTALL = (
+    "install Debian's Chromium (sudo apt-get install chromium) or set DEDUP_CHROMIUM to a "
+    "Chromium binary; the playwright package comes with `pip install -e '.[test]'`"
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the whole run."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip(f"the playwright package is not installed: {INSTALL}")
+    if not Path(CHROMIUM).is_file():
+        pytest.skip(f"no Chromium at {CHROMIUM}: {INSTALL}")
+    with sync_playwright() as driver:
+        chromium = driver.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def screenshots(request: pytest.FixtureRequest) -> Path:
+    """An empty folder for this test's screenshots."""
+    folder = SCREENSHOTS / re.sub(r"[^\w.-]+", "_", request.node.name)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
