@@ -56,3 +56,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+        only = item.get_closest_marker("classic_only")
+        callspec = getattr(item, "callspec", None)
+        if only is not None and callspec is not None and callspec.params.get("spark") == "connect":
+            why = only.kwargs.get("covered_by") or (only.args[0] if only.args else "")
+            if not why:
+                raise pytest.UsageError(f"{item.nodeid}: classic_only needs covered_by=...")
+            item.add_marker(pytest.mark.skip(reason=f"classic pass only; Connect: {why}"))

@@ -21,6 +21,7 @@ def _tables(output: str) -> str:
     return output.split("\n", 1)[1]
 
 
+@pytest.mark.classic_only(covered_by="the other simulate tests here, which run on both")
 def test_simulate_gives_identical_verdicts_on_every_sample_format(spark, capsys):
     reports = []
     for name in DAY_SAMPLES:

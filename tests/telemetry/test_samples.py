@@ -27,6 +27,9 @@ def expected(spark):
     return _verdicts(spark, "incident.parquet")
 
 
+@pytest.mark.classic_only(
+    covered_by="each reader's own Connect tests in tests/telemetry/formats and test_corpus.py"
+)
 @pytest.mark.parametrize(
     "name",
     ["incident-otlp.jsonl.gz", "incident-app-insights.csv.gz", "incident-app-insights.json.gz"],
