@@ -188,10 +188,10 @@ def add_to(
         "explore",
         parents=[common],
         help="serve the window explorer as a web page (Voilà), for people without JupyterLab",
-        description="Serve the window explorer on INPUT as a standalone web page with Voilà: "
-        "the explorer only, no code. Anyone who can reach the URL can move the window, switch "
-        "partitioning, pick an entity or a time range. The server listens on 127.0.0.1 only; "
-        "Ctrl-C stops it. Needs Voilà: " + INSTALL + ".",
+        description="Serve the window explorer on INPUT as a standalone web page with Voilà:\n"
+        "the explorer only, no code. Whoever opens the URL can move the window, switch\n"
+        "partitioning, pick an entity or a time range. The server listens on 127.0.0.1 only;\n"
+        f"Ctrl-C stops it. Needs Voilà: {INSTALL}.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
