@@ -9,7 +9,7 @@ LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 # Java 17+, the JVM replay kernel built (or why the Python one will run), the Jupyter kernel.
 CHECK = $(BIN)/dedup-lib doctor
 
-.PHONY: help install lab test test-fast lint bench bench-load bench-synth bench-explorer samples notebooks postmortem clean
+.PHONY: help install lab test test-fast lint bench bench-load bench-synth bench-explorer samples notebooks postmortem explore clean
 
 help:
 	@echo "make lab     open JupyterLab on notebooks/ (installs on first use)"
@@ -22,6 +22,8 @@ help:
 	@echo "make samples regenerate data/samples/ (deterministic: same seed, same rows)"
 	@echo "make postmortem INPUT=sends.parquet [WINDOW=PT10M] [ENTITY=orders] [START=..] [END=..]"
 	@echo "             run the postmortem notebook headless; HTML report under reports/"
+	@echo "make explore INPUT=sends.parquet [WINDOW=PT10M] [PARTITIONING=1] [EXPLORE_PORT=8866]"
+	@echo "             serve the window explorer as a web page (Voila), for people without Jupyter"
 	@echo "make notebooks  sync each notebooks/0*.py with its .ipynb (jupytext), ruff format, strip outputs"
 
 $(STAMP): pyproject.toml
@@ -92,6 +94,12 @@ postmortem: $(STAMP)
 		$(if $(PARTITIONING),--partitioning) $(if $(ENTITY),--entity "$(ENTITY)") \
 		$(if $(START),--start "$(START)") $(if $(END),--end "$(END)") \
 		$(if $(KEPT),--kept "$(KEPT)")
+
+explore: $(STAMP)
+	@test -n "$(INPUT)" || { echo "usage: make explore INPUT=path/to/sends [WINDOW=PT10M] [PARTITIONING=1] [EXPLORE_PORT=8866]"; exit 2; }
+	@$(CHECK)
+	$(BIN)/dedup-lib explore "$(INPUT)" --window $(or $(WINDOW),PT10M) --port $(or $(EXPLORE_PORT),8866) \
+		$(if $(PARTITIONING),--partitioning)
 
 # The .py files are the notebooks' reviewed source (notebooks/jupytext.toml pairs each with its
 # .ipynb): sync whichever side was edited last, format the .py, carry that back to the .ipynb,

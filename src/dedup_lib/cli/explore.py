@@ -1,0 +1,217 @@
+"""``dedup-lib explore``: the window explorer as a standalone web page, served by Voilà, for
+colleagues who do not use JupyterLab: the explorer only, no code.
+
+The page is a notebook shipped in the package (``resources/explorer.ipynb``). Its parameters
+(input, window, mode, format) are environment variables of the Voilà server, which Voilà's
+kernels inherit: the notebook stays one fixed, reviewed file (no generated code, no quoting of
+paths into source, nothing temporary to clean up), and ``--master``/``--remote`` reach
+:func:`dedup_lib.spark.get_spark` the same way (``DEDUP_SPARK_MASTER``, ``SPARK_REMOTE``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+import webbrowser
+from importlib.resources import as_file, files
+
+from dedup_lib.cli.common import PROG, CommandError, existing_input
+from dedup_lib.cli.simulate import window_policy
+from dedup_lib.errors import printable
+from dedup_lib.telemetry.files import local_path
+from dedup_lib.telemetry.formats import RECORD_FORMATS
+from dedup_lib.telemetry.schema import FORMATS
+
+#: The page: a notebook that loads the input and shows ``WindowExplorer(...).widget``.
+EXPLORER = files("dedup_lib") / "resources" / "explorer.ipynb"
+
+INSTALL = "pip install 'dedup-lib[explore]'"
+
+#: How long Voilà may take to listen on its port.
+START_SECONDS = 120.0
+
+EXAMPLES = """\
+examples:
+  dedup-lib explore data/samples/day.parquet
+  dedup-lib explore sends/ --window PT1M --partitioning --port 8870
+  dedup-lib explore traces.jsonl.gz --format otlp --no-browser
+"""
+
+
+def free_port(port: int) -> None:
+    """``port`` can be listened on here: checked before Voilà starts, which would otherwise
+    move to another port than the URL printed."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise CommandError(f"--port {port}: cannot listen there ({exc.strerror})") from None
+
+
+def port_number(text: str) -> int:
+    """A TCP port for ``--port``: 1 to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"expected a port from 1 to 65535, got {value}")
+    return value
+
+
+def voila_installed() -> None:
+    if importlib.util.find_spec("voila") is None:
+        raise CommandError(f"explore needs Voilà, which is not installed: {INSTALL}")
+
+
+def page_environment(args: argparse.Namespace) -> dict[str, str]:
+    """The server's environment: this one plus the page's parameters. A local input is made
+    absolute, as the kernel runs in the notebook's folder."""
+    local = local_path(args.input)
+    path = (
+        os.path.abspath(args.input) if local is not None and "://" not in args.input else args.input
+    )
+    env = {
+        **os.environ,
+        "DEDUP_EXPLORE_INPUT": path,
+        "DEDUP_EXPLORE_LABEL": args.input,
+        "DEDUP_EXPLORE_WINDOW": args.window,
+        "DEDUP_EXPLORE_PARTITIONING": "1" if args.partitioning else "",
+        "DEDUP_EXPLORE_FORMAT": args.format or "",
+    }
+    if args.master:
+        env["DEDUP_SPARK_MASTER"] = args.master
+    if args.remote:
+        env["SPARK_REMOTE"] = args.remote
+    return env
+
+
+def voila_command(notebook: str, port: int) -> list[str]:
+    """Voilà on ``notebook``, on localhost ``port`` only, sources stripped, no browser (this
+    command opens it once the server listens), no tracebacks on the page, and the kernels of
+    closed pages (each with its own Spark) stopped."""
+    return [
+        sys.executable,
+        "-m",
+        "voila",
+        notebook,
+        f"--port={port}",
+        "--Voila.ip=127.0.0.1",
+        "--Voila.port_retries=0",
+        "--no-browser",
+        "--strip_sources=True",
+        "--show_tracebacks=False",
+        "--theme=light",
+        "--Voila.log_level=WARN",
+        # jupytext's lab extension edits notebooks: on a page it fails to load (a console error)
+        '--VoilaConfiguration.extension_denylist=["jupyterlab-jupytext"]',
+        # each visit has its own kernel and Spark: one left by a closed tab goes after 5 idle min
+        "--MappingKernelManager.cull_idle_timeout=300",
+        "--MappingKernelManager.cull_interval=60",
+    ]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _wait_listening(server: subprocess.Popen[bytes], port: int) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while not _listening(port):
+        if server.poll() is not None:
+            raise CommandError(
+                f"Voilà stopped before serving the page (exit status {server.returncode})"
+            )
+        if time.monotonic() > deadline:
+            raise CommandError(f"Voilà did not listen on port {port} within {START_SECONDS:.0f} s")
+        time.sleep(0.2)
+
+
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    """Stop Voilà and its kernels: SIGTERM (it shuts its kernels down), then SIGKILL. Voilà runs
+    in its own session, so the terminal's Ctrl-C reaches this command only, not a Voilà that
+    would ask for confirmation."""
+    if server.poll() is None:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def run(args: argparse.Namespace) -> int:
+    existing_input(args.input)
+    window_policy(args.window, partitioning=args.partitioning)
+    voila_installed()
+    free_port(args.port)
+    url = f"http://127.0.0.1:{args.port}/"
+    with as_file(EXPLORER) as notebook:
+        server = subprocess.Popen(
+            voila_command(str(notebook), args.port),
+            env=page_environment(args),
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            _wait_listening(server, args.port)
+            print(f"The window explorer on {printable(args.input)}: {url}", flush=True)
+            if not args.quiet:
+                print("Press Ctrl-C to stop it.", file=sys.stderr, flush=True)
+            if args.open_browser:
+                webbrowser.open(url)
+            status = server.wait()
+        except KeyboardInterrupt:
+            _stop(server)
+            if not args.quiet:
+                print(f"{PROG} explore: stopped", file=sys.stderr)
+            return 0
+        finally:
+            _stop(server)
+    if status:
+        raise CommandError(f"Voilà stopped with exit status {status}")
+    return 0
+
+
+def add_to(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """The ``explore`` command and its options."""
+    page = commands.add_parser(
+        "explore",
+        parents=[common],
+        help="serve the window explorer as a web page (Voilà), for people without JupyterLab",
+        description="Serve the window explorer on INPUT as a standalone web page with Voilà:\n"
+        "the explorer only, no code. Whoever opens the URL can move the window, switch\n"
+        "partitioning, pick an entity or a time range. The server listens on 127.0.0.1 only;\n"
+        f"Ctrl-C stops it. Needs Voilà: {INSTALL}.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    page.add_argument("input", metavar="INPUT", help="a file or folder: Parquet, CSV, JSON Lines")
+    page.add_argument("--window", default="PT10M", help="the window shown first (default: PT10M)")
+    page.add_argument(
+        "--partitioning", action="store_true", help="start with the partitioned mode selected"
+    )
+    page.add_argument(
+        "--format",
+        choices=(*FORMATS, *RECORD_FORMATS),
+        help="input format (default: from the file names and content)",
+    )
+    page.add_argument(
+        "--port", type=port_number, default=8866, help="the port to serve on (default: 8866)"
+    )
+    page.add_argument(
+        "--no-browser",
+        dest="open_browser",
+        action="store_false",
+        help="print the URL only; do not open a browser",
+    )
+    page.set_defaults(run=run)

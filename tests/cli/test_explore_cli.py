@@ -1,0 +1,105 @@
+"""``dedup-lib explore``: its options, and every error it gives before Voilà starts."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dedup_lib.cli import explore, main, parser
+
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
+DAY = str(SAMPLES / "day.parquet")
+
+
+def _never_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Voila was started")
+
+    monkeypatch.setattr(subprocess, "Popen", fail)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["explore", "/no/such/sends.parquet"], "/no/such/sends.parquet does not exist"),
+        (["explore", DAY, "--window", "PT1S"], "--window 'PT1S': The value supplied must be"),
+        (["explore", DAY, "--window", "soon"], "--window 'soon':"),
+    ],
+)
+def test_bad_input_fails_in_one_line_before_voila_starts(monkeypatch, capsys, argv, message):
+    _never_started(monkeypatch)
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert err.startswith(f"dedup-lib explore: error: {message}")
+
+
+def test_a_port_in_use_fails_before_voila_starts(monkeypatch, capsys):
+    _never_started(monkeypatch)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["explore", DAY, "--port", str(port)]) == 1
+    assert f"--port {port}: cannot listen there" in capsys.readouterr().err
+
+
+def test_without_voila_it_says_how_to_install(monkeypatch, capsys):
+    _never_started(monkeypatch)
+    real = explore.importlib.util.find_spec
+    monkeypatch.setattr(
+        explore.importlib.util, "find_spec", lambda name: None if name == "voila" else real(name)
+    )
+    assert main(["explore", DAY]) == 1
+    assert "pip install 'dedup-lib[explore]'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "http"])
+def test_bad_port_is_a_usage_error(capsys, port):
+    with pytest.raises(SystemExit) as stop:
+        parser().parse_args(["explore", DAY, "--port", port])
+    assert stop.value.code == 2
+    assert "--port" in capsys.readouterr().err
+
+
+def test_the_page_gets_its_parameters_from_the_environment(monkeypatch):
+    monkeypatch.chdir(SAMPLES)
+    args = parser().parse_args(
+        ["explore", "day.parquet", "--window", "PT1M", "--partitioning", "--format", "parquet"]
+    )
+    args.remote = "sc://spark:15002"
+    env = explore.page_environment(args)
+    assert env["DEDUP_EXPLORE_INPUT"] == DAY
+    assert env["DEDUP_EXPLORE_LABEL"] == "day.parquet"
+    assert env["DEDUP_EXPLORE_WINDOW"] == "PT1M"
+    assert env["DEDUP_EXPLORE_PARTITIONING"] == "1"
+    assert env["DEDUP_EXPLORE_FORMAT"] == "parquet"
+    assert env["SPARK_REMOTE"] == "sc://spark:15002"
+    command = explore.voila_command("page.ipynb", 8870)
+    assert command[:4] == [sys.executable, "-m", "voila", "page.ipynb"]
+    assert {"--port=8870", "--Voila.ip=127.0.0.1", "--strip_sources=True", "--no-browser"} <= set(
+        command
+    )
+
+
+def test_the_page_reads_every_parameter_the_command_passes():
+    page = json.loads(explore.EXPLORER.read_text(encoding="utf-8"))
+    source = "".join("".join(cell["source"]) for cell in page["cells"])
+    for name in ("INPUT", "LABEL", "WINDOW", "PARTITIONING", "FORMAT"):
+        assert f'"DEDUP_EXPLORE_{name}"' in source
+    assert "WindowExplorer.from_frame(" in source
+    assert ".widget" in source
+    assert page["metadata"]["title"] == "dedup-lib window explorer"
+
+
+def test_help_documents_the_command():
+    text = parser()._subparsers._group_actions[0].choices["explore"].format_help()  # type: ignore[union-attr]
+    for option in ("--window", "--partitioning", "--format", "--port", "--no-browser"):
+        assert option in text
+    assert "Voilà" in text
+    assert "dedup-lib explore data/samples/day.parquet" in text

@@ -1,0 +1,111 @@
+"""No Spark or Java log text where a user reads: a notebook's outputs and the command line's
+stdout. Spark's log (log4j, the JVM's own warnings, py4j, the Python warnings of pyspark and
+pandas) belongs in :func:`dedup_lib.spark.spark_log_path` only."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell, new_notebook
+
+import dedup_lib
+
+pytestmark = pytest.mark.spark
+
+SRC = str(Path(dedup_lib.__file__).resolve().parents[1])
+ROOT = Path(__file__).resolve().parents[1]
+
+#: What Spark's and Java's log looks like: log4j lines (``26/11/24 05:00:03 WARN Utils: ...``),
+#: the JVM's ``WARNING:`` lines, Spark's banner lines, a Java stack frame, a Python warning.
+LOG_TEXT = re.compile(
+    r"\b(TRACE|DEBUG|INFO|WARN|ERROR)\s+[\w.$]+:"
+    r"|^WARNING: "
+    r"|log4j|NativeCodeLoader|Setting default log level|setLogLevel"
+    r"|^\s+at [\w.$]+\(|Exception in thread"
+    r"|\b\w+Warning: ",
+    re.MULTILINE,
+)
+
+#: A notebook's first cells as a user writes them: start Spark, load, show rows, aggregate;
+#: the last cell waits, so output the JVM writes late still lands in a cell.
+CELLS = [
+    "from dedup_lib import get_spark, load_telemetry, sample_path\n"
+    "spark = get_spark(config={'spark.driver.memory': '1g', 'spark.ui.enabled': 'false'})",
+    "loaded = load_telemetry(spark, sample_path('incident.parquet'))\n"
+    "loaded.valid.limit(5).toPandas()",
+    "loaded.valid.groupBy('entity').count().toPandas()",
+    "import time\ntime.sleep(3)",
+]
+
+
+def _leaks(texts: list[str]) -> list[str]:
+    return [text for text in texts if LOG_TEXT.search(text)]
+
+
+@pytest.mark.parametrize("mode", ["classic", "connect"])
+def test_a_notebook_that_starts_spark_has_no_stderr_output(mode, monkeypatch, tmp_path):
+    # the kernel inherits this environment: the dedup_lib under test, a log of its own, and
+    # for the Connect pass a local Connect server started by get_spark
+    monkeypatch.setenv("PYTHONPATH", SRC)
+    monkeypatch.setenv("DEDUP_LOG_DIR", str(tmp_path / "log"))
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    if mode == "connect":
+        monkeypatch.setenv("SPARK_REMOTE", os.environ.get("SPARK_REMOTE", "local[2]"))
+    else:
+        monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    notebook = new_notebook(cells=[new_code_cell(source) for source in CELLS])
+    client = NotebookClient(
+        notebook,
+        kernel_name="python3",
+        timeout=600,
+        startup_timeout=120,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    client.execute()
+    nbformat.validate(notebook)
+    stderr = [
+        "".join(output.get("text", ""))
+        for cell in notebook.cells
+        for output in cell.outputs
+        if output.get("name") == "stderr"
+    ]
+    assert stderr == [], f"stderr in a notebook: {stderr}"
+    shown = [
+        str(value)
+        for cell in notebook.cells
+        for output in cell.outputs
+        for value in [output.get("text", ""), *output.get("data", {}).values()]
+    ]
+    assert _leaks(shown) == []
+    # the log got what the notebook did not: proof the JVM started and logged
+    assert (tmp_path / "log" / "spark.log").is_file()
+
+
+def test_the_command_line_prints_no_spark_log(tmp_path):
+    env = {
+        **os.environ,
+        "PYTHONPATH": SRC,
+        "DEDUP_LOG_DIR": str(tmp_path / "log"),
+        "DEDUP_DRIVER_MEMORY": "1g",
+    }
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    sample = ROOT / "data" / "samples" / "incident.parquet"
+    run = subprocess.run(
+        [sys.executable, "-m", "dedup_lib", "simulate", str(sample), "--quiet", "--no-diagnostics"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "Verdicts per entity" in run.stdout
+    assert _leaks([run.stdout]) == []
+    assert run.stderr == ""
