@@ -33,10 +33,11 @@ caches = {mode: ReplayCache.build(loaded.valid, mode) for mode in (False, True)}
 sweeps = {mode: cache.sweep() for mode, cache in caches.items()}
 
 # %% [markdown]
-# The smallest window of the sweep that reaches the target is a measurement (such as `13h25m42s`), not a
-# setting: `configurable_window` rounds it up to one a person would configure (whole seconds
-# below a minute, whole minutes below ten, then steps of 5, 15 and 30 minutes, and whole hours
-# from a day up to the service's 7 days), and the figures below are those of that window.
+# The smallest window of the sweep that reaches the target is a measurement (such as
+# `13h25m42s`), not a setting: `configurable_window` rounds it up to one a person would
+# configure (whole seconds below a minute, whole minutes below ten, then steps of 5, 15 and 30
+# minutes, and whole hours from a day up to the service's 7 days), and the figures below are
+# those of that window.
 
 # %%
 from dedup_lib import configurable_window, smallest_window
@@ -80,7 +81,7 @@ for mode in sweeps:
         f" the sweep's smallest window reaching {TARGET:.0%} is"
         f" {format_duration(best['window_s'])}): it catches"
         f" {at['share_catchable_caught']:.1%} of the resends that reuse their id, loses"
-        f" {at['messages_lost']:,} messages and holds at most {at['peak_held']:,} ids."
+        f" {int(at['messages_lost']):,} messages and holds at most {int(at['peak_held']):,} ids."
     )
 Markdown("\n".join(lines))
 

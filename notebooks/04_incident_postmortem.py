@@ -43,22 +43,14 @@ counts = loaded.counts()
 carry = tuple(c for c in ("cause",) if c in loaded.valid.columns)
 cache = ReplayCache.build(loaded.valid, PARTITIONING, carry=carry)
 
-# %%
-import pandas as pd
-
-from dedup_lib import styled
-
-name = path.rsplit("/", 1)[-1]
-styled(pd.DataFrame([{"input": name, **counts, "replayed with": policy.describe()}]))
-
 # %% [markdown] tags=["notebook-only"]
 # The report's title and summary: what reached consumers again and what was lost, over the
 # entity and time range of the parameters, and the window that would have caught the late
 # resends, rounded up to one a person would configure, with what it would have lost.
 
 # %%
+import pandas as pd
 from IPython.display import Markdown, display
-from pyspark.sql import functions as F
 
 from dedup_lib import (
     collision_groups,
@@ -73,12 +65,10 @@ from dedup_lib import (
 
 AFTER_THE_WINDOW = "after the window"  # the miss_cause of a resend later than the window
 window_words = f"`{format_window(policy.window, 'iso')}` ({format_window(policy.window, 'words')})"
-scope = narrow(loaded.valid, ENTITY, START, END).agg(
-    F.min("send_time").alias("first"), F.max("send_time").alias("last")
-)
-first, last = scope.first()
-start_text = f"{pd.Timestamp(START or first):%Y-%m-%d %H:%M}"
-end_text = f"{pd.Timestamp(END or last):%Y-%m-%d %H:%M}"
+buckets = narrow(cache.over_time(policy.window), ENTITY, START, END, time="time")["time"]
+first, last = (buckets.min(), buckets.max()) if len(buckets) else (START, END)
+start_text = f"{pd.Timestamp(START or first):%Y-%m-%d %H:%M}" if START or first else "the start"
+end_text = f"{pd.Timestamp(END or last):%Y-%m-%d %H:%M}" if END or last else "the end"
 where = "all entities" if ENTITY == "(all)" else ENTITY
 report_title = (
     f"Incident postmortem: {where}, window {format_window(policy.window, 'iso')},"
@@ -134,6 +124,12 @@ else:
         " by timing."
     )
 display(Markdown(f"# {report_title}\n\n{summary}"), metadata={"dedup_lib": {"title": report_title}})
+
+# %%
+from dedup_lib import styled
+
+name = path.rsplit("/", 1)[-1]
+styled(pd.DataFrame([{"input": name, **counts, "replayed with": policy.describe()}]))
 
 # %% [markdown]
 # ## What the broker did
