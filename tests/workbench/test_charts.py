@@ -37,7 +37,8 @@ def test_sends_over_time_sums_entities_and_labels_its_unit():
     # duplicates in a panel of their own, on their own labelled axis
     assert (sends.yaxis, dropped.yaxis) == ("y", "y2")
     assert fig.layout.title.text
-    assert fig.layout.xaxis2.title.text == "time (UTC)"
+    assert fig.layout.xaxis.title.text == "time (UTC)"
+    assert fig.layout.xaxis.anchor == "y2"  # under the bottom panel
     assert fig.layout.yaxis.title.text == "sends per 1m"
     assert fig.layout.yaxis2.title.text == "dropped per 1m"
     assert "UTC" in sends.hovertemplate

@@ -104,8 +104,7 @@ def sends_over_time(
     beside thousands of sends, and each axis says what it counts."""
     per_time = table.groupby("time", as_index=False)[["sends", "duplicates"]].sum()
     step = _bucket_label(per_time["time"])
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        row_heights=[0.6, 0.4])  # fmt: skip
+    fig = go.Figure()
     fig.add_trace(
         go.Scatter(
             x=per_time["time"],
@@ -113,35 +112,41 @@ def sends_over_time(
             name="sends",
             mode="lines",
             line={"color": "#1f77b4"},
+            yaxis="y",
             hovertemplate="%{x|%Y-%m-%d %H:%M} UTC<br>%{y:,} sends<extra></extra>",
-        ),
-        row=1, col=1,
-    )  # fmt: skip
+        )
+    )
     fig.add_trace(
         go.Bar(
             x=per_time["time"],
             y=per_time["duplicates"],
             name="dropped as duplicates",
             marker={"color": "#d62728", "line": {"width": 0}},
+            yaxis="y2",
             hovertemplate="%{x|%Y-%m-%d %H:%M} UTC<br>%{y:,} dropped<extra></extra>",
-        ),
-        row=2, col=1,
-    )  # fmt: skip
+        )
+    )
+    # One time axis under both panels (``xaxis``, as every time chart has), two count axes.
     fig.update_layout(
         title=title or "Sends and duplicates the broker drops, over time",
         bargap=0,
+        xaxis={"title": {"text": "time (UTC)"}, "anchor": "y2"},
+        yaxis={"title": {"text": f"sends per {step}"}, "domain": [0.45, 1], "rangemode": "tozero"},
+        yaxis2={
+            "title": {"text": f"dropped per {step}"},
+            "domain": [0, 0.36],
+            "anchor": "x",
+            "rangemode": "tozero",
+        },
         **_LAYOUT,
         **_legend("per time bucket"),
     )
-    fig.update_yaxes(title_text=f"sends per {step}", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text=f"dropped per {step}", rangemode="tozero", row=2, col=1)
-    fig.update_xaxes(title_text="time (UTC)", row=2, col=1)
     if per_time.empty:
         return _say_empty(fig, f"No sends {scope}")
     if not per_time["duplicates"].any():
-        fig.update_yaxes(range=[0, 1], tickvals=[0], row=2, col=1)
+        fig.update_layout(yaxis2={"range": [0, 1], "tickvals": [0]})
         fig.add_annotation(
-            text=f"no duplicates dropped {scope}", x=0.5, y=0.5, xref="x2 domain",
+            text=f"no duplicates dropped {scope}", x=0.5, y=0.5, xref="x domain",
             yref="y2 domain", showarrow=False,
         )  # fmt: skip
     return fig
