@@ -98,7 +98,9 @@ def test_window_sweep_has_three_panels_the_target_and_the_chosen_window():
         }
     )
     fig = charts.window_sweep(sweep, target=0.99, chosen_s=600.0)
-    assert len(fig.data) == 4
+    assert len(fig.data) == 5
+    assert list(fig.data[-1].y) == [99.0, 99.0]
+    assert fig.data[-1].name == "target 99 %"  # in the legend, off the curves
     assert list(fig.data[0].y) == [60.0, 95.0, 100.0]
     assert len(_window_lines(fig)) == 3
     # the window is named once, inside the bottom panel, never above a panel (its title)

@@ -324,9 +324,13 @@ def window_sweep(
         row=3, col=1,
     )  # fmt: skip
     if target is not None:
-        fig.add_hline(y=100 * target, line_dash="dot", row=1, col=1,
-                      annotation_text=f"target {100 * target:g} %",
-                      annotation_position="bottom left")  # fmt: skip
+        # Named in the legend: a label on the plot would sit on the share curves near it.
+        fig.add_trace(
+            go.Scatter(x=[x.min(), x.max()], y=[100 * target] * 2, mode="lines",
+                       name=f"target {100 * target:g} %", hoverinfo="skip",
+                       line={"color": "black", "dash": "dot", "width": 1}),
+            row=1, col=1,
+        )  # fmt: skip
     if chosen_s is not None:
         # Labelled once, inside the bottom panel (the cost, lowest left of the line): above a
         # panel the label would sit on that panel's title.
@@ -345,8 +349,7 @@ def window_sweep(
     fig.update_layout(
         title=title or "What each window catches, loses and costs",
         height=750,
-        **{k: v for k, v in _LAYOUT.items() if k != "showlegend"},
-        showlegend="share_catchable_caught" in sweep,
+        **_LAYOUT,
         **_legend("share caught"),
     )
     return fig
