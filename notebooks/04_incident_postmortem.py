@@ -6,7 +6,7 @@
 #     name: dedup-lib
 # ---
 
-# %% [markdown]
+# %% [markdown] tags=["notebook-only"]
 # # 4. Incident postmortem
 #
 # Did the retries during the incident reach the consumers twice? This notebook replays the
@@ -14,7 +14,8 @@
 # what the broker dropped, what reached consumers twice and what would have been lost.
 #
 # Run it here, or headless: `make postmortem INPUT=path/to/sends WINDOW=PT10M` writes a
-# self-contained HTML report under `reports/`.
+# self-contained HTML report under `reports/`. Cells tagged `notebook-only`, like this one,
+# are left out of the report: its reader does not run it.
 
 # %% tags=["parameters"]
 INPUT = None  # telemetry of the incident; None: the shipped incident sample
@@ -42,9 +43,89 @@ counts = loaded.counts()
 carry = tuple(c for c in ("cause",) if c in loaded.valid.columns)
 cache = ReplayCache.build(loaded.valid, PARTITIONING, carry=carry)
 
+# %% [markdown] tags=["notebook-only"]
+# The report's title and summary: what reached consumers again and what was lost, over the
+# entity and time range of the parameters, and the window that would have caught the late
+# resends, rounded up to one a person would configure, with what it would have lost.
+
 # %%
 import pandas as pd
+from IPython.display import Markdown, display
 
+from dedup_lib import (
+    collision_groups,
+    collisions,
+    configurable_window,
+    detect_duplicates,
+    format_window,
+    missed_resends,
+    missed_summary,
+    narrow,
+)
+
+AFTER_THE_WINDOW = "after the window"  # the miss_cause of a resend later than the window
+window_words = f"`{format_window(policy.window, 'iso')}` ({format_window(policy.window, 'words')})"
+buckets = narrow(cache.over_time(policy.window), ENTITY, START, END, time="time")["time"]
+first, last = (buckets.min(), buckets.max()) if len(buckets) else (START, END)
+start_text = f"{pd.Timestamp(START or first):%Y-%m-%d %H:%M}" if START or first else "the start"
+end_text = f"{pd.Timestamp(END or last):%Y-%m-%d %H:%M}" if END or last else "the end"
+where = "all entities" if ENTITY == "(all)" else ENTITY
+report_title = (
+    f"Incident postmortem: {where}, window {format_window(policy.window, 'iso')},"
+    f" {start_text} to {end_text} UTC"
+)
+
+
+def lost_at(policy):
+    """Distinct messages dropped because they reused an id, over the entity and range."""
+    return narrow(collisions(detect_duplicates(loaded.valid, policy)), ENTITY, START, END).count()
+
+
+if "payload_hash" in loaded.valid.columns:
+    judged = detect_duplicates(loaded.valid, policy).persist()
+    misses = narrow(missed_resends(judged), ENTITY, START, END).persist()
+    lost = narrow(collisions(judged), ENTITY, START, END)
+    missed = missed_summary(misses)
+    groups = collision_groups(lost)
+    again, lost_now = int(missed["resends"].sum()), int(groups["sends_dropped"].sum())
+    late = missed[missed["miss_cause"] == AFTER_THE_WINDOW]
+    said = [
+        f"On {where} from {start_text} to {end_text} UTC, replayed at the window"
+        f" {window_words} with partitioning {'enabled' if PARTITIONING else 'disabled'},"
+        f" **{again:,} resends reached consumers again** (sends whose content had already"
+        f" been delivered) and **{lost_now:,} messages were lost** (dropped as duplicates"
+        " of a different message that reused their id)."
+    ]
+    if late.empty:
+        said.append(
+            "None of those resends came after the window, so no longer window would have"
+            " prevented them: they had a new MessageId, none, or another partition key."
+        )
+    elif late["longest_caught_from"].max() > 7 * 86400:
+        said.append(
+            f"{int(late['resends'].sum()):,} came after the window, some later than the 7"
+            " days Service Bus allows: no window would have prevented all of them."
+        )
+    else:
+        better = configurable_window(late["longest_caught_from"].max())
+        said.append(
+            f"{int(late['resends'].sum()):,} came after the window; a window of"
+            f" `{format_window(better, 'iso')}` ({format_window(better, 'words')}) would"
+            " have prevented them, and lost"
+            f" {lost_at(DedupPolicy(better, partitioning=PARTITIONING)):,} messages."
+        )
+    summary = " ".join(said)
+else:
+    misses = lost = None
+    summary = (
+        f"On {where} from {start_text} to {end_text} UTC, replayed at the window"
+        f" {window_words}: the input has no `payload_hash` column, so which resends reached"
+        " consumers again is not known from their content; see the delays chart for resends"
+        " by timing."
+    )
+display(Markdown(f"# {report_title}\n\n{summary}"), metadata={"dedup_lib": {"title": report_title}})
+
+# %%
 from dedup_lib import styled
 
 name = path.rsplit("/", 1)[-1]
@@ -77,7 +158,7 @@ else:
 # Sends and the duplicates dropped, minute by minute; then how long after the previous send each resend came (left of the dashed line: caught).
 
 # %%
-from dedup_lib import charts, format_duration, narrow
+from dedup_lib import charts, format_duration
 
 
 def during(table):
@@ -85,12 +166,14 @@ def during(table):
 
 
 window_s = policy.window.total_seconds()
+span = f"on {where} between {start_text} and {end_text} UTC"
 title = f"Sends and dropped duplicates during the incident, window {format_duration(window_s)}"
-charts.show(
-    charts.sends_over_time(during(cache.over_time(window_s)), title=title), embed=EMBED_CHARTS
-)
-charts.show(charts.resend_delays(during(cache.resend_delays()), window_s), embed=EMBED_CHARTS)
-charts.show(charts.ids_held(during(cache.held_over_time(window_s)), window_s), embed=EMBED_CHARTS)
+over_time = during(cache.over_time(window_s))
+charts.show(charts.sends_over_time(over_time, title=title, scope=span), embed=EMBED_CHARTS)
+delays = during(cache.resend_delays())
+charts.show(charts.resend_delays(delays, window_s, scope=span), embed=EMBED_CHARTS)
+held = during(cache.held_over_time(window_s))
+charts.show(charts.ids_held(held, window_s, scope=span), embed=EMBED_CHARTS)
 
 # %% [markdown]
 # ## What reached consumers twice, by content, and what was destroyed
@@ -100,34 +183,16 @@ charts.show(charts.ids_held(during(cache.held_over_time(window_s)), window_s), e
 # id (collisions). Over the incident's entity and time range.
 
 # %%
-from IPython.display import Markdown
-
-from dedup_lib import (
-    collision_groups,
-    collisions,
-    detect_duplicates,
-    missed_resends,
-    missed_summary,
-)
-
-if "payload_hash" in loaded.valid.columns:
-    judged = detect_duplicates(loaded.valid, policy).persist()
-    misses = narrow(missed_resends(judged), ENTITY, START, END).persist()
-    lost = narrow(collisions(judged), ENTITY, START, END)
-    shown = styled(missed_summary(misses).drop(columns="median_delay"))
+if misses is not None:
+    shown = styled(missed.drop(columns="median_delay"))
 else:
-    misses = lost = None
-    shown = Markdown(
-        "no `payload_hash` column: name the content columns with"
-        " `missed_resends(..., content=[...])`"
-    )
+    shown = Markdown("The input has no `payload_hash` column: resends are not matched by content.")
 shown
 
 # %%
 if lost is None:
     shown = None
 else:
-    groups = collision_groups(lost)
     no_loss = "no collisions: no message was lost to a reused id"
     shown = styled(groups) if len(groups) else Markdown(no_loss)
 shown
@@ -138,7 +203,7 @@ from dedup_lib import counts_over_time
 if misses is not None:
     title = f"Resends that reached consumers again, by cause, window {format_duration(window_s)}"
     by_cause = counts_over_time(misses, "miss_cause", "PT5M")
-    fig = charts.counts_over_time(by_cause, "miss_cause", title=title, what="resends")
+    fig = charts.counts_over_time(by_cause, "miss_cause", title=title, what="resends", scope=span)
     charts.show(fig, embed=EMBED_CHARTS)
 
 # %% [markdown]
@@ -162,9 +227,10 @@ styled(sweep[columns])
 
 # %% [markdown]
 # ## Check against the broker
-# An export of the entity (Service Bus Explorer: select the messages, *Save*; or a peek) lists what the broker kept, never what it dropped. Matching each kept message to its send tells whether the broker's real window agrees with the replay's: **contradictions** are kept messages the replay drops (the real window is shorter, or detection is off), **unexplained** ones have no send in the telemetry, **pairs** are two kept messages of one key inside the window.
-#
-# The shipped sample's export is what the broker kept of `orders` when its real window was one minute: replayed at ten, the check finds the difference and names the window that agrees.
+# An export of the entity (what Service Bus Explorer saves of its messages) lists what the broker kept, never what it dropped. Matching each kept message to its send tells whether the broker's real window agrees with the replay's: **contradictions** are kept messages the replay drops (the real window is shorter, or detection is off), **unexplained** ones have no send in the telemetry, **pairs** are two kept messages of one key inside the window.
+
+# %% [markdown] tags=["notebook-only"]
+# The shipped sample's export is what the broker kept of `orders` when its real window was one minute: replayed at ten, the check finds the difference and names the window that agrees. For your own entity, save its messages with Service Bus Explorer (select them, *Save*; or a peek) and set `KEPT` to that file, or pass `--kept` to `dedup-lib postmortem`.
 
 # %%
 from IPython.display import Markdown
@@ -176,8 +242,7 @@ if kept_path is None:
     checked = None
     shown = Markdown(
         "No export of what the broker kept was given, so the replay is not checked against"
-        " the broker. Service Bus Explorer saves a queue's messages as JSON; set `KEPT` to"
-        " that file here, or pass `--kept` to `dedup-lib postmortem`."
+        " the broker."
     )
 else:
     kept = load_telemetry(spark, kept_path, format=KEPT_FORMAT).valid
@@ -190,7 +255,7 @@ shown
 Markdown(checked.verdict()) if checked is not None else None
 
 # %% [markdown]
-# The contradictions, first twenty: `gap_s` is how long after the original the replay matched it with each came; where `original_kept` is true the broker kept that original too, so its window is at most that gap. Replay at the window the verdict names and check again.
+# The contradictions, first twenty: `gap_s` is how long after the original the replay matched it with each came; where `original_kept` is true the broker kept that original too, so its window is at most that gap.
 
 # %%
 if checked is not None and checked.counts()["contradictions"]:

@@ -35,7 +35,7 @@ from dedup_lib.rules.policy import DedupPolicy
 from dedup_lib.settings.load import load_entity_policies
 from dedup_lib.settings.model import EntityConfigError
 from dedup_lib.spark import JavaNotFoundError, get_spark
-from dedup_lib.sweep.grid import smallest_window, window_grid
+from dedup_lib.sweep.grid import configurable_window, smallest_window, window_grid
 from dedup_lib.sweep.views import ReplayCache
 from dedup_lib.synth import generate_telemetry
 from dedup_lib.telemetry.read import LoadedTelemetry, load_telemetry
@@ -72,6 +72,7 @@ __all__ = [
     "collision_groups",
     "collisions",
     "compare_keys",
+    "configurable_window",
     "count_sweep",
     "counts_over_time",
     "detect_duplicates",

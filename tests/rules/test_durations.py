@@ -16,6 +16,23 @@ def test_format_window_is_exact():
     assert format_window(timedelta(milliseconds=1500)) == "1.5s"
 
 
+@pytest.mark.parametrize(
+    ("window", "iso", "words"),
+    [
+        (timedelta(hours=13, minutes=30), "PT13H30M", "13 hours 30 minutes"),
+        (timedelta(days=1, hours=2), "P1DT2H", "1 day 2 hours"),
+        (timedelta(days=7), "P7D", "7 days"),
+        (timedelta(minutes=1, seconds=30.25), "PT1M30.25S", "1 minute 30.25 seconds"),
+        (timedelta(seconds=20), "PT20S", "20 seconds"),
+        (timedelta(0), "PT0S", "0 seconds"),
+    ],
+)
+def test_format_window_as_azure_writes_it_and_in_words(window, iso, words):
+    assert format_window(window, "iso") == iso
+    assert parse_window(iso) == window
+    assert format_window(window, "words") == words
+
+
 def test_measured_durations_are_short():
     assert format_duration(0.25) == "250ms"
     assert format_duration(4.5) == "4.5s"

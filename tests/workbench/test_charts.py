@@ -34,11 +34,21 @@ def test_sends_over_time_sums_entities_and_labels_its_unit():
     sends, dropped = fig.data
     assert list(sends.y) == [11, 12, 13, 14]
     assert list(dropped.y) == [0, 1, 5, 2]
-    title, x, y = _titles(fig)
-    assert title
-    assert x == "time (UTC)"
-    assert y == "sends per 1m"
+    # duplicates in a panel of their own, on their own labelled axis
+    assert (sends.yaxis, dropped.yaxis) == ("y", "y2")
+    assert fig.layout.title.text
+    assert fig.layout.xaxis.title.text == "time (UTC)"
+    assert fig.layout.xaxis.anchor == "y2"  # under the bottom panel
+    assert fig.layout.yaxis.title.text == "sends per 1m"
+    assert fig.layout.yaxis2.title.text == "dropped per 1m"
     assert "UTC" in sends.hovertemplate
+
+
+def test_sends_over_time_says_when_nothing_was_dropped():
+    table = pd.DataFrame({"time": TIMES, "sends": [1, 2, 3, 4], "duplicates": 0})
+    fig = charts.sends_over_time(table, scope="on audit")
+    assert [a.text for a in fig.layout.annotations] == ["no duplicates dropped on audit"]
+    assert tuple(fig.layout.yaxis2.range) == (0, 1)
 
 
 def test_resend_delays_bins_on_a_log_scale_by_cause_and_marks_the_window():
@@ -61,6 +71,8 @@ def test_resend_delays_bins_on_a_log_scale_by_cause_and_marks_the_window():
     (line,) = _window_lines(fig)
     assert line.x0 == pytest.approx(math.log10(600))
     assert any("window 10m" in a.text for a in fig.layout.annotations)
+    assert fig.layout.legend.title.text == "cause"
+    assert fig.layout.legend.orientation == "v"  # right of the plot, off the axis title
 
 
 def test_ids_held_stacks_entities():
@@ -86,9 +98,15 @@ def test_window_sweep_has_three_panels_the_target_and_the_chosen_window():
         }
     )
     fig = charts.window_sweep(sweep, target=0.99, chosen_s=600.0)
-    assert len(fig.data) == 4
+    assert len(fig.data) == 5
+    assert list(fig.data[-1].y) == [99.0, 99.0]
+    assert fig.data[-1].name == "target 99 %"  # in the legend, off the curves
     assert list(fig.data[0].y) == [60.0, 95.0, 100.0]
     assert len(_window_lines(fig)) == 3
+    # the window is named once, inside the bottom panel, never above a panel (its title)
+    (label,) = [a for a in fig.layout.annotations if a.text.startswith("window")]
+    assert label.text == "window 10m"
+    assert (label.yref, label.y, label.yanchor) == ("y3 domain", 1, "top")
     assert fig.layout.xaxis3.title.text.startswith("duplicate detection window")
     assert fig.layout.yaxis.title.text == "%"
     assert fig.layout.title.text
@@ -111,3 +129,48 @@ def test_counts_over_time_stacks_one_trace_per_group_summed_over_entities():
     assert fig.layout.barmode == "stack"
     assert _titles(fig) == ("Missed resends", "time (UTC)", "resends per 1m")
     assert "new MessageId" in fresh.hovertemplate
+    assert fig.layout.legend.title.text == "miss cause"
+
+
+def test_one_category_is_still_named_in_the_legend():
+    table = pd.DataFrame(
+        {"time": TIMES[:2], "entity": "a", "miss_cause": "after the window", "sends": [1, 2]}
+    )
+    fig = charts.counts_over_time(table, "miss_cause", title="Missed", what="resends")
+    assert fig.layout.showlegend is True
+    assert [t.name for t in fig.data] == ["after the window"]
+
+
+EMPTY = {
+    "over_time": pd.DataFrame({"entity": [], "time": [], "sends": [], "duplicates": []}),
+    "delays": pd.DataFrame({"entity": [], "time": [], "delay_s": [], "cause": []}),
+    "held": pd.DataFrame({"entity": [], "time": [], "held": []}),
+    "counts": pd.DataFrame({"time": [], "entity": [], "miss_cause": [], "sends": []}),
+}
+
+
+@pytest.mark.parametrize(
+    ("draw", "words"),
+    [
+        (lambda s: charts.sends_over_time(EMPTY["over_time"], scope=s), "No sends"),
+        (lambda s: charts.resend_delays(EMPTY["delays"], 600.0, scope=s), "No resends"),
+        (lambda s: charts.ids_held(EMPTY["held"], 600.0, scope=s), "No ids held"),
+        (
+            lambda s: charts.counts_over_time(
+                EMPTY["counts"], "miss_cause", title="t", what="resends", scope=s
+            ),
+            "No resends",
+        ),
+        (lambda s: charts.sends_per_entity(EMPTY["over_time"], scope=s), "No sends"),
+    ],
+    ids=["sends_over_time", "resend_delays", "ids_held", "counts_over_time", "sends_per_entity"],
+)
+def test_an_empty_selection_is_said_in_words_with_its_axes_hidden(draw, words):
+    scope = "on audit between 2026-11-02 00:00 and 2026-11-03 00:00 UTC"
+    fig = draw(scope)
+    (note,) = fig.layout.annotations
+    assert note.text.startswith(f"{words} {scope}")
+    axes = [fig.layout[k] for k in fig.layout if k.startswith(("xaxis", "yaxis"))]
+    assert axes
+    assert all(axis.visible is False for axis in axes)
+    assert charts.ANYWHERE in draw(charts.ANYWHERE).layout.annotations[0].text

@@ -30,9 +30,11 @@ from dedup_lib import (
     collision_groups,
     collisions,
     compare_keys,
+    configurable_window,
     count_sweep,
     detect_duplicates,
     format_duration,
+    format_window,
     id_quality,
     load_entity_policies,
     load_telemetry,
@@ -273,14 +275,22 @@ def test_02_by_count_against_the_windows(day, day_caches):
 
 
 @pytest.mark.parametrize(
-    ("mode", "expected"),
+    ("mode", "expected", "recommended"),
     [
-        (False, (48_342.204025, "13h25m42s", 1.0, 4_229, 0.668, 26_675, 115_800, 0.811)),
-        (True, (202.709866, "3m23s", 0.992, 3_057, 0.479, 6_775, 1_490, 1.0)),
+        (
+            False,
+            (48_342.204025, "13h25m42s", 1.0, 4_229, 0.668, 26_675, 115_800, 0.811),
+            ("PT13H30M", "13 hours 30 minutes", 1.0, 26_675, 116_820),
+        ),
+        (
+            True,
+            (202.709866, "3m23s", 0.992, 3_057, 0.479, 6_775, 1_490, 1.0),
+            ("PT4M", "4 minutes", 0.999, 7_232, 1_490),
+        ),
     ],
     ids=["partitioning-disabled", "enabled"],
 )
-def test_03_smallest_window_reaching_99_percent(day_caches, mode, expected):
+def test_03_smallest_window_reaching_99_percent(day_caches, mode, expected, recommended):
     """Cell of notebook 3: the smallest window reaching the target, and 10 minutes beside it.
     The modes differ on this sample because partitioning refuses the batches of
     `billing-batch` and `refunds-svc` (SPEC section 3): their resends are no longer
@@ -299,6 +309,13 @@ def test_03_smallest_window_reaching_99_percent(day_caches, mode, expected):
     default = day_caches[mode].sweep(["PT10M"]).iloc[0]
     assert round(default["share_catchable_caught"], 3) == default_share
     assert int(default["messages_lost"]) == 9_821
+    # the window recommended: rounded up to one a person configures, its figures at it
+    iso, words, share_at, lost_at, peak_at = recommended
+    window = configurable_window(best["window_s"])
+    assert (format_window(window, "iso"), format_window(window, "words")) == (iso, words)
+    at = day_caches[mode].sweep([window]).iloc[0]
+    assert round(at["share_catchable_caught"], 3) == share_at
+    assert (int(at["messages_lost"]), int(at["peak_held"])) == (lost_at, peak_at)
 
 
 # -- 04_incident_postmortem: the incident sample, with the parameters' defaults --------------

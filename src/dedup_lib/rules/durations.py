@@ -207,20 +207,53 @@ def _iso_or_timespan(text: str, shown: object) -> timedelta | None:
     )
 
 
-def format_window(window: timedelta) -> str:
-    """Shortest exact form of a window, such as ``10m``, ``1d2h`` or ``1.5s``; a negative
-    one keeps its sign (``-5s``), so that an error about it shows what was given."""
+def format_window(window: timedelta, form: Literal["short", "iso", "words"] = "short") -> str:
+    """A window, exactly: ``short`` is the shortest form (``10m``, ``1d2h``, ``1.5s``), ``iso``
+    how Azure's settings write it (``PT13H30M``, ``P1DT2H``), ``words`` for a sentence
+    (``13 hours 30 minutes``). A negative one keeps its sign (``-5s``), so that an error about
+    it shows what was given."""
     if window < timedelta(0):
-        return "-" + format_window(-window)
+        return "-" + format_window(-window, form)
     micros = window // timedelta(microseconds=1)
-    if micros % 1_000_000:
+    seconds, fraction = divmod(micros, 1_000_000)
+    if form == "short" and fraction:
         return f"{micros / 1_000_000:g}s"
-    seconds, out = micros // 1_000_000, []
+    parts: dict[str, int] = {}
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
         if seconds >= size:
-            out.append(f"{seconds // size}{unit}")
+            parts[unit] = seconds // size
             seconds %= size
-    return "".join(out) or "0s"
+    if form == "iso":
+        return _iso(parts, fraction)
+    if form == "words":
+        return _words(parts, fraction)
+    return "".join(f"{n}{unit}" for unit, n in parts.items()) or "0s"
+
+
+def _iso(parts: dict[str, int], fraction: int) -> str:
+    """ISO 8601 duration from whole days, hours, minutes, seconds and microseconds."""
+    seconds = parts.get("s", 0) + fraction / 1_000_000
+    clock = "".join(f"{parts[u]}{u.upper()}" for u in ("h", "m") if u in parts)
+    if seconds:
+        clock += f"{seconds:.6f}".rstrip("0").rstrip(".") + "S"
+    days = f"{parts['d']}D" if "d" in parts else ""
+    if not clock:
+        return f"P{days}" if days else "PT0S"
+    return f"P{days}T{clock}"
+
+
+_UNIT_WORDS = {"d": "day", "h": "hour", "m": "minute", "s": "second"}
+
+
+def _words(parts: dict[str, int], fraction: int) -> str:
+    """``1 day 2 hours``, ``1.5 seconds``: the units spelt out."""
+    if fraction:
+        parts = {**parts, "s": parts.get("s", 0)}
+    words = []
+    for unit, n in parts.items():
+        value = f"{n + fraction / 1_000_000:g}" if unit == "s" and fraction else str(n)
+        words.append(f"{value} {_UNIT_WORDS[unit]}{'' if value == '1' else 's'}")
+    return " ".join(words) or "0 seconds"
 
 
 def format_duration(seconds: float, rounding: Literal["nearest", "up"] = "nearest") -> str:

@@ -1,7 +1,11 @@
 """Plotly figures from small tables (pandas in, figure out; no Spark).
 
-Every figure has a title, axis titles with units and hover text that names what a point is.
-Durations are drawn on a log scale labelled in human units (20 s, 10 min, 1 d).
+Every figure has a title, axis titles with units and hover text that names what a point is;
+a figure coloured by a category names it in a legend, even for one value. Legends sit right of
+the plot, where no axis title or label can be under them at any width. Durations are drawn on
+a log scale labelled in human units (20 s, 10 min, 1 d). A table without rows gives a figure
+that says so in words (``No resends on audit between ...``), its axes hidden: ``scope`` is
+where the table was narrowed to, as words (default: in this selection).
 """
 
 from __future__ import annotations
@@ -41,7 +45,28 @@ CAUSE_LABELS = {
     "restart_resend": "resend after a crash and restart",
     "replay": "operator replay",
 }
-_LAYOUT = {"template": "plotly_white", "hovermode": "closest", "legend": {"orientation": "h"}}
+_CAUSE_ORDER = {cause: n for n, cause in enumerate(CAUSE_LABELS)}
+_LAYOUT = {"template": "plotly_white", "hovermode": "closest", "showlegend": True}
+#: Where a table was narrowed to, when the caller does not say.
+ANYWHERE = "in this selection"
+
+
+def _legend(title: str) -> dict[str, object]:
+    """A vertical legend right of the plot, titled with what its colours stand for."""
+    return {"legend": {"title": {"text": title}, "orientation": "v", "x": 1.02, "y": 1}}
+
+
+def _say_empty(fig: go.Figure, message: str) -> go.Figure:
+    """``fig`` with every axis hidden and ``message`` in its middle: an empty table drawn as
+    words, never as empty axes with made-up ranges."""
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_layout(showlegend=False)
+    fig.add_annotation(
+        text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+        font={"size": 16},
+    )  # fmt: skip
+    return fig
 
 
 def _log_duration_axis(fig: go.Figure, low: float, high: float, title: str, **where: int) -> None:
@@ -54,22 +79,29 @@ def _log_duration_axis(fig: go.Figure, low: float, high: float, title: str, **wh
     )
 
 
-def window_marker(fig: go.Figure, window_s: float, *, log: bool = True, **where: int) -> None:
-    """A dashed vertical line at the window, labelled with it."""
+def window_marker(
+    fig: go.Figure, window_s: float, *, log: bool = True, label: str | None = "top", **where: int
+) -> None:
+    """A dashed vertical line at the window, labelled with it at ``label`` (a plotly annotation
+    position; ``None``: no label)."""
     x = math.log10(window_s) if log else window_s
-    fig.add_vline(
-        x=x,
-        line_dash="dash",
-        line_color="black",
-        annotation_text=f"window {format_duration(window_s)}",
-        annotation_position="top",
-        **where,
-    )
+    annotation: dict[str, str] = {}
+    if label:
+        annotation = {
+            "annotation_text": f"window {format_duration(window_s)}",
+            "annotation_position": label,
+            "annotation_bgcolor": "rgba(255,255,255,0.8)",
+        }
+    fig.add_vline(x=x, line_dash="dash", line_color="black", **annotation, **where)
 
 
-def sends_over_time(table: pd.DataFrame, *, title: str | None = None) -> go.Figure:
-    """Sends and dropped duplicates per time bucket (``time``, ``sends``, ``duplicates``,
-    summed over entities), from :meth:`ReplayCache.over_time`."""
+def sends_over_time(
+    table: pd.DataFrame, *, title: str | None = None, scope: str = ANYWHERE
+) -> go.Figure:
+    """Sends (top panel, a line) and the duplicates the broker dropped (bottom panel, red bars)
+    per time bucket, summed over entities, from :meth:`ReplayCache.over_time` (``time``,
+    ``sends``, ``duplicates``). Each panel has its own count axis: a few duplicates stay visible
+    beside thousands of sends, and each axis says what it counts."""
     per_time = table.groupby("time", as_index=False)[["sends", "duplicates"]].sum()
     step = _bucket_label(per_time["time"])
     fig = go.Figure()
@@ -80,6 +112,7 @@ def sends_over_time(table: pd.DataFrame, *, title: str | None = None) -> go.Figu
             name="sends",
             mode="lines",
             line={"color": "#1f77b4"},
+            yaxis="y",
             hovertemplate="%{x|%Y-%m-%d %H:%M} UTC<br>%{y:,} sends<extra></extra>",
         )
     )
@@ -88,23 +121,43 @@ def sends_over_time(table: pd.DataFrame, *, title: str | None = None) -> go.Figu
             x=per_time["time"],
             y=per_time["duplicates"],
             name="dropped as duplicates",
-            marker_color="#d62728",
+            marker={"color": "#d62728", "line": {"width": 0}},
+            yaxis="y2",
             hovertemplate="%{x|%Y-%m-%d %H:%M} UTC<br>%{y:,} dropped<extra></extra>",
         )
     )
+    # One time axis under both panels (``xaxis``, as every time chart has), two count axes.
     fig.update_layout(
         title=title or "Sends and duplicates the broker drops, over time",
-        xaxis_title="time (UTC)",
-        yaxis_title=f"sends per {step}",
+        bargap=0,
+        xaxis={"title": {"text": "time (UTC)"}, "anchor": "y2"},
+        yaxis={"title": {"text": f"sends per {step}"}, "domain": [0.45, 1], "rangemode": "tozero"},
+        yaxis2={
+            "title": {"text": f"dropped per {step}"},
+            "domain": [0, 0.36],
+            "anchor": "x",
+            "rangemode": "tozero",
+        },
         **_LAYOUT,
+        **_legend("per time bucket"),
     )
+    if per_time.empty:
+        return _say_empty(fig, f"No sends {scope}")
+    if not per_time["duplicates"].any():
+        fig.update_layout(yaxis2={"range": [0, 1], "tickvals": [0]})
+        fig.add_annotation(
+            text=f"no duplicates dropped {scope}", x=0.5, y=0.5, xref="x domain",
+            yref="y2 domain", showarrow=False,
+        )  # fmt: skip
     return fig
 
 
-def counts_over_time(table: pd.DataFrame, by: str, *, title: str, what: str = "sends") -> go.Figure:
+def counts_over_time(
+    table: pd.DataFrame, by: str, *, title: str, what: str = "sends", scope: str = ANYWHERE
+) -> go.Figure:
     """Stacked bars per time bucket, one colour per value of ``by`` (``time``, ``by``,
     ``sends``, summed over entities), from
-    :func:`dedup_lib.analysis.diagnostics.counts_over_time`."""
+    :func:`dedup_lib.analysis.diagnostics.counts_over_time`; the legend names each value."""
     step = _bucket_label(pd.Series(table["time"].unique()))
     fig = go.Figure()
     for name, rows in table.groupby(by, sort=True):
@@ -124,8 +177,9 @@ def counts_over_time(table: pd.DataFrame, by: str, *, title: str, what: str = "s
         xaxis_title="time (UTC)",
         yaxis_title=f"{what} per {step}",
         **_LAYOUT,
+        **_legend(by.replace("_", " ")),
     )
-    return fig
+    return _say_empty(fig, f"No {what} {scope}") if table.empty else fig
 
 
 def _bucket_label(times: pd.Series) -> str:
@@ -135,7 +189,9 @@ def _bucket_label(times: pd.Series) -> str:
     return format_duration(seconds) if seconds >= 1 else "bucket"
 
 
-def resend_delays(delays: pd.DataFrame, window_s: float, *, title: str | None = None) -> go.Figure:
+def resend_delays(
+    delays: pd.DataFrame, window_s: float, *, title: str | None = None, scope: str = ANYWHERE
+) -> go.Figure:
     """Histogram of each resend's delay after the previous send of its key, on a log scale,
     stacked by ``cause`` when the table has it, with the window drawn: sends left of the line
     are caught (measured from their anchor), those right of it reach consumers again."""
@@ -146,7 +202,13 @@ def resend_delays(delays: pd.DataFrame, window_s: float, *, title: str | None = 
     )
     low, high = min(low, window_s), max(high, window_s)
     edges = np.linspace(math.log10(low) - 0.05, math.log10(high) + 0.05, 61)
-    groups = delays.groupby("cause", sort=False) if "cause" in delays else [("resends", delays)]
+    groups = (
+        sorted(
+            delays.groupby("cause"), key=lambda g: _CAUSE_ORDER.get(str(g[0]), len(_CAUSE_ORDER))
+        )
+        if "cause" in delays
+        else [("resends", delays)]
+    )
     fig = go.Figure()
     for cause, group in groups:
         counts, _ = np.histogram(np.log10(group["delay_s"].clip(lower=1e-3)), bins=edges)
@@ -170,7 +232,10 @@ def resend_delays(delays: pd.DataFrame, window_s: float, *, title: str | None = 
         title=title or "Delay of each resend after the previous send with the same key",
         yaxis_title="sends",
         **_LAYOUT,
+        **_legend("cause" if "cause" in delays else "sends"),
     )
+    if delays.empty:
+        return _say_empty(fig, f"No resends {scope}: no send reused a key sent before")
     _log_duration_axis(fig, low, high, "delay after the previous send (log scale)")
     window_marker(fig, window_s)
     return fig
@@ -197,7 +262,9 @@ def _lines_per_entity(
     return fig
 
 
-def ids_held(table: pd.DataFrame, window_s: float, *, title: str | None = None) -> go.Figure:
+def ids_held(
+    table: pd.DataFrame, window_s: float, *, title: str | None = None, scope: str = ANYWHERE
+) -> go.Figure:
     """Ids in the duplicate history over time, stacked per entity (``entity``, ``time``,
     ``held``), from :meth:`ReplayCache.held_over_time`: the throughput cost of the window."""
     fig = _lines_per_entity(table, "held", "ids held", stacked=True)
@@ -206,7 +273,10 @@ def ids_held(table: pd.DataFrame, window_s: float, *, title: str | None = None) 
         xaxis_title="time (UTC)",
         yaxis_title="ids held (count)",
         **_LAYOUT,
+        **_legend("entity"),
     )
+    if table.empty:
+        return _say_empty(fig, f"No ids held {scope}: no accepted send with a MessageId")
     return fig
 
 
@@ -243,22 +313,32 @@ def window_sweep(
     lost = "messages_lost" if "messages_lost" in sweep else "duplicates"
     fig.add_trace(
         go.Scatter(x=x, y=sweep[lost], name=lost.replace("_", " "), mode="lines+markers",
-                   customdata=labels, marker_color="#d62728",
+                   customdata=labels, marker_color="#d62728", showlegend=False,
                    hovertemplate="window %{customdata}<br>%{y:,}<extra></extra>"),
         row=2, col=1,
     )  # fmt: skip
     fig.add_trace(
         go.Scatter(x=x, y=sweep["peak_held"], name="peak ids held", mode="lines+markers",
-                   customdata=labels, marker_color="#2ca02c",
+                   customdata=labels, marker_color="#2ca02c", showlegend=False,
                    hovertemplate="window %{customdata}<br>%{y:,} ids at the peak<extra></extra>"),
         row=3, col=1,
     )  # fmt: skip
     if target is not None:
-        fig.add_hline(y=100 * target, line_dash="dot", row=1, col=1,
-                      annotation_text=f"target {100 * target:g} %")  # fmt: skip
+        # Named in the legend: a label on the plot would sit on the share curves near it.
+        fig.add_trace(
+            go.Scatter(x=[x.min(), x.max()], y=[100 * target] * 2, mode="lines",
+                       name=f"target {100 * target:g} %", hoverinfo="skip",
+                       line={"color": "black", "dash": "dot", "width": 1}),
+            row=1, col=1,
+        )  # fmt: skip
     if chosen_s is not None:
-        for row in (1, 2, 3):
-            window_marker(fig, chosen_s, row=row, col=1)
+        # Labelled once, inside the bottom panel (the cost, lowest left of the line): above a
+        # panel the label would sit on that panel's title.
+        span = math.log10(sweep["window_s"].max() / sweep["window_s"].min()) or 1.0
+        right_half = math.log10(chosen_s / sweep["window_s"].min()) / span > 0.5
+        for row in (1, 2):
+            window_marker(fig, chosen_s, label=None, row=row, col=1)
+        window_marker(fig, chosen_s, label="top left" if right_half else "top right", row=3, col=1)
     fig.update_yaxes(title_text="%", row=1, col=1)
     fig.update_yaxes(title_text="messages" if lost == "messages_lost" else "sends", row=2, col=1)
     fig.update_yaxes(title_text="ids", row=3, col=1)
@@ -269,13 +349,15 @@ def window_sweep(
     fig.update_layout(
         title=title or "What each window catches, loses and costs",
         height=750,
-        showlegend="share_catchable_caught" in sweep,
-        **{k: v for k, v in _LAYOUT.items() if k != "legend"},
+        **_LAYOUT,
+        **_legend("share caught"),
     )
     return fig
 
 
-def sends_per_entity(table: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+def sends_per_entity(
+    table: pd.DataFrame, *, title: str | None = None, scope: str = ANYWHERE
+) -> go.Figure:
     """Sends per time bucket, one line per entity (``entity``, ``time``, ``sends``), from
     :func:`dedup_lib.analysis.summaries.sends_over_time`."""
     step = _bucket_label(table["time"].drop_duplicates()) if len(table) else "bucket"
@@ -285,8 +367,9 @@ def sends_per_entity(table: pd.DataFrame, *, title: str | None = None) -> go.Fig
         xaxis_title="time (UTC)",
         yaxis_title=f"sends per {step}",
         **_LAYOUT,
+        **_legend("entity"),
     )
-    return fig
+    return _say_empty(fig, f"No sends {scope}") if table.empty else fig
 
 
 _EMBEDDED = {"plotly.js": False}

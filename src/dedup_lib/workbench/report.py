@@ -1,7 +1,9 @@
 """Headless postmortem: run the postmortem notebook (``notebooks/04_incident_postmortem.ipynb``,
 shipped in the package) with papermill, and write it as one self-contained HTML file (charts
 inlined, readable offline). A cell that fails raises the same one-line error the library
-would outside the notebook."""
+would outside the notebook. The report is for a reader who will not run it: its code, and the
+cells tagged ``notebook-only`` (how to run it), are left out, and its page title is the one
+the notebook names (entity, window, time range)."""
 
 from __future__ import annotations
 
@@ -78,6 +80,21 @@ def cell_error(failure: Any, source: str = "", input: str = "") -> DedupLibError
 
 #: The postmortem notebook, shipped inside the package (``notebooks/`` in the source tree).
 POSTMORTEM = files("dedup_lib") / "resources" / "postmortem.ipynb"
+#: Cells with this tag speak to whoever runs the notebook; the report leaves them out.
+NOTEBOOK_ONLY = "notebook-only"
+#: The key of the output metadata in which the notebook names the report's title.
+TITLE_KEY = "dedup_lib"
+
+
+def report_title(notebook: Any, default: str) -> str:
+    """The title a cell of the executed ``notebook`` gave in its output's metadata
+    (``{"dedup_lib": {"title": ...}}``), else ``default``."""
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            title = output.get("metadata", {}).get(TITLE_KEY, {}).get("title")
+            if title:
+                return str(title)
+    return default
 
 
 def run_postmortem(
@@ -99,6 +116,7 @@ def run_postmortem(
     import nbformat
     import papermill as pm
     from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
     from papermill.exceptions import PapermillExecutionError
 
     source = Path(input).resolve()
@@ -143,7 +161,12 @@ def run_postmortem(
             raise cell_error(failure, str(source), input) from None
     settings = {"exclude_input": True, "exclude_input_prompt": True, "exclude_output_prompt": True}
     exporter = HTMLExporter(**settings)  # type: ignore[no-untyped-call]
+    exporter.register_preprocessor(
+        TagRemovePreprocessor(remove_cell_tags={NOTEBOOK_ONLY}),  # type: ignore[no-untyped-call]
+        enabled=True,
+    )
     notebook_node = nbformat.read(executed, as_version=4)  # type: ignore[no-untyped-call]
+    notebook_node.metadata["title"] = report_title(notebook_node, f"Incident postmortem: {name}")
     html, _ = exporter.from_notebook_node(notebook_node)
     # The template loads require.js and MathJax from a CDN. Offline they fail; online,
     # require.js would make plotly.js register as an AMD module instead of window.Plotly.
