@@ -108,8 +108,7 @@ def session(args: argparse.Namespace) -> SparkSession:
         session: SparkSession = args.spark
         return session
     quiet = args.quiet
-    config = {"spark.ui.showConsoleProgress": "false" if quiet else "true"}
-    spark = get_spark(PROG, remote=args.remote, master=args.master, config=config)
+    spark = get_spark(PROG, remote=args.remote, master=args.master)
     if is_connect(spark) and not quiet and sys.stderr.isatty():
         spark.registerProgressHandler(connect_progress)  # type: ignore[arg-type]
     return spark
