@@ -6,6 +6,7 @@ from the caches in memory and redraws the charts in place (:mod:`dedup_lib.workb
 
 from __future__ import annotations
 
+import importlib
 import math
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -58,21 +59,20 @@ class WindowExplorer:
 
     ``update(...)`` computes a :class:`View` from the caches (no Spark job) and redraws the
     charts in place; the widgets call it on every change. Display the explorer with
-    ``explorer.widget``. ``pending`` maps partitioning modes still being built (in the
-    background, see :meth:`from_frame`) to their future caches: the toggle offers such a mode
-    once it is ready, and :attr:`caches` or ``update(partitioning=...)`` wait for it."""
+    ``explorer.widget``. A partitioning mode still being built in the background (see
+    :meth:`from_frame`) is offered on the toggle once ready; :attr:`caches` and
+    ``update(partitioning=...)`` wait for it."""
 
     def __init__(
         self,
         caches: dict[bool, ReplayCache],
         window: timedelta | float | str = "PT10M",
         partitioning: bool = False,
-        pending: dict[bool, Future[ReplayCache]] | None = None,
     ) -> None:
         if partitioning not in caches:
             raise InputError(f"WindowExplorer: no cache for partitioning={partitioning}")
         self._caches = dict(caches)
-        self._pending = dict(pending or {})
+        self._pending: dict[bool, Future[ReplayCache]] = {}
         self._lock = threading.Lock()
         first = next(iter(caches.values()))
         entities = sorted(
@@ -135,9 +135,6 @@ class WindowExplorer:
             controls.append(widgets.HBox([self.time_range, self.range_label]))
         shown = [self.message, self.numbers, *self.figures, self.keys]
         self.widget = widgets.VBox([*controls, *shown])
-        for mode, future in self._pending.items():
-            self.preparing.value = f"<i>{_mode_name(mode)}: being prepared…</i>"
-            future.add_done_callback(self._ready)
 
     @classmethod
     def from_frame(
@@ -158,6 +155,8 @@ class WindowExplorer:
         notebook)."""
         if partitioning not in modes:
             raise InputError(f"WindowExplorer: partitioning={partitioning} is not in {modes}")
+        # FigureWidget's first import takes seconds (plotly loads nbformat): done while Spark works.
+        threading.Thread(target=importlib.import_module, args=("plotly.basewidget",)).start()
         carry = tuple(c for c in ("cause",) if c in df.columns)
         later = [m for m in dict.fromkeys(modes) if m != partitioning]
         now = [partitioning] if background else [partitioning, *later]
@@ -173,16 +172,25 @@ class WindowExplorer:
                 step(i)
                 caches[mode] = ReplayCache.build(df, mode, carry=carry)
                 bar.update()
-            pending: dict[bool, Future[ReplayCache]] = {}
-            if background and later:
-                pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer")
-                for mode in later:
-                    pending[mode] = pool.submit(ReplayCache.build, df, mode, carry=carry)
-                pool.shutdown(wait=False)
             step(len(now))
-            explorer = cls(caches, window, partitioning, pending)
+            explorer = cls(caches, window, partitioning)
             bar.update()
+        if background and later:
+            # Started once the first view is computed, so it does not compete with it.
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer")
+            explorer._prepare(
+                {m: pool.submit(ReplayCache.build, df, m, carry=carry) for m in later}
+            )
+            pool.shutdown(wait=False)
         return explorer
+
+    def _prepare(self, pending: dict[bool, Future[ReplayCache]]) -> None:
+        """Offer each of these modes on the toggle once its cache is built."""
+        with self._lock:
+            self._pending.update(pending)
+        self.preparing.value = f"<i>{' and '.join(map(_mode_name, pending))}: being prepared…</i>"
+        for future in pending.values():
+            future.add_done_callback(self._ready)
 
     @property
     def caches(self) -> dict[bool, ReplayCache]:
