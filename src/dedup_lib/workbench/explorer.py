@@ -195,7 +195,9 @@ class WindowExplorer:
     @property
     def caches(self) -> dict[bool, ReplayCache]:
         """One cache per partitioning mode; waits for those still being built."""
-        for future in list(self._pending.values()):
+        with self._lock:
+            futures = list(self._pending.values())
+        for future in futures:
             future.result()
         return self._cache_map()
 
