@@ -86,3 +86,20 @@ def test_traces_added_removed_or_of_another_type(traces, messages):
     assert [name for name, _ in sent] == messages
     assert _without_uid(widget) == new.to_dict()["data"]
     assert widget.layout.title.text == "other"
+
+
+def test_dates_and_64_bit_numbers_reach_the_browser_as_plotly_js_reads_them():
+    import base64
+
+    import numpy as np
+    import pandas as pd
+
+    times = pd.date_range("2026-11-02", periods=3, freq="min").to_numpy()
+    figure = go.Figure([go.Scatter(x=times, y=np.array([1, 2, 3], dtype="int64"))])
+    widget = live(figure)
+    assert str(widget.data[0].x[0]).startswith("2026-11-02")
+    later = go.Figure([go.Scatter(x=times, y=np.array([4, 5, 6], dtype="int64"))])
+    sync(widget, later)
+    y = widget.data[0].y
+    assert list(np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"])) == [4, 5, 6]
+    assert str(widget.data[0].x[2]).startswith("2026-11-02")

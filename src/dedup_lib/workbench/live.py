@@ -9,6 +9,7 @@ properties whose value did not change, so an unchanged template or axis costs no
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import plotly.graph_objects as go
@@ -18,25 +19,34 @@ _KEEP = frozenset({"type", "uid"})
 
 def live(figure: go.Figure) -> go.FigureWidget:
     """A ``FigureWidget`` showing ``figure``, for :func:`sync` to update later."""
-    return go.FigureWidget(figure)
+    return go.FigureWidget(_plain(figure))
+
+
+def _plain(figure: go.Figure) -> dict[str, Any]:
+    """``figure`` as plotly.js reads it: dates as ISO text, numbers as typed-array specs. The
+    widget's own serializer sends datetime64 arrays as integers and drops int64 arrays, which
+    leaves the browser an empty plot."""
+    plain: dict[str, Any] = json.loads(figure.to_json())
+    return plain
 
 
 def sync(widget: go.FigureWidget, figure: go.Figure) -> None:
     """Make ``widget`` show ``figure``: traces of the same type at the same index are
     restyled in place, extra ones removed, missing ones added; the layout (axes, shapes,
     annotations, title) is replaced. The restyles and the relayout go in one batch."""
-    new = figure.data
+    plain = _plain(figure)
+    new = plain.get("data", [])
     keep = 0
-    while keep < min(len(widget.data), len(new)) and widget.data[keep].type == new[keep].type:
+    while keep < min(len(widget.data), len(new)) and widget.data[keep].type == new[keep]["type"]:
         keep += 1
     if len(widget.data) > keep:
         widget.data = widget.data[:keep]
     with widget.batch_update():
         for old, trace in zip(widget.data, new[:keep], strict=True):
-            _replace(old, trace.to_plotly_json())
-        _replace(widget.layout, figure.layout.to_plotly_json())
+            _replace(old, trace)
+        _replace(widget.layout, plain.get("layout", {}))
     if len(new) > keep:
-        widget.add_traces(list(new[keep:]))
+        widget.add_traces(new[keep:])
 
 
 def _replace(target: Any, props: dict[str, Any]) -> None:
