@@ -127,12 +127,13 @@ class WindowExplorer:
             if control is not None:
                 control.observe(self._on_change, names="value")
         self.window_text.observe(self._on_text, names="value")
+        wrap = widgets.Layout(flex_flow="row wrap", align_items="center")
         controls = [
-            widgets.HBox([self.window_slider, self.window_text]),
-            widgets.HBox([self.mode, self.preparing, self.entity]),
+            widgets.HBox([self.window_slider, self.window_text], layout=wrap),
+            widgets.HBox([self.mode, self.entity, self.preparing], layout=wrap),
         ]
         if self.time_range is not None:
-            controls.append(widgets.HBox([self.time_range, self.range_label]))
+            controls.append(widgets.HBox([self.time_range, self.range_label], layout=wrap))
         shown = [self.message, self.numbers, *self.figures, self.keys]
         self.widget = widgets.VBox([*controls, *shown])
 
