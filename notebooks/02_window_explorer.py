@@ -10,8 +10,10 @@
 # # 2. Window explorer
 #
 # Replays Service Bus duplicate detection over the telemetry with the window and partitioning
-# mode you choose. Spark runs once, when the explorer is built (about half a minute on the
-# 200 k-send sample); after that every control answers from memory.
+# mode you choose. Spark runs when the explorer is built, a progress bar showing each step:
+# the partitioning mode shown first is ready when the explorer is drawn, the other is prepared
+# while you use it (the toggle offers it when ready). After that every control answers from
+# memory and redraws the charts in place.
 #
 # - **window**: drag the slider (20 s to 7 days, log scale) or type `PT10M`, `10m` or `0:10:00`;
 # - **partitioning**: with it enabled the key is MessageId plus the partition key;
@@ -33,7 +35,6 @@ from dedup_lib import WindowExplorer, load_telemetry, sample_path
 
 loaded = load_telemetry(spark, sample_path("day.parquet"))
 explorer = WindowExplorer.from_frame(loaded.valid, window="PT10M")
-explorer.update()
 explorer.widget
 
 # %% [markdown]

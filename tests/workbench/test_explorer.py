@@ -74,3 +74,53 @@ def test_the_controls_drive_update(explorer):
     assert ex.view.window_s == pytest.approx(3600)
     ex.mode.value = "enabled"
     assert ex.view.partitioning
+
+
+def test_a_change_redraws_the_same_figure_widgets_in_place(explorer):
+    ex, _ = explorer
+    ex.update(window="PT10M", partitioning=False, entity="(all)", time_range=_whole(ex))
+    widgets = list(ex.figures)
+    traces = [list(w.data) for w in widgets]
+    held = repr(widgets[2].data[0].y)
+    tables = ex.numbers.value
+    ex.window_text.value = "PT1H"
+    assert [w is v for w, v in zip(ex.figures, widgets, strict=True)] == [True] * 3
+    assert all(w in ex.widget.children for w in widgets)
+    assert widgets[0].layout.title.text == ex.view.sends_over_time.layout.title.text
+    assert "window 1h" in widgets[0].layout.title.text
+    assert [t.type for t in widgets[1].data] == [t.type for t in ex.view.resend_delays.data]
+    assert traces[2][0] is widgets[2].data[0]
+    assert repr(widgets[2].data[0].y) != held
+    assert ex.numbers.value != tables
+    assert _value(ex.view, "sends") in ex.numbers.value
+
+
+def test_the_range_label_shows_the_whole_range(explorer):
+    ex, _ = explorer
+    start = pd.Timestamp("2026-03-02T01:00", tz="UTC")
+    end = pd.Timestamp("2026-03-02T02:30", tz="UTC")
+    ex.update(time_range=(start, end))
+    assert ex.range_label.value == "2026-03-02 01:00 to 2026-03-02 02:30"
+    assert ex.time_range.readout is False
+    ex.update(time_range=_whole(ex))
+
+
+def _whole(ex):
+    return ex.times[0], ex.times[-1]
+
+
+def test_the_other_mode_is_built_in_the_background(spark, capsys):
+    from dedup_lib import generate_telemetry
+
+    sends = generate_telemetry(spark, 1_000, seed=3, scenario=mixed_scenario()).persist()
+    ex = WindowExplorer.from_frame(sends, window="PT10M", partitioning=True)
+    assert ex.mode.value == "enabled"
+    assert set(ex.caches) == {False, True}
+    view = ex.update(partitioning=False, draw=False)
+    assert not view.partitioning
+    assert ex.mode.options == ("disabled", "enabled")
+    assert ex.preparing.value == ""
+    assert capsys.readouterr().err == ""
+    WindowExplorer.from_frame(sends, modes=(False,), background=False, progress=True)
+    assert "replaying with partitioning disabled (1 of 2)" in capsys.readouterr().err
+    sends.unpersist()

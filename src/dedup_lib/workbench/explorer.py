@@ -1,17 +1,22 @@
 """``WindowExplorer``: the window, partitioning, entity and time-range controls and the charts
-they drive. Spark runs once, when the explorer is built (one :class:`ReplayCache` per
-partitioning mode); every control change is answered from the caches in memory."""
+they drive. Spark runs once per partitioning mode, when the explorer is built (one
+:class:`ReplayCache` each): the mode shown first is built before the explorer is drawn, the
+others in a background thread while it is already in use. Every control change is answered
+from the caches in memory and redraws the charts in place (:mod:`dedup_lib.workbench.live`)."""
 
 from __future__ import annotations
 
+import importlib
 import math
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 import pandas as pd
-from IPython.display import display
+from tqdm.auto import tqdm  # type: ignore[import-untyped]
 
 from dedup_lib.analysis.selection import narrow
 from dedup_lib.analysis.tables import ALL_ENTITIES
@@ -20,11 +25,14 @@ from dedup_lib.rules.durations import format_duration, format_window, parse_wind
 from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy
 from dedup_lib.sweep.views import ReplayCache
 from dedup_lib.workbench import charts
+from dedup_lib.workbench.live import live, sync
+from dedup_lib.workbench.tables import styled
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     import plotly.graph_objects as go
+    from pandas.io.formats.style_render import CSSDict
     from pyspark.sql import DataFrame
 
 MIN_WINDOW_S, MAX_WINDOW_S = (b.total_seconds() for b in WINDOW_BOUNDS["service"][:2])
@@ -49,8 +57,11 @@ class View:
 class WindowExplorer:
     """Controls and charts for choosing a duplicate-detection window.
 
-    ``update(...)`` computes a :class:`View` from the caches (no Spark job) and redraws;
-    the widgets call it on every change. Display the explorer with ``explorer.widget``."""
+    ``update(...)`` computes a :class:`View` from the caches (no Spark job) and redraws the
+    charts in place; the widgets call it on every change. Display the explorer with
+    ``explorer.widget``. A partitioning mode still being built in the background (see
+    :meth:`from_frame`) is offered on the toggle once ready; :attr:`caches` and
+    ``update(partitioning=...)`` wait for it."""
 
     def __init__(
         self,
@@ -60,7 +71,9 @@ class WindowExplorer:
     ) -> None:
         if partitioning not in caches:
             raise InputError(f"WindowExplorer: no cache for partitioning={partitioning}")
-        self.caches = caches
+        self._caches = dict(caches)
+        self._pending: dict[bool, Future[ReplayCache]] = {}
+        self._lock = threading.Lock()
         first = next(iter(caches.values()))
         entities = sorted(
             {str(e) for c in caches.values() for e in c.summary(60).entity} - {ALL_ENTITIES}
@@ -87,34 +100,42 @@ class WindowExplorer:
             value="enabled" if partitioning else "disabled",
             description="partitioning",
         )
+        self.preparing = widgets.HTML(layout=widgets.Layout(margin="0 0 0 12px"))
         self.entity = widgets.Dropdown(
             options=self.entities, value=ALL_ENTITIES, description="entity"
         )
         options = _range_options(self.times)
+        # The slider's own readout is cut off at any width; the label shows the range in full.
         self.time_range = widgets.SelectionRangeSlider(
             options=options, index=(0, max(0, len(options) - 1)), description="time (UTC)",
-            continuous_update=False, layout=widgets.Layout(width="640px"),
+            continuous_update=False, readout=False,
+            layout=widgets.Layout(width="420px", min_width="300px"),
         ) if options else None  # fmt: skip
+        self.range_label = widgets.Label(layout=widgets.Layout(margin="0 0 0 8px"))
         self.message = widgets.HTML()
-        self.numbers = widgets.Output()
-        self.charts = [widgets.Output() for _ in range(3)]
-        self.keys = widgets.Output()
+        self.numbers = widgets.HTML()
+        self.keys = widgets.HTML()
         self._syncing = False
         # The first view computes what every later change reuses (resend delays, key
         # numbering), so control changes answer from memory.
         self.view: View | None = self._view(seconds, partitioning, ALL_ENTITIES, None)
+        self.figures = [live(f) for f in _figures(self.view)]
+        self._show_range(self.view)
+        self._show_tables(self.view)
 
         for control in (self.window_slider, self.mode, self.entity, self.time_range):
             if control is not None:
                 control.observe(self._on_change, names="value")
         self.window_text.observe(self._on_text, names="value")
+        wrap = widgets.Layout(flex_flow="row wrap", align_items="center")
         controls = [
-            widgets.HBox([self.window_slider, self.window_text]),
-            widgets.HBox([self.mode, self.entity]),
+            widgets.HBox([self.window_slider, self.window_text], layout=wrap),
+            widgets.HBox([self.mode, self.entity, self.preparing], layout=wrap),
         ]
         if self.time_range is not None:
-            controls.append(self.time_range)
-        self.widget = widgets.VBox([*controls, self.message, self.numbers, *self.charts, self.keys])
+            controls.append(widgets.HBox([self.time_range, self.range_label], layout=wrap))
+        shown = [self.message, self.numbers, *self.figures, self.keys]
+        self.widget = widgets.VBox([*controls, *shown])
 
     @classmethod
     def from_frame(
@@ -123,11 +144,102 @@ class WindowExplorer:
         window: timedelta | float | str = "PT10M",
         partitioning: bool = False,
         modes: Sequence[bool] = (False, True),
+        *,
+        background: bool = True,
+        progress: bool | None = None,
     ) -> WindowExplorer:
-        """Build the caches (one Spark pass per partitioning mode) and the explorer."""
+        """Build the caches (one Spark pass per partitioning mode) and the explorer.
+
+        The mode shown first is built before returning; with ``background`` (the default)
+        the other modes are built in a thread while the explorer is in use, else before
+        returning too. ``progress`` shows a progress bar of the steps (default: only in a
+        notebook)."""
+        if partitioning not in modes:
+            raise InputError(f"WindowExplorer: partitioning={partitioning} is not in {modes}")
+        # FigureWidget's first import takes seconds (plotly loads nbformat): done while Spark works.
+        threading.Thread(target=importlib.import_module, args=("plotly.basewidget",)).start()
         carry = tuple(c for c in ("cause",) if c in df.columns)
-        caches = {mode: ReplayCache.build(df, mode, carry=carry) for mode in modes}
-        return cls(caches, window, partitioning)
+        later = [m for m in dict.fromkeys(modes) if m != partitioning]
+        now = [partitioning] if background else [partitioning, *later]
+        steps = [f"replaying with {_mode_name(m)}" for m in now] + ["drawing the charts"]
+        show = _in_notebook() if progress is None else progress
+        with tqdm(total=len(steps), disable=not show, leave=False, bar_format=_BAR) as bar:
+
+            def step(i: int) -> None:
+                bar.set_description_str(f"{steps[i]} ({i + 1} of {len(steps)})")
+
+            caches = {}
+            for i, mode in enumerate(now):
+                step(i)
+                caches[mode] = ReplayCache.build(df, mode, carry=carry)
+                bar.update()
+            step(len(now))
+            explorer = cls(caches, window, partitioning)
+            bar.update()
+        if background and later:
+            # Started once the first view is computed, so it does not compete with it.
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer")
+            explorer._prepare(
+                {m: pool.submit(ReplayCache.build, df, m, carry=carry) for m in later}
+            )
+            pool.shutdown(wait=False)
+        return explorer
+
+    def _prepare(self, pending: dict[bool, Future[ReplayCache]]) -> None:
+        """Offer each of these modes on the toggle once its cache is built."""
+        with self._lock:
+            self._pending.update(pending)
+        self.preparing.value = f"<i>{' and '.join(map(_mode_name, pending))}: being prepared…</i>"
+        for future in pending.values():
+            future.add_done_callback(self._ready)
+
+    @property
+    def caches(self) -> dict[bool, ReplayCache]:
+        """One cache per partitioning mode; waits for those still being built."""
+        with self._lock:
+            futures = list(self._pending.values())
+        for future in futures:
+            future.result()
+        return self._cache_map()
+
+    def _cache_map(self) -> dict[bool, ReplayCache]:
+        """The caches built so far; offers on the toggle the modes finished since last time."""
+        with self._lock:
+            ready = [m for m, f in self._pending.items() if f.done() and not f.exception()]
+            for mode in ready:
+                self._caches[mode] = self._pending.pop(mode).result()
+            caches = dict(self._caches)
+            failed = [(m, f.exception()) for m, f in self._pending.items() if f.done()]
+            waiting = len(self._pending) > len(failed)
+        if ready:
+            self._syncing = True
+            try:
+                shown = self.mode.value
+                self.mode.options = [m for m, on in MODES.items() if on in caches]
+                self.mode.value = shown
+            finally:
+                self._syncing = False
+        if failed:
+            mode, error = failed[0]
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
+            self.preparing.value = f"<b style='color:#b00'>{_mode_name(mode)} failed: {first}</b>"
+        elif not waiting:
+            self.preparing.value = ""
+        return caches
+
+    def _cache(self, partitioning: bool) -> ReplayCache:
+        with self._lock:
+            future = self._pending.get(partitioning)
+        if future is not None:
+            future.result()
+        caches = self._cache_map()
+        if partitioning not in caches:
+            raise InputError(f"WindowExplorer: no cache for partitioning={partitioning}")
+        return caches[partitioning]
+
+    def _ready(self, _: Future[ReplayCache]) -> None:
+        """Offer a mode built in the background (called in the thread that built it)."""
+        self._cache_map()
 
     def _on_text(self, change: dict[str, Any]) -> None:
         if self._syncing:
@@ -166,7 +278,7 @@ class WindowExplorer:
         draw: bool = True,
     ) -> View:
         """Compute the view for these settings (the controls' values where omitted), set the
-        controls to match, and redraw. No Spark job."""
+        controls to match, and redraw. No Spark job (but waits for a mode still being built)."""
         current = self._controls()
         seconds = parse_window(window).total_seconds() if window is not None else current[0]
         mode = current[1] if partitioning is None else partitioning
@@ -197,7 +309,7 @@ class WindowExplorer:
         entity: str,
         rng: tuple[pd.Timestamp, pd.Timestamp] | None,
     ) -> View:
-        cache = self.caches[partitioning]
+        cache = self._cache(partitioning)
 
         def pick(table: pd.DataFrame) -> pd.DataFrame:
             low, high = rng or (None, None)
@@ -222,7 +334,7 @@ class WindowExplorer:
         keys = narrow(cache.top_keys(seconds, n=50), entity)
         label = format_duration(seconds)
         where = "all entities" if entity == ALL_ENTITIES else entity
-        mode = "partitioning enabled" if partitioning else "partitioning disabled"
+        mode = _mode_name(partitioning)
         return View(
             window_s=seconds,
             partitioning=partitioning,
@@ -239,18 +351,54 @@ class WindowExplorer:
 
     def _draw(self, view: View) -> None:
         self.message.value = ""
-        for output, figure in zip(
-            self.charts, (view.sends_over_time, view.resend_delays, view.ids_held), strict=True
-        ):
-            output.clear_output(wait=True)
-            with output:
-                figure.show()
-        self.numbers.clear_output(wait=True)
-        with self.numbers:
-            display(view.numbers.set_index("figure"))  # type: ignore[no-untyped-call]
-        self.keys.clear_output(wait=True)
-        with self.keys:
-            display(view.top_keys)  # type: ignore[no-untyped-call]
+        for widget, figure in zip(self.figures, _figures(view), strict=True):
+            sync(widget, figure)
+        self._show_range(view)
+        self._show_tables(view)
+
+    def _show_range(self, view: View) -> None:
+        if self.time_range is None:
+            return
+        low, high = view.time_range or (self.times[0], self.times[-1])
+        self.range_label.value = f"{_minute(low)} to {_minute(high)}"
+
+    def _show_tables(self, view: View) -> None:
+        self.numbers.value = _html(view.numbers.set_index("figure").reset_index())
+        self.keys.value = _html(view.top_keys)
+
+
+_BAR = "{desc} {bar} {elapsed}"
+_TABLE_STYLE: list[CSSDict] = [
+    {"selector": "", "props": "border-collapse: collapse; font-size: 13px; margin: 4px 0;"},
+    {"selector": "th, td", "props": "padding: 2px 10px; border-bottom: 1px solid #ddd;"},
+]
+
+
+def _figures(view: View) -> tuple[go.Figure, go.Figure, go.Figure]:
+    return view.sends_over_time, view.resend_delays, view.ids_held
+
+
+def _html(table: pd.DataFrame) -> str:
+    """A table as HTML for an ``HTML`` widget, whose value is replaced without a flicker."""
+    return styled(table).set_table_styles(_TABLE_STYLE).to_html()
+
+
+def _minute(time: Any) -> str:
+    return pd.Timestamp(time).strftime("%Y-%m-%d %H:%M")
+
+
+def _mode_name(partitioning: bool) -> str:
+    return "partitioning enabled" if partitioning else "partitioning disabled"
+
+
+def _in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (where a progress bar is a widget)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and "IPKernelApp" in shell.config
 
 
 def _range_options(times: list[Any], most: int = 400) -> list[tuple[str, pd.Timestamp]]:
