@@ -124,3 +124,17 @@ def test_the_other_mode_is_built_in_the_background(spark, capsys):
     WindowExplorer.from_frame(sends, modes=(False,), background=False, progress=True)
     assert "replaying with partitioning disabled (1 of 2)" in capsys.readouterr().err
     sends.unpersist()
+
+
+def test_an_empty_selection_says_so_in_words(explorer):
+    ex, _ = explorer
+    start = pd.Timestamp("2031-01-01T00:00", tz="UTC")
+    end = pd.Timestamp("2031-01-01T01:00", tz="UTC")
+    view = ex.update(window="PT10M", entity="q1", time_range=(start, end), draw=False)
+    scope = "on q1 between 2031-01-01 00:00 and 2031-01-01 01:00 UTC"
+    for figure in (view.sends_over_time, view.resend_delays, view.ids_held):
+        words = " ".join(a.text for a in figure.layout.annotations)
+        assert scope in words
+        assert not figure.layout.yaxis.visible
+    assert _value(view, "sends") == "0"
+    ex.update(entity="(all)", time_range=_whole(ex), draw=False)

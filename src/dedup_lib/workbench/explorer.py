@@ -335,6 +335,10 @@ class WindowExplorer:
         label = format_duration(seconds)
         where = "all entities" if entity == ALL_ENTITIES else entity
         mode = _mode_name(partitioning)
+        scope = f"on {where}"
+        if rng is not None or self.times:
+            low, high = rng or (self.times[0], self.times[-1])
+            scope += f" between {_minute(low)} and {_minute(high)} UTC"
         return View(
             window_s=seconds,
             partitioning=partitioning,
@@ -343,10 +347,12 @@ class WindowExplorer:
             numbers=numbers,
             top_keys=keys.head(10).reset_index(drop=True),
             sends_over_time=charts.sends_over_time(
-                over_time, title=f"Sends and dropped duplicates, {where}, window {label}, {mode}"
+                over_time,
+                title=f"Sends and dropped duplicates, {where}, window {label}, {mode}",
+                scope=scope,
             ),
-            resend_delays=charts.resend_delays(delays, seconds),
-            ids_held=charts.ids_held(held, seconds),
+            resend_delays=charts.resend_delays(delays, seconds, scope=scope),
+            ids_held=charts.ids_held(held, seconds, scope=scope),
         )
 
     def _draw(self, view: View) -> None:
