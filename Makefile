@@ -9,7 +9,7 @@ LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 # Java 17+, the JVM replay kernel built (or why the Python one will run), the Jupyter kernel.
 CHECK = $(BIN)/dedup-lib doctor
 
-.PHONY: help install lab test test-fast lint bench bench-load bench-synth bench-explorer samples notebooks postmortem clean
+.PHONY: help install lab test test-fast lint bench bench-load bench-synth bench-explorer bench-browser samples notebooks postmortem clean
 
 help:
 	@echo "make lab     open JupyterLab on notebooks/ (installs on first use)"
@@ -19,6 +19,7 @@ help:
 	@echo "make bench-load   load_telemetry (with its tally) against one scan of every value (10 M)"
 	@echo "make bench-synth  generator benchmark, 10 M sends against the same floor"
 	@echo "make bench-explorer  explorer and sweep against one detect_duplicates run (10 M)"
+	@echo "make bench-browser [ROWS=10000000]  notebook 02 in Chromium: first chart, redraws (200 k)"
 	@echo "make samples regenerate data/samples/ (deterministic: same seed, same rows)"
 	@echo "make postmortem INPUT=sends.parquet [WINDOW=PT10M] [ENTITY=orders] [START=..] [END=..]"
 	@echo "             run the postmortem notebook headless; HTML report under reports/"
@@ -60,6 +61,10 @@ bench-load: $(STAMP)
 
 bench-explorer: $(STAMP)
 	$(BIN)/python benchmarks/bench_explorer.py --rows $(or $(ROWS),10000000)
+
+# Measured in Chromium (Debian's chromium package): the 200 k sample unless ROWS is given.
+bench-browser: $(STAMP)
+	$(BIN)/python benchmarks/bench_browser.py $(if $(ROWS),--rows $(ROWS)) --json bench-browser.json
 
 bench-synth: $(STAMP)
 	$(BIN)/python benchmarks/bench_synth.py --rows $(or $(ROWS),10000000)

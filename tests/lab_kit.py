@@ -33,10 +33,13 @@ INSTALL_LAB = "jupyterlab is not installed: pip install -e '.[test]' (or `make i
 VIEWPORT = {"width": 1400, "height": 1000}
 
 # Settings a fresh user would not notice, set so a run is quiet and complete: every cell stays
-# in the page (no windowing, so checks and full-page screenshots see all of them), no news or
-# update pop-ups, no autosave into the copy while it runs.
+# in the page (no windowing, so checks and full-page screenshots see all of them), no blank
+# space after the last cell, no news or update pop-ups, no autosave into the copy.
 SETTINGS = {
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {
+        "windowingMode": "none",
+        "scrollPastEnd": False,
+    },
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
         "fetchNews": "false",
         "checkForUpdates": False,
@@ -281,8 +284,9 @@ class Notebook:
                 found.append(f"cell {item[1]}: a widget shown as text: {item[2][:120]}")
         return found + self.console
 
-    def screenshot(self, path: Path) -> None:
-        """The whole notebook, however long: the viewport grows to its height for the shot."""
+    def screenshot(self, path: Path, element: Any = None) -> None:
+        """The whole notebook (or one ``element`` of it, e.g. a cell), however long: the
+        viewport grows to the notebook's height for the shot."""
         height = self.page.evaluate(
             """() => {
                 const panel = window.jupyterapp.shell.currentWidget;
@@ -298,7 +302,10 @@ class Notebook:
                 .forEach(n => { n.scrollTop = 0; })"""
         )
         self.page.wait_for_timeout(500)
-        self.page.screenshot(path=str(path), full_page=True)
+        if element is None:
+            self.page.screenshot(path=str(path), full_page=True)
+        else:
+            element.screenshot(path=str(path))
         self.page.set_viewport_size(VIEWPORT)
 
     def close(self) -> None:
