@@ -241,7 +241,7 @@ class Notebook:
         return notebook
 
     def _on_console(self, message: Any) -> None:
-        if message.type == "error" and not harmless(message.text):
+        if message.type == "error":
             self.console.append(f"console error: {message.text}")
 
     def run_all(self, timeout: float = 240) -> float:
@@ -310,13 +310,3 @@ class Notebook:
 
     def close(self) -> None:
         self.page.close()
-
-
-# Console errors that are not the notebook's: each with why it is harmless.
-HARMLESS = {
-    # (filled in as they are met, each with its reason)
-}
-
-
-def harmless(text: str) -> bool:
-    return any(pattern in text for pattern in HARMLESS)
