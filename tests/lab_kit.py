@@ -244,7 +244,7 @@ class Notebook:
         if message.type == "error":
             self.console.append(f"console error: {message.text}")
 
-    def run_all(self, timeout: float = 240) -> float:
+    def run_all(self, timeout: float = 600) -> float:
         """Run All, wait until every cell has run and every chart has drawn; seconds taken."""
         start = time.perf_counter()
         self.page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
