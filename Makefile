@@ -9,7 +9,7 @@ LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 # Java 17+, the JVM replay kernel built (or why the Python one will run), the Jupyter kernel.
 CHECK = $(BIN)/dedup-lib doctor
 
-.PHONY: help install lab test test-fast lint bench bench-load bench-synth bench-explorer bench-browser samples notebooks postmortem clean
+.PHONY: help install lab test test-fast lint bench bench-load bench-synth bench-explorer samples notebooks postmortem clean
 
 help:
 	@echo "make lab     open JupyterLab on notebooks/ (installs on first use)"
@@ -63,6 +63,7 @@ bench-explorer: $(STAMP)
 	$(BIN)/python benchmarks/bench_explorer.py --rows $(or $(ROWS),10000000)
 
 # Measured in Chromium (Debian's chromium package): the 200 k sample unless ROWS is given.
+.PHONY: bench-browser
 bench-browser: $(STAMP)
 	$(BIN)/python benchmarks/bench_browser.py $(if $(ROWS),--rows $(ROWS)) --json bench-browser.json
 
