@@ -19,6 +19,7 @@ help:
 	@echo "make bench-load   load_telemetry (with its tally) against one scan of every value (10 M)"
 	@echo "make bench-synth  generator benchmark, 10 M sends against the same floor"
 	@echo "make bench-explorer  explorer and sweep against one detect_duplicates run (10 M)"
+	@echo "make bench-browser [ROWS=10000000]  notebook 02 in Chromium: first chart, redraws (200 k)"
 	@echo "make samples regenerate data/samples/ (deterministic: same seed, same rows)"
 	@echo "make postmortem INPUT=sends.parquet [WINDOW=PT10M] [ENTITY=orders] [START=..] [END=..]"
 	@echo "             run the postmortem notebook headless; HTML report under reports/"
@@ -62,6 +63,11 @@ bench-load: $(STAMP)
 
 bench-explorer: $(STAMP)
 	$(BIN)/python benchmarks/bench_explorer.py --rows $(or $(ROWS),10000000)
+
+# Measured in Chromium (Debian's chromium package): the 200 k sample unless ROWS is given.
+.PHONY: bench-browser
+bench-browser: $(STAMP)
+	$(BIN)/python benchmarks/bench_browser.py $(if $(ROWS),--rows $(ROWS)) --json bench-browser.json
 
 bench-synth: $(STAMP)
 	$(BIN)/python benchmarks/bench_synth.py --rows $(or $(ROWS),10000000)

@@ -31,9 +31,13 @@ from dedup_lib import get_spark
 spark = get_spark()  # local Spark on all cores; set SPARK_REMOTE to use a Spark Connect server
 
 # %%
+import os
+
 from dedup_lib import WindowExplorer, load_telemetry, sample_path
 
-loaded = load_telemetry(spark, sample_path("day.parquet"))
+# The 200 k-send sample; DEDUP_INPUT names other sends (`make bench-browser ROWS=...` does).
+INPUT = os.environ.get("DEDUP_INPUT") or sample_path("day.parquet")
+loaded = load_telemetry(spark, INPUT)
 explorer = WindowExplorer.from_frame(loaded.valid, window="PT10M")
 explorer.widget
 

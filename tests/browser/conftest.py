@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-CHROMIUM = os.environ.get("DEDUP_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+from lab_kit import CHROMIUM, NOTEBOOKS, Lab, LabMissingError, Notebook
+
 SCREENSHOTS = Path(os.environ.get("DEDUP_SCREENSHOTS", "build/screenshots")).resolve()
 INSTALL = (
     "install Debian's Chromium (sudo apt-get install chromium) or set DEDUP_CHROMIUM to a "
@@ -47,6 +48,42 @@ def browser() -> Iterator[Any]:
         )
         yield chromium
         chromium.close()
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """One JupyterLab for every browser test, serving a temporary copy of notebooks/; its
+    kernels import this checkout's src/. Stopped, with its kernels, however the tests end."""
+    try:
+        server = Lab.start(tmp_path_factory.mktemp("jupyterlab"))
+    except LabMissingError as exc:
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def run(browser: Any, lab: Lab) -> Iterator[Callable[[str], Notebook]]:
+    """``run(name)``: the notebook opened and run all, once per session (the first test that
+    asks runs it; the explorer's tests reuse notebook 02's page and kernel)."""
+    opened: dict[str, Notebook] = {}
+
+    def get(name: str) -> Notebook:
+        if name not in opened:
+            opened[name] = Notebook.open(browser, lab, name)
+            opened[name].run_all()
+        return opened[name]
+
+    yield get
+    for notebook in opened.values():
+        notebook.close()
+
+
+@pytest.fixture(params=NOTEBOOKS)
+def notebook_name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @pytest.fixture

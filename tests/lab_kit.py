@@ -1,0 +1,312 @@
+"""JupyterLab started for a test or a benchmark, and notebooks run in it as a user would.
+
+``Lab.start`` serves a temporary copy of ``notebooks/`` (nothing in the checkout changes) with
+its own settings and workspace folders, a free port and a token; its kernels import the
+``src/`` of this checkout (``PYTHONPATH``). ``Notebook`` opens one in Chromium (playwright),
+runs all its cells, waits until every one has run and every widget and chart has drawn, and
+lists what a user would see as broken.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("0*.ipynb"))
+EXPLORER = "02_window_explorer.ipynb"
+CHROMIUM = os.environ.get("DEDUP_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+INSTALL_LAB = "jupyterlab is not installed: pip install -e '.[test]' (or `make install`)"
+VIEWPORT = {"width": 1400, "height": 1000}
+
+# Settings a fresh user would not notice, set so a run is quiet and complete: every cell stays
+# in the page (no windowing, so checks and full-page screenshots see all of them), no blank
+# space after the last cell, no news or update pop-ups, no autosave into the copy.
+SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {
+        "windowingMode": "none",
+        "scrollPastEnd": False,
+    },
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+}
+
+# Rendered text that means a widget did not become a control: its repr, as in
+# "VBox(children=(...))" or "FigureWidget({...})".
+WIDGET_AS_TEXT = re.compile(
+    r"\b(?:FigureWidget\(|[A-Z]\w*\((?:children|layout|value|options|outputs|description)=)"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Lab:
+    """A running JupyterLab server; ``stop()`` ends it and its kernels."""
+
+    url: str
+    token: str
+    root: Path
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @classmethod
+    def start(cls, workdir: Path, env: dict[str, str] | None = None) -> Lab:
+        """Serve a copy of notebooks/ under ``workdir``; ``env`` adds to the server's (and
+        so the kernels') environment."""
+        try:
+            import jupyterlab  # noqa: F401
+        except ImportError as exc:
+            raise LabMissingError(INSTALL_LAB) from exc
+        root = workdir / "notebooks"
+        shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_*"))
+        settings = workdir / "settings"
+        for name, values in SETTINGS.items():
+            path = settings / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values))
+        src = str(ROOT / "src")
+        environment = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")])),
+            "JUPYTERLAB_SETTINGS_DIR": str(settings),
+            "JUPYTERLAB_WORKSPACES_DIR": str(workdir / "workspaces"),
+            **(env or {}),
+        }
+        port, token = free_port(), secrets.token_hex(16)
+        command = [
+            sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+            "--ip=127.0.0.1", f"--notebook-dir={root}", f"--IdentityProvider.token={token}",
+            "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False",
+        ]  # fmt: skip
+        if os.name == "posix" and os.getuid() == 0:
+            command.append("--allow-root")
+        log = workdir / "jupyterlab.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                command, env=environment, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, cwd=workdir,
+            )  # fmt: skip
+        lab = cls(f"http://127.0.0.1:{port}", token, root, process, log)
+        try:
+            lab._wait_ready()
+        except BaseException:
+            lab.stop()
+            raise
+        return lab
+
+    def _wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited: {self.log.read_text()[-2000:]}")
+            try:
+                self.api("GET", "api/status")
+                return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"JupyterLab did not answer within {timeout:.0f} s; log: {self.log}")
+
+    def api(self, method: str, path: str) -> Any:
+        request = urllib.request.Request(
+            f"{self.url}/{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def page_url(self, notebook: str) -> str:
+        return f"{self.url}/lab/tree/{notebook}?token={self.token}&reset"
+
+    def shutdown(self, notebook: str) -> None:
+        """End the session (and kernel, and its Spark) of one notebook."""
+        for session in self.api("GET", "api/sessions"):
+            if session["path"] == notebook:
+                self.api("DELETE", f"api/sessions/{session['id']}")
+
+    def shutdown_kernels(self) -> None:
+        for kernel in self.api("GET", "api/kernels"):
+            self.api("DELETE", f"api/kernels/{kernel['id']}")
+
+    def stop(self) -> None:
+        """Shut every kernel down (each stops its Spark), then the server; kill what stays."""
+        if self.process.poll() is None:
+            with contextlib.suppress(OSError):
+                self.shutdown_kernels()
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+class LabMissingError(RuntimeError):
+    """JupyterLab is not installed here."""
+
+
+# Reads the open notebook's model, as saved: cells with their execution counts and outputs.
+MODEL_JS = "() => window.jupyterapp.shell.currentWidget.content.model.toJSON()"
+KERNEL_JS = """() => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    const kernel = panel && panel.sessionContext.session && panel.sessionContext.session.kernel;
+    return kernel ? kernel.status : null;
+}"""
+# Done: the kernel idle, no cell waiting or running ([*]), and every code cell run, unless
+# an error stopped the run.
+DONE_JS = """() => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+    if (!kernel || kernel.status !== 'idle') return false;
+    const prompts = [...panel.node.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+    if (prompts.some(p => p.textContent.includes('*'))) return false;
+    const cells = panel.content.model.toJSON().cells.filter(c => c.cell_type === 'code');
+    const failed = cells.some(c => (c.outputs || []).some(o => o.output_type === 'error'));
+    return failed || cells.every(c => c.execution_count !== null || !c.source.trim());
+}"""
+# Drawn: no widget still loading, and every plotly chart with at least one trace.
+DRAWN_JS = """() => {
+    if (document.body.innerText.includes('Loading widget')) return false;
+    const plots = [...document.querySelectorAll('.jp-NotebookPanel .js-plotly-plot')];
+    return plots.every(p => p.querySelector('.trace, .bars, .point, .scatterlayer path'));
+}"""
+PROBLEMS_JS = """() => {
+    const found = [];
+    const panel = window.jupyterapp.shell.currentWidget.node;
+    const cells = [...panel.querySelectorAll('.jp-Cell')];
+    cells.forEach((cell, i) => {
+        const text = cell.querySelector('.jp-Cell-outputWrapper');
+        const out = text ? text.innerText : '';
+        for (const bad of ['Loading widget', 'Error displaying widget']) {
+            if (out.includes(bad)) found.push(`cell ${i}: "${bad}..." left in its output`);
+        }
+        cell.querySelectorAll('.js-plotly-plot').forEach(p => {
+            if (!p.querySelector('.trace, .bars, .point, .scatterlayer path')) {
+                const title = p.querySelector('.gtitle');
+                found.push(`cell ${i}: plotly chart without traces: `
+                    + (title ? title.textContent : '(untitled)'));
+            }
+        });
+        cell.querySelectorAll('.jp-RenderedText[data-mime-type="text/plain"]').forEach(t => {
+            found.push(['text', i, t.innerText]);
+        });
+    });
+    return found;
+}"""
+
+
+@dataclass
+class Notebook:
+    """One notebook open in a Chromium page, with the console errors it logged."""
+
+    page: Any
+    name: str
+    console: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @classmethod
+    def open(cls, browser: Any, lab: Lab, name: str) -> Notebook:
+        page = browser.new_page(viewport=VIEWPORT)
+        notebook = cls(page, name)
+        page.on("console", notebook._on_console)
+        page.on("pageerror", lambda error: notebook.console.append(f"page error: {error}"))
+        page.goto(lab.page_url(name))
+        page.wait_for_function(
+            f"() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+            f" && window.jupyterapp.shell.currentWidget.title.label === {json.dumps(name)}",
+            timeout=60_000,
+        )
+        page.wait_for_function(f"() => ({KERNEL_JS})() === 'idle'", timeout=60_000)
+        page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+        return notebook
+
+    def _on_console(self, message: Any) -> None:
+        if message.type == "error":
+            self.console.append(f"console error: {message.text}")
+
+    def run_all(self, timeout: float = 600) -> float:
+        """Run All, wait until every cell has run and every chart has drawn; seconds taken."""
+        start = time.perf_counter()
+        self.page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        self.page.wait_for_function(DONE_JS, timeout=timeout * 1000, polling=200)
+        self.seconds = time.perf_counter() - start
+        from playwright.sync_api import TimeoutError as Timeout
+
+        with contextlib.suppress(Timeout):  # what is still not drawn, problems() reports
+            self.page.wait_for_function(DRAWN_JS, timeout=20_000, polling=200)
+        return self.seconds
+
+    def model(self) -> dict[str, Any]:
+        return dict(self.page.evaluate(MODEL_JS))
+
+    def problems(self) -> list[str]:
+        """What a user would see as broken: errors, stderr, widgets not drawn, empty charts,
+        cells not run, console errors."""
+        found: list[str] = []
+        cells = self.model()["cells"]
+        for i, cell in enumerate(cells):
+            if cell["cell_type"] != "code":
+                continue
+            first = "".join(cell["source"]).strip().splitlines()[:1]
+            where = f"cell {i} ({first[0][:60] if first else 'empty'})"
+            if cell["execution_count"] is None and "".join(cell["source"]).strip():
+                found.append(f"{where}: not run")
+            for output in cell.get("outputs", []):
+                if output["output_type"] == "error":
+                    found.append(f"{where}: {output['ename']}: {output['evalue']}")
+                elif output["output_type"] == "stream" and output["name"] == "stderr":
+                    text = "".join(output["text"]).strip()
+                    found.append(f"{where}: stderr output: {text[:500]}")
+        for item in self.page.evaluate(PROBLEMS_JS):
+            if isinstance(item, str):
+                found.append(item)
+            elif WIDGET_AS_TEXT.search(item[2]):
+                found.append(f"cell {item[1]}: a widget shown as text: {item[2][:120]}")
+        return found + self.console
+
+    def screenshot(self, path: Path, element: Any = None) -> None:
+        """The whole notebook (or one ``element`` of it, e.g. a cell), however long: the
+        viewport grows to the notebook's height for the shot."""
+        height = self.page.evaluate(
+            """() => {
+                const panel = window.jupyterapp.shell.currentWidget;
+                const scroller = panel.node.querySelector('.jp-WindowedPanel-outer')
+                    || panel.content.node;
+                return scroller.scrollHeight + (window.innerHeight - scroller.clientHeight);
+            }"""
+        )
+        self.page.set_viewport_size({"width": VIEWPORT["width"], "height": min(height, 30000)})
+        self.page.evaluate(
+            """() => window.jupyterapp.shell.currentWidget.node
+                .querySelectorAll('.jp-WindowedPanel-outer, .jp-Notebook')
+                .forEach(n => { n.scrollTop = 0; })"""
+        )
+        self.page.wait_for_timeout(500)
+        if element is None:
+            self.page.screenshot(path=str(path), full_page=True)
+        else:
+            element.screenshot(path=str(path))
+        self.page.set_viewport_size(VIEWPORT)
+
+    def close(self) -> None:
+        self.page.close()
