@@ -370,8 +370,8 @@ def test_04_verdicts_and_ground_truth(incident):
     ]
     assert cache.has_ground_truth
     total = cache.truth_summary(window).iloc[-1]
-    assert (total.resends, total.resends_caught) == (3_418, 3_201)
-    assert (total.extra_deliveries, total.messages_lost) == (217, 0)
+    assert (total.resends, total.resends_caught) == (3_310, 3_104)
+    assert (total.extra_deliveries, total.messages_lost) == (206, 0)
 
 
 def test_04_missed_resends_and_collisions(incident):
