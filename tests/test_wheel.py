@@ -69,7 +69,7 @@ def test_simulate_and_postmortem_run_on_a_shipped_sample(installed):
     assert Path(sample).is_relative_to(installed / "venv")
     cli = installed / "venv" / "bin" / "dedup-lib"
     simulated = run(cli, "simulate", sample, "--quiet", "--no-diagnostics", cwd=installed)
-    assert "incident.parquet: 29,849 rows read, 29,849 replayed, 0 quarantined" in simulated.stdout
+    assert "incident.parquet: 29,872 rows read, 29,872 replayed, 0 quarantined" in simulated.stdout
     report = run(cli, "postmortem", sample, "--quiet", "--window", "PT1M", "--out-dir", "reports",
                  cwd=installed).stdout.strip()  # fmt: skip
     html = Path(report).read_text(encoding="utf-8")

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry
+from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, missed_resends
+from dedup_lib.analysis.diagnostics import MISS_PARTITION_KEY
 from dedup_lib.synth import (
     ACK_LOST_RETRY,
     CAUSES,
@@ -281,6 +282,70 @@ def test_batching_senders_send_and_retry_whole_batches(spark: object) -> None:
     sends.unpersist()
 
 
+REKEYING = Scenario(
+    START,
+    timedelta(hours=6),
+    (
+        Sender("shipping", ("q1",), 0.4, "shipment", "business", ack_loss=0.1,
+               crashes_per_day=8, unacked=10, partition_key_share=1.0, partition_keys=60,
+               retry_rekey_share=1.0, resend_rekey_share=1.0),
+        Sender("payouts", ("q1",), 0.4, "payout", "business", ack_loss=0.1, crashes_per_day=8,
+               unacked=10, session_share=1.0, sessions=50, partition_key_share=1.0,
+               resend_rekey_share=1.0),
+        Sender("single", ("q1",), 0.2, "single", "business", ack_loss=0.1, crashes_per_day=8,
+               partition_key_share=1.0),
+    ),
+    bursts_per_day=0,
+)  # fmt: skip
+
+
+def _effective_key(pdf: pd.DataFrame) -> pd.Series:
+    """SPEC section 2: SessionId, else PartitionKey, else MessageId."""
+    return pdf.session_id.fillna(pdf.partition_key).fillna(pdf.message_id)
+
+
+def test_rekeying_senders_resend_under_another_partition_key(spark: object) -> None:
+    frame = generate_telemetry(spark, 4_000, seed=4, scenario=REKEYING)  # type: ignore[arg-type]
+    sends = frame.withColumn("send_time", frame.send_time.cast("timestamp")).persist()
+    pdf = sends.toPandas()
+    pdf["key"] = _effective_key(pdf)
+    first = pdf[pdf.attempt == 1].set_index("logical_id")
+    later = pdf[pdf.attempt > 1]
+    original = first.loc[later.logical_id]
+    same_id = later.message_id.to_numpy() == original.message_id.to_numpy()
+    same_key = later.key.to_numpy() == original.key.to_numpy()
+    same_content = later.payload_hash.to_numpy() == original.payload_hash.to_numpy()
+    assert same_id.all()
+    assert same_content.all()
+    rekeyed = {
+        "shipping": later.cause.isin([ACK_LOST_RETRY, RESTART_RESEND]).to_numpy(),
+        "payouts": (later.cause == RESTART_RESEND).to_numpy(),
+        "single": np.zeros(len(later), dtype=bool),
+    }
+    for sender, expected in rekeyed.items():
+        mine = (later.sender == sender).to_numpy()
+        assert mine.sum() > 20
+        assert (~same_key[mine & expected]).all()
+        assert same_key[mine & ~expected].all()
+    assert (~same_key).sum() > 100
+    payouts = later[later.sender == "payouts"]
+    assert (payouts.partition_key == payouts.session_id).all()
+    assert later[later.sender == "shipping"].session_id.isna().all()
+    # Without partitioning a rekeyed resend inside the window is a duplicate; with it, it is
+    # not, and the miss is attributed to the partition key.
+    judged = {
+        mode: detect_duplicates(sends, DedupPolicy("PT1H", partitioning=mode))
+        for mode in (False, True)
+    }
+    verdicts = {p: result.toPandas().set_index("event_id").verdict for p, result in judged.items()}
+    moved = later[~same_key].event_id
+    assert (verdicts[False].loc[moved] == "duplicate").mean() > 0.95
+    assert (verdicts[True].loc[moved] == "accepted").all()
+    misses = missed_resends(judged[True]).toPandas().set_index("event_id")
+    assert (misses.loc[moved].miss_cause == MISS_PARTITION_KEY).mean() > 0.95
+    sends.unpersist()
+
+
 def test_same_seed_same_rows_on_any_partitioning(spark: object) -> None:
     def rows(partitions: int, seed: int = 5) -> pd.DataFrame:
         frame = generate_telemetry(  # type: ignore[arg-type]
@@ -318,6 +383,8 @@ def test_day_and_incident_scenarios_plan_about_the_rows_asked() -> None:
         ({"entities": ()}, "entities must be one or more names"),
         ({"unacked": 0}, "unacked must be at least 1"),
         ({"share": 0}, "share must be positive"),
+        ({"resend_rekey_share": 0.5}, "need sessions or partition keys"),
+        ({"retry_rekey_share": 2.0}, "retry_rekey_share 2.0 must be in [0, 1]"),
     ],
 )
 def test_bad_sender_settings_are_named(change: dict[str, object], message: str) -> None:

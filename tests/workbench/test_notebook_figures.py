@@ -86,13 +86,13 @@ def azure_csv(spark):
 def test_01_rows_read_loaded_and_quarantined(azure_csv):
     """Cells `loaded.counts()` and `loaded.quarantine_reasons()`."""
     assert azure_csv.counts() == {
-        "read": 199_978,
-        "valid": 199_922,
-        "quarantined": 56,
+        "read": 199_870,
+        "valid": 199_813,
+        "quarantined": 57,
         "skipped": 0,
     }
     assert rows(azure_csv.quarantine_reasons()) == [
-        ("unparseable send_time", 41),
+        ("unparseable send_time", 42),
         ("missing send_time", 15),
     ]
 
@@ -111,12 +111,12 @@ def test_01_id_quality(azure_csv):
         "sends_per_id",
     ]
     assert rows(table) == [
-        ("audit", 4004, 4004, 1.0, 0, 0.0, 0, None),
-        ("inventory", 24004, 0, 0.0, 0, 0.0, 400, 60.01),
-        ("notifications", 39957, 0, 0.0, 39957, 1.0, 39957, 1.0),
-        ("orders", 71957, 0, 0.0, 3988, 0.0554, 66549, 1.081),
-        ("payments", 60000, 0, 0.0, 16098, 0.2683, 57705, 1.04),
-        ("(all)", 199922, 4004, 0.02, 60043, 0.3003, 164611, 1.19),
+        ("audit", 3707, 3707, 1.0, 0, 0.0, 0, None),
+        ("inventory", 22189, 0, 0.0, 0, 0.0, 400, 55.472),
+        ("notifications", 37006, 0, 0.0, 37006, 1.0, 37006, 1.0),
+        ("orders", 74040, 0, 0.0, 3704, 0.05, 68770, 1.077),
+        ("payments", 62871, 0, 0.0, 14773, 0.235, 60515, 1.039),
+        ("(all)", 199813, 3707, 0.0186, 55483, 0.2777, 166691, 1.176),
     ]
 
 
@@ -124,11 +124,11 @@ def test_01_most_reused_ids(azure_csv):
     """Cell `most_reused_ids(loaded.valid, n=5)`."""
     table = most_reused_ids(azure_csv.valid, n=5)
     assert rows(table, ["entity", "message_id", "sends"]) == [
-        ("orders", "00000000-0000-0000-0000-000000000000", 3988),
-        ("inventory", "stock/140", 63),
-        ("inventory", "stock/168", 63),
-        ("inventory", "stock/196", 63),
-        ("inventory", "stock/22", 63),
+        ("orders", "00000000-0000-0000-0000-000000000000", 3704),
+        ("inventory", "stock/103", 60),
+        ("inventory", "stock/101", 59),
+        ("inventory", "stock/112", 59),
+        ("inventory", "stock/148", 59),
     ]
 
 
@@ -163,12 +163,12 @@ def test_02_explorer_numbers_and_top_keys(day_caches):
     explorer = WindowExplorer(day_caches, window="PT10M")
     view = explorer.update(window="PT10M", partitioning=False, entity="(all)", draw=False)
     assert rows(view.numbers) == [
-        ("sends", "199,922"),
-        ("accepted", "186,598"),
-        ("dropped as duplicates", "13,250"),
-        ("rejected", "74"),
-        ("share of judged sends dropped", "6.63%"),
-        ("peak ids held", "3,860"),
+        ("sends", "199,813"),
+        ("accepted", "187,547"),
+        ("dropped as duplicates", "12,203"),
+        ("rejected", "63"),
+        ("share of judged sends dropped", "6.11%"),
+        ("peak ids held", "3,667"),
     ]
     assert rows(view.top_keys.head(5)) == [
         ("orders", "00000000-0000-0000-0000-000000000000", 3988, 3849, 3960),
@@ -180,35 +180,69 @@ def test_02_explorer_numbers_and_top_keys(day_caches):
     assert list(view.top_keys.columns) == ["entity", "key", "sends", "duplicates", "messages"]
 
 
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [(False, (12_203, 3_563, 2_761, 8_640, 63)), (True, (11_619, 2_979, 2_321, 8_640, 17_751))],
+    ids=["partitioning-disabled", "enabled"],
+)
+def test_02_partitioning_changes_the_figures(day_caches, mode, expected):
+    """The cells comparing the modes at 10 minutes. `shipping-svc` and `payouts-svc` resend
+    under another partition key or session: dropped without partitioning, delivered with it."""
+    duplicates, caught, extra, lost, rejected = expected
+    row = day_caches[mode].sweep(["PT10M"]).iloc[0]
+    figures = ("duplicates", "resends_caught", "extra_deliveries", "messages_lost")
+    assert tuple(int(row[f]) for f in figures) == (duplicates, caught, extra, lost)
+    view = WindowExplorer(day_caches).update(partitioning=mode, draw=False)
+    numbers = dict(rows(view.numbers))
+    assert numbers["dropped as duplicates"] == f"{duplicates:,}"
+    assert numbers["rejected"] == f"{rejected:,}"
+
+
+def test_02_partitioning_toggle_matters_on_the_day_sample(day_caches):
+    """The toggle must change what the explorer shows beyond the batches it refuses: on
+    `orders` (no batches), `shipping-svc`'s resends under another partition key are caught
+    without partitioning and delivered again with it."""
+    off, on = (day_caches[mode].sweep(["PT10M"]).iloc[0] for mode in (False, True))
+    assert on["duplicates"] < off["duplicates"]
+    assert on["resends_caught"] < off["resends_caught"]
+    truth = {
+        mode: day_caches[mode].truth_summary("PT10M").set_index("entity").loc["orders"]
+        for mode in (False, True)
+    }
+    fewer = truth[False]["resends_caught"] - truth[True]["resends_caught"]
+    assert fewer > 100
+    assert truth[True]["extra_deliveries"] - truth[False]["extra_deliveries"] == fewer
+
+
 def test_02_missed_resends_and_collisions(day_judged):
     """Cells `missed_summary(misses)` and `collision_groups(lost)` at 10 minutes."""
     _, misses, lost = day_judged
     summary = missed_summary(misses)
     assert rows(summary, ["entity", "miss_cause", "resends", "longest_caught_from"]) == [
-        ("audit", "no MessageId", 87, None),
-        ("notifications", "new MessageId", 2010, None),
-        ("payments", "after the window", 800, 42730.217816),
+        ("audit", "no MessageId", 78, None),
+        ("notifications", "new MessageId", 1871, None),
+        ("payments", "after the window", 812, 42751.017603),
     ]
     assert rows(collision_groups(lost)) == [
         (
             "inventory",
             "inventory-sync",
             "stock/#",
-            6143,
-            6000,
+            5202,
+            5111,
             400,
-            "2026-11-02 07:39:36.467509",
-            "2026-11-02 21:42:54.902427",
+            "2026-11-02 07:40:05.043355",
+            "2026-11-02 21:49:50.438487",
         ),
         (
             "orders",
             "legacy-export",
             "all-zero GUID",
-            3848,
-            3821,
+            3565,
+            3529,
             1,
-            "2026-11-02 00:02:28.596672",
-            "2026-11-02 23:59:47.120080",
+            "2026-11-02 00:02:05.814338",
+            "2026-11-02 23:59:42.013618",
         ),
     ]
 
@@ -226,12 +260,12 @@ def test_02_replay_with_the_entities_real_settings(day):
     }
     table = summarize(detect_duplicates(day, policies))
     assert rows(table) == [
-        ("audit", 4004, 4004, 0, 0, 0, 4004, None),
-        ("inventory", 24004, 6603, 17401, 0, 0, 0, 0.724921),
-        ("notifications", 39957, 39957, 0, 0, 0, 0, 0.0),
-        ("orders", 71957, 66687, 5270, 0, 0, 0, 0.073238),
-        ("payments", 60000, 39518, 1121, 19361, 0, 0, 0.027584),
-        ("(all)", 199922, 156769, 23792, 19361, 0, 4004, 0.134755),
+        ("audit", 3707, 3707, 0, 0, 0, 3707, None),
+        ("inventory", 22189, 7925, 14264, 0, 0, 0, 0.642841),
+        ("notifications", 37006, 37006, 0, 0, 0, 0, 0.0),
+        ("orders", 74040, 68907, 5133, 0, 0, 0, 0.069327),
+        ("payments", 62871, 43909, 1211, 17751, 0, 0, 0.02684),
+        ("(all)", 199813, 161454, 20608, 17751, 0, 3707, 0.115545),
     ]
 
 
@@ -248,21 +282,21 @@ def test_02_by_content(day):
         "only_by_content",
     ]
     assert rows(table) == [
-        ("audit", 4004, 0, 87, 0, 0, 87),
-        ("inventory", 24004, 6487, 487, 487, 6000, 0),
-        ("notifications", 39957, 0, 2010, 0, 0, 2010),
-        ("orders", 71957, 5270, 1449, 1449, 3821, 0),
-        ("payments", 60000, 1493, 1493, 1493, 0, 0),
-        ("(all)", 199922, 13250, 5526, 3429, 9821, 2097),
+        ("audit", 3707, 0, 78, 0, 0, 78),
+        ("inventory", 22189, 5527, 416, 416, 5111, 0),
+        ("notifications", 37006, 0, 1871, 0, 0, 1871),
+        ("orders", 74040, 5133, 1604, 1604, 3529, 0),
+        ("payments", 62871, 1543, 1543, 1543, 0, 0),
+        ("(all)", 199813, 12203, 5512, 3563, 8640, 1949),
     ]
 
 
 def test_02_by_count_against_the_windows(day, day_caches):
     """Cells `count_sweep(loaded.valid, ...)` and the windows' `sweep` beside it."""
     assert rows(count_sweep(day, (1_000, 20_000, 100_000))) == [
-        (1000, 3400, 30440, 3429, 2897, 27011),
-        (20000, 60400, 30902, 3829, 2497, 27073),
-        (100000, 164539, 31305, 4229, 2097, 27076),
+        (1000, 3400, 28543, 3571, 2753, 24972),
+        (20000, 60400, 29011, 3975, 2349, 25036),
+        (100000, 166629, 29414, 4375, 1949, 25039),
     ]
     windows = day_caches[False].sweep(["PT1M", "PT10M", "PT1H", "P1D"])
     columns = ["window_s", "peak_held", "duplicates", "resends_caught", "messages_lost"]
@@ -337,7 +371,7 @@ def test_04_input_and_policy(incident):
     """The first cell after the load: what was read, and the policy replayed."""
     loaded, _, _ = incident
     counts = loaded.counts()
-    assert (counts["read"], counts["quarantined"]) == (29_849, 0)
+    assert (counts["read"], counts["quarantined"]) == (29_872, 0)
     assert DedupPolicy(WINDOW, partitioning=False).describe() == "window 10m, partitioning disabled"
 
 
@@ -346,15 +380,15 @@ def test_04_verdicts_and_ground_truth(incident):
     _, cache, _ = incident
     window = DedupPolicy(WINDOW).window
     assert rows(cache.summary(window)) == [
-        ("notifications", 4492, 4492, 0, 0, 0, 0, 0.0),
-        ("orders", 17899, 14881, 3018, 0, 0, 0, 0.168613),
-        ("payments", 7458, 7275, 183, 0, 0, 0, 0.024537),
-        ("(all)", 29849, 26648, 3201, 0, 0, 0, 0.10724),
+        ("notifications", 4092, 4092, 0, 0, 0, 0, 0.0),
+        ("orders", 19007, 16062, 2945, 0, 0, 0, 0.154943),
+        ("payments", 6773, 6614, 159, 0, 0, 0, 0.023476),
+        ("(all)", 29872, 26768, 3104, 0, 0, 0, 0.10391),
     ]
     assert cache.has_ground_truth
     total = cache.truth_summary(window).iloc[-1]
-    assert (total.resends, total.resends_caught) == (3_418, 3_201)
-    assert (total.extra_deliveries, total.messages_lost) == (217, 0)
+    assert (total.resends, total.resends_caught) == (3_310, 3_104)
+    assert (total.extra_deliveries, total.messages_lost) == (206, 0)
 
 
 def test_04_missed_resends_and_collisions(incident):
@@ -363,9 +397,21 @@ def test_04_missed_resends_and_collisions(incident):
     misses = narrow(missed_resends(judged), "(all)", None, None)
     summary = missed_summary(misses)
     assert rows(summary, ["entity", "miss_cause", "resends", "longest_caught_from"]) == [
-        ("notifications", "new MessageId", 217, None),
+        ("notifications", "new MessageId", 206, None),
     ]
     assert len(collision_groups(narrow(collisions(judged), "(all)", None, None))) == 0
+
+
+def test_04_partitioning_misses_the_rekeyed_resends(incident):
+    """With partitioning enabled, `shipping-svc`'s resends under another partition key reach
+    consumers again, and `missed_resends` says why."""
+    loaded, _, _ = incident
+    judged = detect_duplicates(loaded.valid, DedupPolicy(WINDOW, partitioning=True))
+    summary = missed_summary(missed_resends(judged))
+    assert rows(summary, ["entity", "miss_cause", "resends"]) == [
+        ("notifications", "new MessageId", 206),
+        ("orders", "partition key differs", 164),
+    ]
 
 
 def test_04_other_windows(incident):
@@ -382,10 +428,10 @@ def test_04_other_windows(incident):
         "peak_held",
     ]
     assert rows(sweep, columns) == [
-        (20.0, 2860, 2860, 558, 0, 204),
-        (60.0, 2885, 2885, 533, 0, 204),
-        (300.0, 3201, 3201, 217, 0, 749),
-        (600.0, 3201, 3201, 217, 0, 1492),
-        (3600.0, 3201, 3201, 217, 0, 8890),
-        (86400.0, 3201, 3201, 217, 0, 26648),
+        (20.0, 2707, 2707, 603, 0, 211),
+        (60.0, 2731, 2731, 579, 0, 211),
+        (300.0, 3104, 3104, 206, 0, 751),
+        (600.0, 3104, 3104, 206, 0, 1496),
+        (3600.0, 3104, 3104, 206, 0, 8930),
+        (86400.0, 3104, 3104, 206, 0, 26768),
     ]

@@ -69,6 +69,8 @@ _SENDER_SCHEMA = T.StructType(
         T.StructField("partition_key_share", T.DoubleType()),
         T.StructField("partition_keys", T.IntegerType()),
         T.StructField("key_mismatch_share", T.DoubleType()),
+        T.StructField("retry_rekey_share", T.DoubleType()),
+        T.StructField("resend_rekey_share", T.DoubleType()),
         T.StructField("reused_pool", T.IntegerType()),
         T.StructField("scheduled_share", T.DoubleType()),
         T.StructField("scheduled_max_delay", T.DoubleType()),
@@ -280,33 +282,46 @@ def _firsts_and_retries(
     )
 
 
+def _pick(seed: int, salt: str, pool: str, rekeyed: Column) -> Column:
+    """One of the sender's ``pool`` (a column) sessions or keys, drawn per send call; for a
+    rekeyed send another one of them, drawn per call and attempt, never the call's own."""
+    size = F.col(pool).cast("long")
+    own = F.pmod(F.xxhash64(F.lit(seed), F.lit(salt), F.col("call_id")), size)
+    step = F.pmod(
+        F.xxhash64(F.lit(seed), F.lit(f"{salt}-rekey"), F.col("call_id"), F.col("attempt")),
+        F.greatest(size - 1, F.lit(1)),
+    )
+    return F.when(rekeyed & (size > 1), F.pmod(own + 1 + step, size)).otherwise(own)
+
+
 def _session_and_partition_key(seed: int) -> tuple[Column, Column]:
     """A message's SessionId (for the sender's share of messages) and its PartitionKey: the
     session's, another key (the sender's mismatch share), or a key of its own. Drawn per send
-    call, so that a batch's messages share them."""
+    call, so that a batch's messages share them; a rekeyed resend draws another session or key
+    (:class:`~dedup_lib.synth.scenario.Sender`)."""
     gid = F.col("call_id")
+    rekey_share = F.when(F.col("cause") == ACK_LOST_RETRY, F.col("retry_rekey_share")).otherwise(
+        F.col("resend_rekey_share")
+    )
+    rekeyed = (F.col("attempt") > 1) & (
+        _uniform(seed, "rekey", gid, F.col("attempt")) < rekey_share
+    )
     session = F.when(
         _uniform(seed, "session", gid) < F.col("session_share"),
-        F.format_string(
-            "%s-%05d",
-            F.col("kind"),
-            F.pmod(
-                F.xxhash64(F.lit(seed), F.lit("session-id"), gid), F.col("sessions").cast("long")
-            ),
-        ),
+        F.format_string("%s-%05d", F.col("kind"), _pick(seed, "session-id", "sessions", rekeyed)),
     )
     other_key = F.format_string(
+        "%s-pk-%05d", F.col("kind"), _pick(seed, "partition-key", "partition_keys", rekeyed)
+    )
+    mismatch_key = F.format_string(
         "%s-pk-%05d",
         F.col("kind"),
-        F.pmod(
-            F.xxhash64(F.lit(seed), F.lit("partition-key"), gid),
-            F.col("partition_keys").cast("long"),
-        ),
+        _pick(seed, "partition-key", "partition_keys", F.lit(False)),
     )
     wants_key = _uniform(seed, "partition-key", gid) < F.col("partition_key_share")
     mismatched = _uniform(seed, "mismatch", gid) < F.col("key_mismatch_share")
     partition_key = (
-        F.when(F.col("session_id").isNotNull() & wants_key & mismatched, other_key)
+        F.when(F.col("session_id").isNotNull() & wants_key & mismatched, mismatch_key)
         .when(F.col("session_id").isNotNull() & wants_key, F.col("session_id"))
         .when(F.col("session_id").isNull() & wants_key, other_key)
     )

@@ -95,6 +95,8 @@ class Sender:
     partition_key_share: float = 0.0
     partition_keys: int = 1000
     key_mismatch_share: float = 0.0
+    retry_rekey_share: float = 0.0
+    resend_rekey_share: float = 0.0
     scheduled_share: float = 0.0
     scheduled_max_delay: float = 3600.0
     batch_size: int = 1
@@ -123,6 +125,8 @@ class Sender:
             "session_share",
             "partition_key_share",
             "key_mismatch_share",
+            "retry_rekey_share",
+            "resend_rekey_share",
             "scheduled_share",
         ):
             if not 0 <= getattr(self, name) <= 1:
@@ -143,6 +147,15 @@ class Sender:
         for name in ("max_retries", "crashes_per_day", "replays_per_day"):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must not be negative, got {getattr(self, name)}")
+        rekeys = self.retry_rekey_share > 0 or self.resend_rekey_share > 0
+        if rekeys and not (
+            (self.session_share > 0 and self.sessions > 1)
+            or (self.partition_key_share > 0 and self.partition_keys > 1)
+        ):
+            problems.append(
+                "retry_rekey_share and resend_rekey_share need sessions or partition keys to "
+                "choose another from (session_share or partition_key_share above 0, pool above 1)"
+            )
         if not 0 <= self.retry_jitter < 1:
             problems.append(f"retry_jitter {self.retry_jitter} must be in [0, 1)")
         if problems:
@@ -228,9 +241,13 @@ class Scenario:
 
 def day_scenario(start: datetime | None = None) -> Scenario:
     """A day of a shop's messaging: orders, payments, notifications, inventory, a nightly
-    billing batch, a legacy exporter with a constant id, audit events without ids, and refunds.
+    billing batch, a legacy exporter with a constant id, audit events without ids, refunds,
+    shipments and payouts.
     The billing batch and the refunds go in batches of several MessageIds: on a partitioned
-    entity with detection (``payments`` in the sample settings) the service refuses them."""
+    entity with detection (``payments`` in the sample settings) the service refuses them.
+    ``shipping-svc`` derives the partition key from the send time, so each retry and resend
+    carries another key; ``payouts-svc``'s restart resends come from another instance, which
+    opens a new session: with partitioning enabled, neither is a duplicate."""
     start = start or datetime(2026, 11, 2, tzinfo=UTC)
     senders = (
         Sender("orders-api", ("orders",), 0.34, "order", "business", ack_loss=0.02,
@@ -248,6 +265,12 @@ def day_scenario(start: datetime | None = None) -> Scenario:
         Sender("audit-log", ("audit",), 0.02, "audit", "none", ack_loss=0.02),
         Sender("refunds-svc", ("payments",), 0.02, "refund", "business", ack_loss=0.03,
                session_share=1.0, sessions=300, partition_key_share=1.0, batch_size=4),
+        Sender("shipping-svc", ("orders",), 0.04, "shipment", "business", ack_loss=0.03,
+               crashes_per_day=1, unacked=30, partition_key_share=1.0, partition_keys=60,
+               retry_rekey_share=1.0, resend_rekey_share=1.0),
+        Sender("payouts-svc", ("payments",), 0.04, "payout", "business", ack_loss=0.02,
+               crashes_per_day=3, unacked=40, session_share=1.0, sessions=500,
+               partition_key_share=1.0, resend_rekey_share=1.0),
     )  # fmt: skip
     return Scenario(start, timedelta(days=1), senders, malformed=0.0003)
 
@@ -256,7 +279,9 @@ def incident_scenario(start: datetime | None = None) -> Scenario:
     """Three hours around an outage hour in which ``orders-api`` lost acknowledgements and
     crashed and restarted again and again, resending what it had in flight each time.
     ``payments-svc`` sends batches of three payments of one session (one SessionId and
-    PartitionKey, distinct MessageIds): refused on a partitioned entity with detection."""
+    PartitionKey, distinct MessageIds): refused on a partitioned entity with detection.
+    ``shipping-svc`` derives the partition key from the send time, so its retries and its two
+    crashes' resends carry another key: with partitioning enabled, they are not duplicates."""
     start = start or datetime(2026, 11, 3, 20, tzinfo=UTC)
     outage_start = start + timedelta(hours=1)
     senders = (
@@ -266,6 +291,9 @@ def incident_scenario(start: datetime | None = None) -> Scenario:
                session_share=1.0, sessions=500, partition_key_share=0.9, batch_size=3),
         Sender("notifier", ("notifications",), 0.15, "notification", "guid_per_attempt",
                ack_loss=0.05),
+        Sender("shipping-svc", ("orders",), 0.1, "shipment", "business", ack_loss=0.04,
+               crashes_per_day=16, unacked=30, partition_key_share=1.0, partition_keys=60,
+               retry_rekey_share=1.0, resend_rekey_share=1.0),
     )  # fmt: skip
     outage = Outage(
         outage_start,
