@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 import plotly.graph_objects as go
+from plotly.utils import PlotlyJSONEncoder
 
 _KEEP = frozenset({"type", "uid"})
 
@@ -44,15 +45,25 @@ def sync(widget: go.FigureWidget, figure: go.Figure) -> None:
     with widget.batch_update():
         for old, trace in zip(widget.data, new[:keep], strict=True):
             _replace(old, trace)
-        _replace(widget.layout, plain.get("layout", {}))
+        _replace(widget.layout, plain.get("layout", {}), only_changed=True)
     if len(new) > keep:
         widget.add_traces(new[keep:])
 
 
-def _replace(target: Any, props: dict[str, Any]) -> None:
+def _replace(target: Any, props: dict[str, Any], *, only_changed: bool = False) -> None:
     """Give ``target`` (a trace or the layout) exactly ``props``: properties it has and
-    ``props`` lacks are unset, the others overwritten whole (no merge with the old value)."""
-    for name in list(target.to_plotly_json()):
+    ``props`` lacks are unset, the others overwritten whole (no merge with the old value).
+    ``only_changed`` first compares each property as plotly.js reads it and leaves equal ones
+    alone: validating the layout's template again costs more than the rest of a redraw."""
+    current = target.to_plotly_json()
+    for name in list(current):
         if name not in props and name not in _KEEP:
             target[name] = None
-    target.update({k: v for k, v in props.items() if k not in _KEEP}, overwrite=True)
+    if only_changed:
+        current = json.loads(json.dumps(current, cls=PlotlyJSONEncoder))
+    changed = {
+        k: v
+        for k, v in props.items()
+        if k not in _KEEP and not (only_changed and current.get(k) == v)
+    }
+    target.update(changed, overwrite=True)
