@@ -86,7 +86,7 @@ def measure(browser: Any, workdir: Path, env: dict[str, str]) -> dict[str, Any]:
         notebook = Notebook.open(browser, lab, EXPLORER)
         page = notebook.page
         start = time.perf_counter()
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
         page.wait_for_function(FIRST_CHART_JS, timeout=900_000, polling=100)
         first_chart = time.perf_counter() - start
         print(f"first chart after Run All: {first_chart:.2f} s", file=sys.stderr, flush=True)

@@ -247,7 +247,7 @@ class Notebook:
     def run_all(self, timeout: float = 600) -> float:
         """Run All, wait until every cell has run and every chart has drawn; seconds taken."""
         start = time.perf_counter()
-        self.page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        self.page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
         self.page.wait_for_function(DONE_JS, timeout=timeout * 1000, polling=200)
         self.seconds = time.perf_counter() - start
         from playwright.sync_api import TimeoutError as Timeout
