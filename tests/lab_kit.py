@@ -215,6 +215,10 @@ PROBLEMS_JS = """() => {
 }"""
 
 
+#: Run All without waiting: the command's promise resolves only when every cell has run.
+RUN_ALL_JS = "() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }"
+
+
 @dataclass
 class Notebook:
     """One notebook open in a Chromium page, with the console errors it logged."""
@@ -247,7 +251,7 @@ class Notebook:
     def run_all(self, timeout: float = 600) -> float:
         """Run All, wait until every cell has run and every chart has drawn; seconds taken."""
         start = time.perf_counter()
-        self.page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        self.page.evaluate(RUN_ALL_JS)
         self.page.wait_for_function(DONE_JS, timeout=timeout * 1000, polling=200)
         self.seconds = time.perf_counter() - start
         from playwright.sync_api import TimeoutError as Timeout
