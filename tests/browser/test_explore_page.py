@@ -129,11 +129,17 @@ def test_the_explorer_page_shows_the_explorer_and_its_controls_work(
     assert page.locator('[data-mime-type="application/vnd.jupyter.stderr"]').count() == 0
     assert "Traceback" not in body
     assert "There was an error" not in body
+    assert "Error displaying widget" not in body
 
     # the controls: window slider and text, partitioning, entity, time range
     assert page.locator(".widget-hslider").count() >= 1
     assert page.locator(".widget-text input").count() >= 1
-    assert page.locator(".widget-toggle-buttons button").count() == 2
+    # "enabled" joins the toggle once its replay, built in the background, is ready
+    page.wait_for_function(
+        "document.querySelectorAll('.widget-toggle-buttons button').length === 2",
+        timeout=READY_MS,
+    )
+    assert "being prepared" not in page.inner_text("body")
     assert page.locator(".widget-dropdown select").count() >= 1
 
     first = _numbers(page)

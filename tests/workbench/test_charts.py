@@ -39,8 +39,8 @@ def test_sends_over_time_sums_entities_and_labels_its_unit():
     assert fig.layout.title.text
     assert fig.layout.xaxis.title.text == "time (UTC)"
     assert fig.layout.xaxis.anchor == "y2"  # under the bottom panel
-    assert fig.layout.yaxis.title.text == "sends per 1m"
-    assert fig.layout.yaxis2.title.text == "dropped per 1m"
+    assert fig.layout.yaxis.title.text == "sends/1m"
+    assert fig.layout.yaxis2.title.text == "dropped/1m"
     assert "UTC" in sends.hovertemplate
 
 

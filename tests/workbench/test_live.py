@@ -103,3 +103,9 @@ def test_dates_and_64_bit_numbers_reach_the_browser_as_plotly_js_reads_them():
     y = widget.data[0].y
     assert list(np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"])) == [4, 5, 6]
     assert str(widget.data[0].x[2]).startswith("2026-11-02")
+
+
+def test_a_live_chart_follows_its_container_width():
+    widget = live(_first())
+    assert widget._config["responsive"] is True
+    assert widget.layout.width is None

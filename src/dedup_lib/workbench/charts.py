@@ -131,9 +131,9 @@ def sends_over_time(
         title=title or "Sends and duplicates the broker drops, over time",
         bargap=0,
         xaxis={"title": {"text": "time (UTC)"}, "anchor": "y2"},
-        yaxis={"title": {"text": f"sends per {step}"}, "domain": [0.45, 1], "rangemode": "tozero"},
+        yaxis={"title": {"text": f"sends/{step}"}, "domain": [0.45, 1], "rangemode": "tozero"},
         yaxis2={
-            "title": {"text": f"dropped per {step}"},
+            "title": {"text": f"dropped/{step}"},
             "domain": [0, 0.36],
             "anchor": "x",
             "rangemode": "tozero",

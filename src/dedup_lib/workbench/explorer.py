@@ -163,7 +163,7 @@ class WindowExplorer:
         now = [partitioning] if background else [partitioning, *later]
         steps = [f"replaying with {_mode_name(m)}" for m in now] + ["drawing the charts"]
         show = _in_notebook() if progress is None else progress
-        with tqdm(total=len(steps), disable=not show, leave=False, bar_format=_BAR) as bar:
+        with tqdm(total=len(steps), disable=not show, leave=show, bar_format=_BAR) as bar:
 
             def step(i: int) -> None:
                 bar.set_description_str(f"{steps[i]} ({i + 1} of {len(steps)})")
@@ -176,6 +176,7 @@ class WindowExplorer:
             step(len(now))
             explorer = cls(caches, window, partitioning)
             bar.update()
+        _hide(bar)
         if background and later:
             # Started once the first view is computed, so it does not compete with it.
             pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer")
@@ -405,6 +406,15 @@ def _in_notebook() -> bool:
         return False
     shell = get_ipython()
     return shell is not None and "IPKernelApp" in shell.config
+
+
+def _hide(bar: Any) -> None:
+    """Hide a finished notebook progress bar. Closing its widget instead (``leave=False``)
+    leaves the cell's output pointing at a widget that no longer exists, which Voila and a
+    reopened notebook show as "Error displaying widget: model not found"."""
+    container = getattr(bar, "container", None)
+    if container is not None:
+        container.layout.display = "none"
 
 
 def _range_options(times: list[Any], most: int = 400) -> list[tuple[str, pd.Timestamp]]:

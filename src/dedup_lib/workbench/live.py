@@ -19,8 +19,12 @@ _KEEP = frozenset({"type", "uid"})
 
 
 def live(figure: go.Figure) -> go.FigureWidget:
-    """A ``FigureWidget`` showing ``figure``, for :func:`sync` to update later."""
-    return go.FigureWidget(_plain(figure))
+    """A ``FigureWidget`` showing ``figure``, for :func:`sync` to update later. It is
+    responsive: plotly.js sizes it to its container, not to its 700-pixel default, and
+    again when the window is resized."""
+    widget = go.FigureWidget(_plain(figure))
+    widget._config = {**widget._config, "responsive": True}
+    return widget
 
 
 def _plain(figure: go.Figure) -> dict[str, Any]:
