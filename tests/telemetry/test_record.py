@@ -16,6 +16,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -343,7 +344,9 @@ def test_the_async_sender(monkeypatch: pytest.MonkeyPatch) -> None:
                 assert numbers == [1000]
         return stand_in
 
-    stand_in = asyncio.run(main())
+    # In a thread of its own: an earlier test's driver (playwright) may hold this thread's loop.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        stand_in = pool.submit(asyncio.run, main()).result()
     rows = lines(out)
     assert [r["message_id"] for r in rows] == [i for ids in stand_in.sends for i in ids]
     assert [r["outcome"] for r in rows] == ["OperationTimeoutError"] * 2 + ["sent"] * 3
