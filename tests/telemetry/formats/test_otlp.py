@@ -457,8 +457,12 @@ def test_written_traces_replay_exactly_like_the_same_sends_from_parquet(
     otlp = load_telemetry(spark, str(tmp_path / "traces.json.gz"))
     assert otlp.format == "otlp"
     sent = parquet.counts()
-    table = sends.select("entity", "batch_id").toPandas()
-    batched = table.dropna(subset=["batch_id"])
+    # a message whose time does not parse is written in a send call of its own
+    unparsed = F.col("reason").startswith("unparseable send_time")
+    alone = {r[0] for r in parquet.quarantine.where(unparsed).select("event_id").collect()}
+    table = sends.select("entity", "batch_id", "event_id").toPandas()
+    table.loc[table["event_id"].isin(alone), "batch_id"] = None
+    batched = table.dropna(subset=["batch_id"])[["entity", "batch_id"]]
     calls = len(table) - len(batched) + len(batched.drop_duplicates())
     assert len(batched) > 0
     assert calls < len(table)

@@ -504,10 +504,13 @@ def write_otlp(frame: DataFrame, path: str) -> None:
         else F.lit("app")
     )
     entity = F.coalesce(opt("entity").cast("string"), F.lit(""))
-    call_key = F.coalesce(
+    # A message whose own time does not parse gets a send call of its own: in a batch's call
+    # it would take the call's (parseable) time, and load where the input was quarantined.
+    in_batch = F.when(
+        parse_time(column("send_time"), send_type).isNotNull(),
         F.concat(F.lit("b:"), entity, F.lit("/"), opt("batch_id").cast("string")),
-        F.concat(F.lit("r:"), row_key),
     )
+    call_key = F.coalesce(in_batch, F.concat(F.lit("r:"), row_key))
     messages = frame.select(
         service.alias("service"),
         entity.alias("entity"),
