@@ -136,10 +136,10 @@ def test_the_explorer_page_shows_the_explorer_and_its_controls_work(
     assert page.locator(".widget-text input").count() >= 1
     # "enabled" joins the toggle once its replay, built in the background, is ready
     page.wait_for_function(
-        "document.querySelectorAll('.widget-toggle-buttons button').length === 2",
+        "document.querySelectorAll('.widget-toggle-buttons button').length === 2"
+        " && !document.body.innerText.includes('being prepared')",
         timeout=READY_MS,
     )
-    assert "being prepared" not in page.inner_text("body")
     assert page.locator(".widget-dropdown select").count() >= 1
 
     first = _numbers(page)
