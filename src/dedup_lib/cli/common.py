@@ -26,6 +26,8 @@ from dedup_lib.spark import (
     spark_message,
 )
 from dedup_lib.telemetry.files import local_path
+from dedup_lib.telemetry.formats import RECORD_FORMATS
+from dedup_lib.telemetry.schema import FORMATS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 PROG = "dedup-lib"
+#: Every format the loader reads and the generator writes: the choices of each ``--format``.
+TELEMETRY_FORMATS: tuple[str, ...] = (*FORMATS, *RECORD_FORMATS)
 
 #: The most rows ``generate`` is asked for: beyond, a typo (an extra zero or three) would run
 #: for days.

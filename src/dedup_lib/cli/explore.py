@@ -20,12 +20,10 @@ import time
 import webbrowser
 from importlib.resources import as_file, files
 
-from dedup_lib.cli.common import PROG, CommandError, existing_input
+from dedup_lib.cli.common import PROG, TELEMETRY_FORMATS, CommandError, existing_input
 from dedup_lib.cli.simulate import window_policy
 from dedup_lib.errors import printable
 from dedup_lib.telemetry.files import local_path
-from dedup_lib.telemetry.formats import RECORD_FORMATS
-from dedup_lib.telemetry.schema import FORMATS
 
 #: The page: a notebook that loads the input and shows ``WindowExplorer(...).widget``.
 EXPLORER = files("dedup_lib") / "resources" / "explorer.ipynb"
@@ -202,7 +200,7 @@ def add_to(
     )
     page.add_argument(
         "--format",
-        choices=(*FORMATS, *RECORD_FORMATS),
+        choices=TELEMETRY_FORMATS,
         help="input format (default: from the file names and content)",
     )
     page.add_argument(

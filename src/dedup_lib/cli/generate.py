@@ -8,6 +8,7 @@ import dataclasses
 import os
 
 from dedup_lib.cli.common import (
+    TELEMETRY_FORMATS,
     CommandError,
     Progress,
     entity_name,
@@ -23,7 +24,6 @@ from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.rules.policy import ACCEPTED, DedupPolicy
 from dedup_lib.synth import SCENARIOS, SYNTH_COLUMNS, generate_telemetry, plan_telemetry
 from dedup_lib.telemetry.formats import RECORD_FORMATS
-from dedup_lib.telemetry.schema import FORMATS
 from dedup_lib.telemetry.write import NAMING_STYLES, write_telemetry
 
 GENERATE_EXAMPLES = """\
@@ -140,7 +140,7 @@ def add_to(
     )
     gen.add_argument(
         "--format",
-        choices=(*FORMATS, *RECORD_FORMATS),
+        choices=TELEMETRY_FORMATS,
         default="parquet",
         help="default: parquet; otlp (traces), app-insights (the portal's CSV, or the query "
         "API's JSON by OUT's extension) and sb-explorer (a broker export) write one file",

@@ -7,6 +7,7 @@ import os
 
 from dedup_lib.analysis.tables import ALL_ENTITIES
 from dedup_lib.cli.common import (
+    TELEMETRY_FORMATS,
     Progress,
     entity_name,
     existing_input,
@@ -16,8 +17,6 @@ from dedup_lib.cli.common import (
 )
 from dedup_lib.cli.simulate import window_policy
 from dedup_lib.errors import printable
-from dedup_lib.telemetry.formats import RECORD_FORMATS
-from dedup_lib.telemetry.schema import FORMATS
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,7 +83,7 @@ def add_to(
     )
     post.add_argument(
         "--kept-format",
-        choices=(*FORMATS, *RECORD_FORMATS),
+        choices=TELEMETRY_FORMATS,
         help="the export's format (default: recognised from its content)",
     )
     post.add_argument("--out-dir", default="reports", help="where to write (default: reports)")

@@ -8,6 +8,7 @@ import argparse
 from dedup_lib.analysis.reconcile import Name, parse_tolerance, reconcile
 from dedup_lib.analysis.tables import ALL_ENTITIES
 from dedup_lib.cli.common import (
+    TELEMETRY_FORMATS,
     CommandError,
     Progress,
     entity_name,
@@ -20,9 +21,7 @@ from dedup_lib.cli.common import (
 from dedup_lib.cli.simulate import window_policy
 from dedup_lib.errors import InputError, excerpt, printable
 from dedup_lib.replay.engine import detect_duplicates
-from dedup_lib.telemetry.formats import RECORD_FORMATS
 from dedup_lib.telemetry.read import LoadedTelemetry, load_telemetry
-from dedup_lib.telemetry.schema import FORMATS
 
 RECONCILE_EXAMPLES = """\
 examples:
@@ -163,7 +162,7 @@ def add_to(
     )
     rec.add_argument(
         "--kept-format",
-        choices=(*FORMATS, *RECORD_FORMATS),
+        choices=TELEMETRY_FORMATS,
         help="format of KEPT (default: from the file names)",
     )
     rec.set_defaults(run=run)

@@ -17,6 +17,7 @@ from dedup_lib.analysis.diagnostics import (
 from dedup_lib.analysis.summaries import ground_truth_summary, has_ground_truth, summarize
 from dedup_lib.analysis.tables import ALL_ENTITIES
 from dedup_lib.cli.common import (
+    TELEMETRY_FORMATS,
     CommandError,
     Progress,
     column_mapping,
@@ -32,9 +33,7 @@ from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.rules.durations import format_duration
 from dedup_lib.rules.policy import WINDOW_BOUNDS, Bounds, DedupPolicy, Policies
 from dedup_lib.settings.load import load_entity_policies
-from dedup_lib.telemetry.formats import RECORD_FORMATS
 from dedup_lib.telemetry.read import LoadedTelemetry, load_telemetry
-from dedup_lib.telemetry.schema import FORMATS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -238,7 +237,7 @@ def add_to(
     )
     sim.add_argument(
         "--format",
-        choices=(*FORMATS, *RECORD_FORMATS),
+        choices=TELEMETRY_FORMATS,
         help="input format (default: from the file names, and for .json/.csv from the content: "
         "OpenTelemetry traces are recognised); otlp: the Collector's OTLP JSON Lines",
     )
