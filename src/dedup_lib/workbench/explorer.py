@@ -337,9 +337,9 @@ class WindowExplorer:
         where = "all entities" if entity == ALL_ENTITIES else entity
         mode = _mode_name(partitioning)
         scope = f"on {where}"
-        if rng is not None or self.times:
-            low, high = rng or (self.times[0], self.times[-1])
-            scope += f" between {_minute(low)} and {_minute(high)} UTC"
+        shown = self._shown_range(rng)
+        if shown is not None:
+            scope += f" between {_minute(shown[0])} and {_minute(shown[1])} UTC"
         return View(
             window_s=seconds,
             partitioning=partitioning,
@@ -363,14 +363,17 @@ class WindowExplorer:
         self._show_range(view)
         self._show_tables(view)
 
+    def _shown_range(self, rng: tuple[pd.Timestamp, pd.Timestamp] | None) -> tuple[Any, Any] | None:
+        """The time range a view covers: the one chosen, else all the data's (None: no data)."""
+        return rng or ((self.times[0], self.times[-1]) if self.times else None)
+
     def _show_range(self, view: View) -> None:
-        if self.time_range is None:
-            return
-        low, high = view.time_range or (self.times[0], self.times[-1])
-        self.range_label.value = f"{_minute(low)} to {_minute(high)}"
+        shown = self._shown_range(view.time_range)
+        if self.time_range is not None and shown is not None:
+            self.range_label.value = f"{_minute(shown[0])} to {_minute(shown[1])}"
 
     def _show_tables(self, view: View) -> None:
-        self.numbers.value = _html(view.numbers.set_index("figure").reset_index())
+        self.numbers.value = _html(view.numbers)
         self.keys.value = _html(view.top_keys)
 
 
@@ -425,4 +428,4 @@ def _range_options(times: list[Any], most: int = 400) -> list[tuple[str, pd.Time
     picked = list(times[::step])
     if picked[-1] != times[-1]:
         picked.append(times[-1])
-    return [(pd.Timestamp(t).strftime("%Y-%m-%d %H:%M"), pd.Timestamp(t)) for t in picked]
+    return [(_minute(t), pd.Timestamp(t)) for t in picked]
