@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from lab_kit import CHROMIUM, EXPLORER, Lab, Notebook
+from lab_kit import CHROMIUM, EXPLORER, Lab, Notebook, control, drag, explorer_cell
 
 # Records the time of every change inside the explorer's output, from a mark set just before
 # a control is moved; the controls themselves are left out (their own echo is not a redraw).
@@ -97,39 +96,27 @@ def measure(browser: Any, workdir: Path, env: dict[str, str]) -> dict[str, Any]:
             timeout=120_000,
         )
         page.wait_for_timeout(2000)
-        label = page.locator("label.widget-label", has_text="or type")
-        cell = page.locator(".jp-CodeCell").filter(has=label).first
+        cell = explorer_cell(page)
         cell.scroll_into_view_if_needed()
 
-        def control(name: str) -> Any:
-            exact = re.compile(rf"^{re.escape(name)}$")
-            return cell.locator("label.widget-label", has_text=exact).first.locator("xpath=..")
-
-        def drag(dx: float) -> None:
-            handle = control("window").locator(".noUi-handle").first
-            handle.scroll_into_view_if_needed()
-            box = handle.bounding_box()
-            x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-            page.mouse.move(x, y)
-            page.mouse.down()
-            page.mouse.move(x + dx, y, steps=8)
-            page.mouse.up()
+        def slider(dx: float) -> None:
+            drag(page, control(cell, "window").locator(".noUi-handle").first, dx)
 
         def typed(window: str) -> None:
-            box = control("or type").locator("input")
+            box = control(cell, "or type").locator("input")
             box.fill(window)
             box.press("Enter")
 
         def mode(name: str) -> None:
-            control("partitioning").get_by_role("button", name=name).click()
+            control(cell, "partitioning").get_by_role("button", name=name).click()
 
         def entity(name: str) -> None:
-            control("entity").locator("select").select_option(name)
+            control(cell, "entity").locator("select").select_option(name)
 
         changes = {
-            "slider dragged": lambda: drag(50),
+            "slider dragged": lambda: slider(50),
             "window typed PT1H": lambda: typed("PT1H"),
-            "slider dragged back": lambda: drag(-80),
+            "slider dragged back": lambda: slider(-80),
             "window typed PT10M": lambda: typed("PT10M"),
             "partitioning enabled": lambda: mode("enabled"),
             "partitioning disabled": lambda: mode("disabled"),

@@ -314,3 +314,27 @@ class Notebook:
 
     def close(self) -> None:
         self.page.close()
+
+
+def explorer_cell(page: Any) -> Any:
+    """The code cell of ``page`` whose output is the window explorer (found by its "or type"
+    box, which only the explorer has)."""
+    label = page.locator("label.widget-label", has_text="or type")
+    return page.locator(".jp-CodeCell").filter(has=label).first
+
+
+def control(cell: Any, label: str) -> Any:
+    """The widget in ``cell`` whose description label is exactly ``label``."""
+    exactly = re.compile(rf"^{re.escape(label)}$")
+    return cell.locator("label.widget-label", has_text=exactly).first.locator("xpath=..")
+
+
+def drag(page: Any, handle: Any, dx: float) -> None:
+    """Drag a slider's ``handle`` ``dx`` pixels to the right with the mouse, as a user does."""
+    handle.scroll_into_view_if_needed()
+    box = handle.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + dx, y, steps=8)
+    page.mouse.up()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 import dedup_lib
+from lab_kit import free_port
 
 pytestmark = pytest.mark.spark
 
@@ -36,20 +36,13 @@ TALL = 2600
 OFFLINE = re.compile(r"Failed to load resource: net::ERR_(NAME_NOT_RESOLVED|INTERNET_DISCONNECTED)")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def server() -> Iterator[tuple[subprocess.Popen[str], str]]:
     """``dedup-lib explore`` on the day sample, run with the ``dedup_lib`` under test (its
     folder first on PYTHONPATH, which Voilà's kernel inherits)."""
     src = str(Path(dedup_lib.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "dedup_lib", "explore", SAMPLE, "--port", str(port)]
     proc = subprocess.Popen(
         [*command, "--no-browser"],

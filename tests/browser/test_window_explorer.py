@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from dedup_lib import DedupPolicy
-from lab_kit import EXPLORER, Notebook
+from lab_kit import EXPLORER, Notebook, control, drag, explorer_cell
 
 # The toggle must change the duplicates dropped, not only the titles. It does on today's
 # samples through the batch rule (at 1 h: 24,279 dropped and 74 rejected disabled, 23,907 and
@@ -74,14 +74,12 @@ class Explorer:
         self.page = notebook.page
         self.notebook = notebook
         self.folder = screenshots
-        label = self.page.locator("label.widget-label", has_text="or type")
-        self.cell = self.page.locator(".jp-CodeCell").filter(has=label).first
+        self.cell = explorer_cell(self.page)
         self.steps = 0
 
     def control(self, label: str) -> Any:
         """The widget whose description label is ``label``."""
-        exactly = re.compile(rf"^{re.escape(label)}$")
-        return self.cell.locator("label.widget-label", has_text=exactly).first.locator("xpath=..")
+        return control(self.cell, label)
 
     def state(self) -> State:
         return self._state(self.cell.evaluate(STATE_JS))
@@ -109,13 +107,7 @@ class Explorer:
         self.notebook.screenshot(self.folder / f"{self.steps:02d}-{name}.png", self.cell)
 
     def drag(self, handle: Any, dx: float) -> None:
-        handle.scroll_into_view_if_needed()
-        box = handle.bounding_box()
-        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-        self.page.mouse.move(x, y)
-        self.page.mouse.down()
-        self.page.mouse.move(x + dx, y, steps=8)
-        self.page.mouse.up()
+        drag(self.page, handle, dx)
 
 
 @pytest.fixture(scope="module")
