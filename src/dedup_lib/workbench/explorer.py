@@ -6,7 +6,6 @@ from the caches in memory and redraws the charts in place (:mod:`dedup_lib.workb
 
 from __future__ import annotations
 
-import importlib
 import math
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,7 +24,7 @@ from dedup_lib.rules.durations import format_duration, format_window, parse_wind
 from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy
 from dedup_lib.sweep.views import ReplayCache
 from dedup_lib.workbench import charts
-from dedup_lib.workbench.live import live, sync
+from dedup_lib.workbench.live import LiveCharts
 from dedup_lib.workbench.tables import styled
 
 if TYPE_CHECKING:
@@ -119,7 +118,7 @@ class WindowExplorer:
         # The first view computes what every later change reuses (resend delays, key
         # numbering), so control changes answer from memory.
         self.view: View | None = self._view(seconds, partitioning, ALL_ENTITIES, None)
-        self.figures = [live(f) for f in _figures(self.view)]
+        self.charts = LiveCharts(_figures(self.view))
         self._show_range(self.view)
         self._show_tables(self.view)
 
@@ -134,7 +133,7 @@ class WindowExplorer:
         ]
         if self.time_range is not None:
             controls.append(widgets.HBox([self.time_range, self.range_label], layout=wrap))
-        shown = [self.message, self.numbers, *self.figures, self.keys]
+        shown = [self.message, self.numbers, self.charts, self.keys]
         self.widget = widgets.VBox([*controls, *shown])
 
     @classmethod
@@ -156,8 +155,6 @@ class WindowExplorer:
         notebook)."""
         if partitioning not in modes:
             raise InputError(f"WindowExplorer: partitioning={partitioning} is not in {modes}")
-        # FigureWidget's first import takes seconds (plotly loads nbformat): done while Spark works.
-        threading.Thread(target=importlib.import_module, args=("plotly.basewidget",)).start()
         carry = tuple(c for c in ("cause",) if c in df.columns)
         later = [m for m in dict.fromkeys(modes) if m != partitioning]
         now = [partitioning] if background else [partitioning, *later]
@@ -358,8 +355,7 @@ class WindowExplorer:
 
     def _draw(self, view: View) -> None:
         self.message.value = ""
-        for widget, figure in zip(self.figures, _figures(view), strict=True):
-            sync(widget, figure)
+        self.charts.show(_figures(view))
         self._show_range(view)
         self._show_tables(view)
 
