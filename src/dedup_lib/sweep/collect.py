@@ -11,6 +11,7 @@ driver takes off the repeated sends it holds.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -81,9 +82,15 @@ def collect(
     entity = (F.col("entity") if "entity" in columns else F.lit(None)).cast("string")
     named = F.coalesce(entity, F.lit(NO_ENTITY))
     repeated = _repeated_sends(df, entity, rules.key, time, truth, carry)
-    counted = _counted(df, named, rules.verdict, time, bucket_us, truth)
-    messages = _messages(df, named, rules.verdict) if truth else None
-    rows = in_replay_order(repeated.toPandas())
+    # The passes are independent: run at once, one plans or waits on a result while another
+    # computes (on a small input most of a pass is the driver planning it).
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="dedup-collect") as pool:
+        rows_done = pool.submit(repeated.toPandas)
+        counted_done = pool.submit(_counted, df, named, rules.verdict, time, bucket_us, truth)
+        messages_done = pool.submit(_messages, df, named, rules.verdict) if truth else None
+        rows = in_replay_order(rows_done.result())
+        counted = counted_done.result()
+        messages = messages_done.result() if messages_done is not None else None
     fixed = _fixed(counted, rows, bucket_us, truth)
     truth_fixed = None
     if messages is not None:
