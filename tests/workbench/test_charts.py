@@ -33,7 +33,11 @@ def test_sends_over_time_sums_entities_and_labels_its_unit():
     fig = charts.sends_over_time(table)
     sends, dropped = fig.data
     assert list(sends.y) == [11, 12, 13, 14]
-    assert list(dropped.y) == [0, 1, 5, 2]
+    # a step per bucket, the last one closed at its end (with no hover there)
+    assert list(dropped.y) == [0, 1, 5, 2, 2]
+    assert (dropped.line.shape, dropped.fill) == ("hv", "tozeroy")
+    assert pd.Timestamp(dropped.x[-1]) - pd.Timestamp(dropped.x[-2]) == pd.Timedelta("1min")
+    assert list(dropped.hoverinfo) == ["all"] * 4 + ["skip"]
     # duplicates in a panel of their own, on their own labelled axis
     assert (sends.yaxis, dropped.yaxis) == ("y", "y2")
     assert fig.layout.title.text

@@ -98,7 +98,7 @@ def window_marker(
 def sends_over_time(
     table: pd.DataFrame, *, title: str | None = None, scope: str = ANYWHERE
 ) -> go.Figure:
-    """Sends (top panel, a line) and the duplicates the broker dropped (bottom panel, red bars)
+    """Sends (top panel, a line) and the duplicates the broker dropped (bottom panel, red steps)
     per time bucket, summed over entities, from :meth:`ReplayCache.over_time` (``time``,
     ``sends``, ``duplicates``). Each panel has its own count axis: a few duplicates stay visible
     beside thousands of sends, and each axis says what it counts."""
@@ -116,13 +116,22 @@ def sends_over_time(
             hovertemplate="%{x|%Y-%m-%d %H:%M} UTC<br>%{y:,} sends<extra></extra>",
         )
     )
+    # Dropped duplicates as a solid step area: it looks like touching bars, one per bucket,
+    # but is one SVG path where bars are one each (half of a redraw's time in the browser).
+    # The last bucket is closed by a point at its end, which has no hover of its own.
+    times = per_time["time"]
+    ends = [times.iloc[-1] + pd.Timedelta(_bucket_seconds(times), "s")] if len(times) else []
     fig.add_trace(
-        go.Bar(
-            x=per_time["time"],
-            y=per_time["duplicates"],
+        go.Scatter(
+            x=pd.concat([times, pd.Series(ends, dtype=times.dtype)], ignore_index=True),
+            y=np.append(per_time["duplicates"].to_numpy(), per_time["duplicates"].iloc[-1:]),
             name="dropped as duplicates",
-            marker={"color": "#d62728", "line": {"width": 0}},
+            mode="lines",
+            line={"shape": "hv", "width": 0, "color": "#d62728"},
+            fill="tozeroy",
+            fillcolor="#d62728",
             yaxis="y2",
+            hoverinfo=["all"] * len(times) + ["skip"] * len(ends),
             hovertemplate="%{x|%Y-%m-%d %H:%M} UTC<br>%{y:,} dropped<extra></extra>",
         )
     )
@@ -182,11 +191,16 @@ def counts_over_time(
     return _say_empty(fig, f"No {what} {scope}") if table.empty else fig
 
 
-def _bucket_label(times: pd.Series) -> str:
+def _bucket_seconds(times: pd.Series) -> float:
+    """The width of the time buckets: the usual gap between two (a minute with one)."""
     if len(times) < 2:
-        return "bucket"
-    seconds = float(np.median(np.diff(times.sort_values().astype("int64")))) / 1e9
-    return format_duration(seconds) if seconds >= 1 else "bucket"
+        return 60.0
+    return float(np.median(np.diff(times.sort_values().astype("int64")))) / 1e9
+
+
+def _bucket_label(times: pd.Series) -> str:
+    seconds = _bucket_seconds(times)
+    return format_duration(seconds) if len(times) >= 2 and seconds >= 1 else "bucket"
 
 
 def resend_delays(
