@@ -23,7 +23,10 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("0*.ipynb"))
@@ -329,12 +332,17 @@ def control(cell: Any, label: str) -> Any:
     return cell.locator("label.widget-label", has_text=exactly).first.locator("xpath=..")
 
 
-def drag(page: Any, handle: Any, dx: float) -> None:
-    """Drag a slider's ``handle`` ``dx`` pixels to the right with the mouse, as a user does."""
+def drag(
+    page: Any, handle: Any, dx: float, before_release: Callable[[], Any] | None = None
+) -> None:
+    """Drag a slider's ``handle`` ``dx`` pixels to the right with the mouse, as a user does;
+    ``before_release`` is called just before the button is let go (a benchmark's start)."""
     handle.scroll_into_view_if_needed()
     box = handle.bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     page.mouse.move(x, y)
     page.mouse.down()
     page.mouse.move(x + dx, y, steps=8)
+    if before_release is not None:
+        before_release()
     page.mouse.up()
