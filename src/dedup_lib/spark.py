@@ -23,6 +23,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dedup_lib.class_data import archive_options
 from dedup_lib.errors import ToolMissingError
 
 if TYPE_CHECKING:
@@ -85,20 +86,29 @@ def spark_log_path() -> Path:
 def _java_option(name: str, value: str) -> str:
     """``-Dname=value`` quoted for spark-submit's option parser, so a path with spaces or
     backslashes stays one option."""
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
-    return f'"-D{name}={escaped}"'
+    return _quoted(f"-D{name}={value}")
+
+
+def _quoted(option: str) -> str:
+    escaped = option.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
 
 
 def _log_settings(log: Path, settings: dict[str, str]) -> dict[str, str]:
     """``settings`` with the driver JVM's options extended to log to ``log`` only."""
     config = Path(str(LOG4J2_PROPERTIES))
-    ours = " ".join(
-        (
+    return _with_java_options(
+        settings,
+        [
             _java_option("log4j2.configurationFile", str(config)),
             _java_option("dedup.spark.log", str(log)),
-        )
+        ],
     )
+
+
+def _with_java_options(settings: dict[str, str], options: list[str]) -> dict[str, str]:
     theirs = settings.get("spark.driver.extraJavaOptions", "")
+    ours = " ".join(options)
     return {**settings, "spark.driver.extraJavaOptions": f"{theirs} {ours}".strip()}
 
 
@@ -243,7 +253,8 @@ def get_spark(
     ``sc://host:15002`` for a cluster or ``local[2]`` for a local Connect server. Otherwise a
     classic local session on all cores (``master``, default ``local[*]``) is started. ``config``
     overrides :data:`LOCAL_DEFAULTS`; static settings are ignored by a running Connect server.
-    A JVM started here logs to :func:`spark_log_path` only.
+    A JVM started here logs to :func:`spark_log_path` only, and starts from a class-data
+    archive (:mod:`dedup_lib.class_data`) that the first one writes when it exits.
     """
     from pyspark.sql import SparkSession
 
@@ -258,12 +269,15 @@ def get_spark(
             os.environ.pop(name, None)
     settings = {**LOCAL_DEFAULTS, **(config or {})}
     local = remote is None or not remote.startswith("sc://")
-    if local:
-        check_java()
+    java = check_java() if local else None
     log = spark_log_path()
     starts_jvm = _prepare_log(log) and local and not _jvm_running()
     if starts_jvm:
         settings = _log_settings(log, settings)
+        java_path = java_tool("java")
+        if java is not None and java_path is not None:
+            archive = archive_options(cache_dir() / "jvm", java_path, java)
+            settings = _with_java_options(settings, [_quoted(o) for o in archive])
 
     builder = SparkSession.builder.appName(app_name)
     if remote is not None:

@@ -1,0 +1,100 @@
+"""The class-data archive of the local Spark JVM: when it is written, read, adopted, cleared."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dedup_lib.class_data import SWITCH, _name, archive_options
+
+JAVA = "/usr/bin/java"
+
+
+def _part(folder, pid: int, *, age: float = 120.0, size: int = 10):
+    part = folder / f"{_name(JAVA)}.{pid}.part"
+    part.write_bytes(b"x" * size)
+    then = time.time() - age
+    os.utime(part, (then, then))
+    return part
+
+
+def _gone_pid() -> int:
+    """The pid of a process that has exited."""
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    return int(done.stdout)
+
+
+def test_the_first_jvm_writes_the_archive_under_a_part_name_of_its_own(tmp_path):
+    options = archive_options(tmp_path / "jvm", JAVA, 17)
+    assert options == [
+        f"-XX:ArchiveClassesAtExit={tmp_path / 'jvm' / _name(JAVA)}.{os.getpid()}.part"
+    ]
+
+
+def test_a_finished_part_is_adopted_and_read(tmp_path):
+    part = _part(tmp_path, _gone_pid(), size=1000)
+    options = archive_options(tmp_path, JAVA, 17)
+    archive = tmp_path / f"{_name(JAVA)}.jsa"
+    assert options == [f"-XX:SharedArchiveFile={archive}"]
+    assert archive.read_bytes() == b"x" * 1000
+    assert not part.exists()
+
+
+@pytest.mark.parametrize(
+    ("writer", "age"), [("alive", 120.0), ("gone", 1.0)], ids=["writer alive", "written lately"]
+)
+def test_while_another_jvm_writes_it_none_is_read_or_written(tmp_path, writer, age):
+    pid = os.getppid() if writer == "alive" else _gone_pid()
+    part = _part(tmp_path, pid, age=age)
+    assert archive_options(tmp_path, JAVA, 17) == []
+    assert part.exists()
+    assert not (tmp_path / f"{_name(JAVA)}.jsa").exists()
+
+
+def test_finished_parts_beside_an_archive_are_removed(tmp_path):
+    archive = tmp_path / f"{_name(JAVA)}.jsa"
+    archive.write_bytes(b"archive")
+    leftover, empty = _part(tmp_path, _gone_pid()), _part(tmp_path, _gone_pid() + 100_000, size=0)
+    assert archive_options(tmp_path, JAVA, 17) == [f"-XX:SharedArchiveFile={archive}"]
+    assert not leftover.exists()
+    assert not empty.exists()
+    assert archive.read_bytes() == b"archive"
+
+
+def test_java_19_and_later_manage_the_archive_themselves(tmp_path):
+    archive = tmp_path / f"{_name(JAVA)}.jsa"
+    assert archive_options(tmp_path, JAVA, 21) == [
+        "-XX:+AutoCreateSharedArchive",
+        f"-XX:SharedArchiveFile={archive}",
+    ]
+
+
+def test_another_java_gets_another_archive():
+    assert _name(JAVA) != _name(sys.executable)
+    assert _name(JAVA).startswith("spark-")
+
+
+def test_it_can_be_turned_off_and_a_folder_that_cannot_be_made_is_no_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert archive_options(blocker / "jvm", JAVA, 17) == []
+    monkeypatch.setenv(SWITCH, "0")
+    assert archive_options(tmp_path, JAVA, 17) == []
+
+
+def test_the_local_jvm_of_the_test_session_was_started_with_it(spark):
+    from dedup_lib.spark import is_connect
+
+    if is_connect(spark):
+        pytest.skip("a Connect session's JVM settings are the server's")
+    from dedup_lib.spark import cache_dir
+
+    options = spark.conf.get("spark.driver.extraJavaOptions")
+    archived = "-XX:SharedArchiveFile=" in options or "-XX:ArchiveClassesAtExit=" in options
+    # Without either, another JVM (a test's subprocess) was writing the archive then.
+    assert archived or any((cache_dir() / "jvm").glob("*.part")), options
