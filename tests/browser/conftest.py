@@ -93,3 +93,39 @@ def screenshots(request: pytest.FixtureRequest) -> Path:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     return folder
+
+
+class _NotebooksOnce:
+    """The notebooks run once: in JupyterLab in Chromium (test_notebooks.py, which fails on
+    anything nbval would and on what only a browser shows) when that test is selected and can
+    run here; else by nbval. Last, so the items are those left after ``-m``/``-k``."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        in_chromium = _notebooks_run_in_chromium(items)
+        for item in items:
+            name = item.nodeid.partition("::")[0].removeprefix("notebooks/")
+            if item.nodeid.startswith("notebooks/") and name in in_chromium:
+                why = f"run in JupyterLab in Chromium by {in_chromium[name]}"
+                item.add_marker(pytest.mark.skip(reason=why))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_NotebooksOnce(), "dedup-notebooks-once")
+
+
+def _notebooks_run_in_chromium(items: list[pytest.Item]) -> dict[str, str]:
+    """The notebooks whose browser test is selected and can run here, with its id."""
+    import importlib.util
+
+    needed = ("playwright", "jupyterlab")
+    if not (Path(CHROMIUM).is_file() and all(importlib.util.find_spec(m) for m in needed)):
+        return {}
+    found = {}
+    for item in items:
+        if item.nodeid.startswith("tests/browser/test_notebooks.py::"):
+            callspec = getattr(item, "callspec", None)
+            notebook = callspec.params.get("notebook_name") if callspec is not None else None
+            if isinstance(notebook, str):
+                found[notebook] = item.nodeid
+    return found
