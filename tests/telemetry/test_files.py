@@ -4,12 +4,14 @@ cluster, with an error naming the path and the URLs a cluster reads when it is n
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
-from dedup_lib import load_telemetry
+from dedup_lib import load_telemetry, write_telemetry
 from dedup_lib.errors import ClusterPathError, InputError, MissingFileError
 from dedup_lib.spark import is_connect
 from dedup_lib.telemetry.files import (
@@ -101,9 +103,18 @@ def test_the_cluster_missing_a_file_of_this_machine_says_so(tmp_path: Path) -> N
     assert isinstance(error, MissingFileError)
     message = str(error)
     assert message.startswith(f"load_telemetry: {here} does not exist: it is on this machine")
-    assert "the cluster reads its own file system" in message
+    assert "the cluster reads its own file system, which lacks it" in message
     assert "abfss://<container>@<account>.dfs.core.windows.net/<path>" in message
     assert "dbfs:/<path>" in message
+
+
+def test_a_url_the_cluster_does_not_find_is_named_as_given() -> None:
+    url = "abfss://sends@acct.dfs.core.windows.net/day.parquet"
+    files = InputFiles(root=url, files=[url], remote=True)
+    message = str(read_failure(RuntimeError(NOT_FOUND), files, "parquet", "load_telemetry"))
+    assert message.startswith(
+        f"load_telemetry: {url} does not exist: the cluster, which resolved it, does not find it."
+    )
 
 
 def test_a_local_session_missing_a_file_is_a_plain_read_failure(tmp_path: Path) -> None:
@@ -148,7 +159,10 @@ def test_a_relative_path_this_machine_lacks_is_resolved_by_the_cluster(
     monkeypatch.chdir(tmp_path)
     assert not Path(relative).exists()
     loaded = load_telemetry(spark, relative)
-    assert loaded.counts()["read"] == 30_000
+    assert (
+        loaded.counts()
+        == load_telemetry(spark, str(ROOT / "data/samples/incident.parquet")).counts()
+    )
     assert loaded.files["file"].tolist() == [str(ROOT / "data/samples/incident.parquet")]
 
 
@@ -160,3 +174,19 @@ def test_files_listed_here_that_the_cluster_lacks_are_named(
     files = InputFiles(root=str(gone), files=[str(gone)], remote=True)
     with pytest.raises(ClusterPathError, match=r"gone\.parquet does not exist: not on this"):
         read_sources(spark, files, "parquet", "load_telemetry")
+
+
+def test_a_remote_session_writes_a_relative_path_where_this_machine_means_it(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _remote_connect(spark, monkeypatch)
+    server = _server_directory(spark)
+    relative = f"dedup-test-output-{os.getpid()}/sends.parquet"
+    monkeypatch.chdir(tmp_path)
+    sends = load_telemetry(spark, str(ROOT / "data/samples/incident.parquet")).valid.limit(10)
+    try:
+        write_telemetry(sends, relative)
+        assert not (server / relative).exists()
+    finally:
+        shutil.rmtree(server / relative.split("/")[0], ignore_errors=True)
+    assert len(pd.read_parquet(tmp_path / relative)) == 10
