@@ -101,12 +101,15 @@ def output_path(spark: SparkSession, path: str) -> str:
 def not_on_cluster(path: str, caller: str, *, here: bool) -> ClusterPathError:
     """The error for a path a remote cluster did not find: which path, that the cluster
     resolved it (``here``: although this machine has it), and the URLs a cluster reads."""
-    where = (
-        "it is on this machine, but the cluster reads its own file system, which does not have it"
-        if here
-        else "not on this machine, and the cluster, which resolved it on its own file system "
-        "(a relative path from the Spark Connect server's working directory), does not find it"
-    )
+    if here:
+        where = "it is on this machine, but the cluster reads its own file system, which lacks it"
+    elif local_path(path) is None:
+        where = "the cluster, which resolved it, does not find it"
+    else:
+        where = (
+            "not on this machine, and the cluster, which resolved it on its own file system "
+            "(a relative path from the Spark Connect server's working directory), does not find it"
+        )
     return ClusterPathError(
         f"{caller}: {printable(path)} does not exist: {where}. Give a path the cluster reads: "
         + "; ".join(CLUSTER_URLS)
