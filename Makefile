@@ -9,11 +9,12 @@ LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 # Java 17+, the JVM replay kernel built (or why the Python one will run), the Jupyter kernel.
 CHECK = $(BIN)/dedup-lib doctor
 
-.PHONY: help install lab test test-fast lint bench bench-load bench-synth bench-explorer samples notebooks postmortem explore clean
+.PHONY: help install lab test test-fast test-cluster lint bench bench-load bench-synth bench-explorer samples notebooks postmortem explore clean
 
 help:
 	@echo "make lab     open JupyterLab on notebooks/ (installs on first use)"
 	@echo "make test    lint, then every test: unit, Spark (classic and Connect), notebooks"
+	@echo "make test-cluster  simulate and a notebook on a standalone Spark + Connect server (127.0.0.1)"
 	@echo "make lint    ruff, mypy and the import contract (lint-imports)"
 	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000)"
 	@echo "make bench-load   load_telemetry (with its tally) against one scan of every value (10 M)"
@@ -45,6 +46,13 @@ lab: $(STAMP)
 test: $(STAMP) lint
 	@$(CHECK)
 	$(BIN)/python -m pytest --nbval-lax --durations=15 tests notebooks
+
+# A standalone master, a worker and a Spark Connect server on 127.0.0.1 (tests/cluster_kit.py,
+# logs in build/cluster/): simulate and a notebook against it, verdicts compared with a local
+# run, then everything it started stopped by pid. Minutes, so not part of `make test`.
+test-cluster: $(STAMP)
+	@$(CHECK)
+	DEDUP_TEST_CLUSTER=1 $(BIN)/python -m pytest tests/cluster -v -s --durations=0
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not spark and not slow"

@@ -26,6 +26,10 @@ class MissingFileError(DedupLibError, FileNotFoundError):
     """A file or folder the user named does not exist."""
 
 
+class ClusterPathError(MissingFileError, InputError):
+    """A path a remote Spark cluster resolved on its own file system and did not find."""
+
+
 class ExistingFileError(DedupLibError, FileExistsError):
     """An output the user named exists, and replacing it was not asked for."""
 

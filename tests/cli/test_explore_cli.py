@@ -87,6 +87,22 @@ def test_the_page_gets_its_parameters_from_the_environment(monkeypatch):
     )
 
 
+@pytest.mark.parametrize(
+    ("given", "remote"),
+    [
+        ("abfss://sends@acct.dfs.core.windows.net/day.parquet", None),
+        ("dbfs:/mnt/sends/day.parquet", "sc://spark:15002"),
+        ("cluster-only/day.parquet", "sc://spark:15002"),
+    ],
+)
+def test_a_path_for_the_cluster_reaches_the_page_as_written(monkeypatch, tmp_path, given, remote):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    args = parser().parse_args(["explore", given])
+    args.remote = remote
+    assert explore.page_environment(args)["DEDUP_EXPLORE_INPUT"] == given
+
+
 def test_the_page_reads_every_parameter_the_command_passes():
     page = json.loads(explore.EXPLORER.read_text(encoding="utf-8"))
     source = "".join("".join(cell["source"]) for cell in page["cells"])

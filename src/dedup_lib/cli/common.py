@@ -25,7 +25,7 @@ from dedup_lib.spark import (
     spark_log_path,
     spark_message,
 )
-from dedup_lib.telemetry.files import local_path
+from dedup_lib.telemetry.files import has_scheme, is_remote_session, local_path
 from dedup_lib.telemetry.formats import RECORD_FORMATS
 from dedup_lib.telemetry.schema import FORMATS
 
@@ -182,19 +182,32 @@ def entity_name(text: str) -> str:
     return text
 
 
-def existing_input(path: str) -> None:
+def remote_cluster(args: argparse.Namespace) -> bool:
+    """True when the command runs on a remote Spark Connect server (``--remote`` or
+    ``SPARK_REMOTE`` is ``sc://...``, or the session given is one), which resolves paths."""
+    spark = getattr(args, "spark", None)
+    if spark is not None:
+        return is_remote_session(spark)
+    url = getattr(args, "remote", None) or os.environ.get("SPARK_REMOTE") or ""
+    return url.startswith("sc://")
+
+
+def existing_input(path: str, args: argparse.Namespace | None = None) -> None:
     """The input exists, when it is a local path or ``file:`` URI (a URL is Spark's to
     check): the loader's own test (:func:`dedup_lib.telemetry.files.local_path`), before
-    Spark starts."""
+    Spark starts. On a remote cluster (``args``) a path this machine lacks is the cluster's
+    to resolve, and the loader's error says when it does not find it either."""
     local = local_path(path)
     if local is not None and not os.path.exists(local):
+        if args is not None and remote_cluster(args):
+            return
         raise CommandError(f"{path} does not exist")
 
 
 def writable_target(option: str, path: str) -> None:
     """``path`` can be written: its nearest existing folder is a folder we may write in (Spark
     creates the missing ones). A URL is Spark's to check."""
-    if "://" in path:
+    if has_scheme(path):
         return
     parent = os.path.dirname(os.path.abspath(path))
     while not os.path.exists(parent):

@@ -20,7 +20,13 @@ import time
 import webbrowser
 from importlib.resources import as_file, files
 
-from dedup_lib.cli.common import PROG, TELEMETRY_FORMATS, CommandError, existing_input
+from dedup_lib.cli.common import (
+    PROG,
+    TELEMETRY_FORMATS,
+    CommandError,
+    existing_input,
+    remote_cluster,
+)
 from dedup_lib.cli.simulate import window_policy
 from dedup_lib.errors import printable
 from dedup_lib.telemetry.files import local_path
@@ -69,11 +75,11 @@ def voila_installed() -> None:
 
 def page_environment(args: argparse.Namespace) -> dict[str, str]:
     """The server's environment: this one plus the page's parameters. A local input is made
-    absolute, as the kernel runs in the notebook's folder."""
+    absolute, as the kernel runs in the notebook's folder; a URL, or a path only a remote
+    cluster has, goes as written, for the cluster to resolve."""
     local = local_path(args.input)
-    path = (
-        os.path.abspath(args.input) if local is not None and "://" not in args.input else args.input
-    )
+    here = local is not None and os.path.exists(local)
+    path = args.input if local is None or (remote_cluster(args) and not here) else local
     env = {
         **os.environ,
         "DEDUP_EXPLORE_INPUT": path,
@@ -146,7 +152,7 @@ def _stop(server: subprocess.Popen[bytes]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    existing_input(args.input)
+    existing_input(args.input, args)
     window_policy(args.window, partitioning=args.partitioning)
     voila_installed()
     free_port(args.port)

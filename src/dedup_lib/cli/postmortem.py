@@ -23,11 +23,11 @@ def run(args: argparse.Namespace) -> int:
     from dedup_lib.workbench.report import run_postmortem
 
     progress = Progress(args.quiet)
-    existing_input(args.input)
+    existing_input(args.input, args)
     window_policy(args.window, partitioning=args.partitioning)
     time_range(args.start, args.end)
     if args.kept is not None:
-        existing_input(args.kept)
+        existing_input(args.kept, args)
     writable_target("--out-dir", os.path.join(args.out_dir, "report.html"))
     progress.step(f"running the postmortem notebook on {args.input} ({args.window})")
     report = run_postmortem(

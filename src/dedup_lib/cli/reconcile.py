@@ -35,8 +35,8 @@ SHOWN = 10
 
 def run(args: argparse.Namespace) -> int:
     progress = Progress(args.quiet)
-    existing_input(args.telemetry)
-    existing_input(args.kept)
+    existing_input(args.telemetry, args)
+    existing_input(args.kept, args)
     policy = window_policy(args.window, partitioning=args.partitioning)
     try:
         tolerance = parse_tolerance(args.tolerance)

@@ -29,10 +29,11 @@ from dedup_lib.cli.common import (
     writable_target,
 )
 from dedup_lib.errors import excerpt, printable
-from dedup_lib.replay.engine import detect_duplicates
+from dedup_lib.replay.engine import KERNELS, detect_duplicates
 from dedup_lib.rules.durations import format_duration
 from dedup_lib.rules.policy import WINDOW_BOUNDS, Bounds, DedupPolicy, Policies
 from dedup_lib.settings.load import load_entity_policies
+from dedup_lib.telemetry.files import is_remote_session, output_path, spark_path
 from dedup_lib.telemetry.read import LoadedTelemetry, load_telemetry
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def describe(policy: Policies) -> str:
 
 def run(args: argparse.Namespace) -> int:
     progress = Progress(args.quiet)
-    existing_input(args.input)
+    existing_input(args.input, args)
     policy = _policies(args)
     content = content_columns(args.content)
     mapping = column_mapping(args.map)
@@ -99,12 +100,14 @@ def run(args: argparse.Namespace) -> int:
         + (f", {counts['skipped']:,} not sends" if counts["skipped"] else "")
     )
     progress.step(f"replaying duplicate detection: {describe(policy)}")
-    result = detect_duplicates(loaded.valid, policy)
+    result = detect_duplicates(loaded.valid, policy, kernel=args.kernel)
     persisted = not args.out
     if args.out:
-        result.write.mode("overwrite").parquet(args.out)
-        progress.step(f"wrote verdicts to {args.out}")
-        result = spark.read.parquet(args.out)
+        out = output_path(spark, args.out)
+        result.write.mode("overwrite").parquet(out)
+        by = " (written by the cluster, on its file system)" if is_remote_session(spark) else ""
+        progress.step(f"wrote verdicts to {out}{by}")
+        result = spark.read.parquet(spark_path(out))
     else:
         result = result.persist()
     try:
@@ -275,6 +278,17 @@ def add_to(
         action="store_false",
         help="skip looking for missed resends and collisions (saves two Spark passes)",
     )
-    sim.add_argument("--out", help="write every replayed row with its verdict here, as Parquet")
+    sim.add_argument(
+        "--kernel",
+        choices=KERNELS,
+        default="auto",
+        help="what walks each key's sends: jvm (needs a JDK), python, or auto: the JVM one "
+        "where it can be built, else the Python one (same verdicts; default: auto)",
+    )
+    sim.add_argument(
+        "--out",
+        help="write every replayed row with its verdict here, as Parquet; on a remote Spark "
+        "Connect server the cluster writes it (a relative path is made absolute here first)",
+    )
     sim.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     sim.set_defaults(run=run)

@@ -29,6 +29,7 @@ from dedup_lib.telemetry.schema import BUILTIN_ALIASES, CANONICAL_COLUMNS, REQUI
 from dedup_lib.telemetry.sources import (
     CORRUPT,
     Source,
+    chained,
     read_failure,
     read_sources,
     resolve_format,
@@ -384,7 +385,8 @@ def _tally(
             .collect()
         )
     except spark_errors() as exc:
-        raise read_failure(exc, files, fmt, _CALLER, expected) from exc
+        failure = read_failure(exc, files, fmt, _CALLER, expected)
+        raise failure from chained(failure, exc)
     names = (*_KINDS, "send", "identified")
     counted: dict[str, dict[str, int]] = {file_key(f): dict.fromkeys(names, 0) for f in files.files}
     for row in rows:
@@ -584,7 +586,8 @@ def _load_records(
         records = record_format.records(raw.select("*", file_path), keys, entity)
         schema = records.schema
     except spark_errors() as exc:
-        raise read_failure(exc, files, fmt, _CALLER, expected) from exc
+        failure = read_failure(exc, files, fmt, _CALLER, expected)
+        raise failure from chained(failure, exc)
     fields = {f.name: f.dataType for f in schema.fields if f.name in CANONICAL_COLUMNS}
     _check_types(fields, {c: c for c in fields}, printable(path))
     has_corrupt = CORRUPT in schema.names

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import csv
 import gzip
+import os
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyspark.sql import types as T
 
-from dedup_lib.errors import InputError, excerpt, printable
+from dedup_lib.errors import ClusterPathError, InputError, excerpt, printable
 from dedup_lib.spark import spark_errors, spark_message
-from dedup_lib.telemetry.files import InputFiles, local_path, spark_path
+from dedup_lib.telemetry.files import InputFiles, local_path, not_on_cluster, spark_path
 from dedup_lib.telemetry.schema import FORMAT_NAMES, FORMATS, SUPPORTED_FORMATS
 
 if TYPE_CHECKING:
@@ -60,8 +61,12 @@ def read_failure(
     exc: BaseException, files: InputFiles, fmt: str, caller: str, expected: str | None = None
 ) -> InputError:
     """Spark's failure to read ``files`` as one line: which file, what is wrong with it, and
-    what was expected (``expected``, else what ``fmt`` files look like)."""
+    what was expected (``expected``, else what ``fmt`` files look like). Files of this
+    machine that a remote cluster does not have are said to be missing there."""
     text = str(exc)
+    if files.remote and ("PATH_NOT_FOUND" in text or "FileNotFoundException" in text):
+        local = local_path(files.root)
+        return not_on_cluster(files.root, caller, here=local is not None and os.path.exists(local))
     found = _FAILED_FILE.search(text)
     where = files.name(found[1]) if found else printable(files.root)
     if "TIMESTAMP(NANOS" in text or re.search(r"INT64, logicalType: timestamp", text):
@@ -76,6 +81,12 @@ def read_failure(
         f"expected {expected or EXPECTED[fmt]}. "
         "Fix or remove the file and load again."
     )
+
+
+def chained(failure: InputError, exc: BaseException) -> BaseException | None:
+    """The Spark error a failure is raised from: none for a path the cluster lacks, whose
+    message says all (a notebook would show the server's whole trace under it)."""
+    return None if isinstance(failure, ClusterPathError) else exc
 
 
 def _format_of(name: str) -> str | None:
@@ -145,7 +156,8 @@ def read_sources(spark: SparkSession, files: InputFiles, fmt: str, caller: str) 
         for source in sources:
             _ = source.schema
     except spark_errors() as exc:
-        raise read_failure(exc, files, fmt, caller) from exc
+        failure = read_failure(exc, files, fmt, caller)
+        raise failure from chained(failure, exc)
     for source in sources:
         if fmt == "json" and source.schema.names == [CORRUPT]:
             raise InputError(

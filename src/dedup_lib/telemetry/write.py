@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from dedup_lib.columns import column
 from dedup_lib.errors import ExistingFileError, InputError
+from dedup_lib.telemetry.files import output_path
 from dedup_lib.telemetry.schema import FORMAT_NAMES, FORMATS, TEXT_TIME_FORMAT
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ def write_telemetry(
 
     Spark writes a folder of part files at ``path``; ``single_file=True`` writes one file
     named ``path`` instead (through one task, for samples; ``path`` must be on the local disk).
+    On a remote Spark Connect server the cluster writes the folder, on its own file system; a
+    relative ``path`` is made absolute here first (:func:`dedup_lib.telemetry.files.output_path`).
     ``order_by`` sorts the rows of each file.
     Times in text files keep their microseconds."""
     import os
@@ -86,7 +89,7 @@ def write_telemetry(
     if fmt == "csv":
         writer = writer.option("header", True)
     if not single_file:
-        writer.format(fmt).save(path)
+        writer.format(fmt).save(output_path(df.sparkSession, path))
         return
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)

@@ -1,0 +1,39 @@
+"""Option checks before Spark starts: an input this machine lacks is refused, unless a remote
+Spark Connect server is to resolve it."""
+
+from __future__ import annotations
+
+from argparse import Namespace
+
+import pytest
+
+from dedup_lib.cli.common import CommandError, existing_input, remote_cluster
+
+
+@pytest.mark.parametrize(
+    ("remote", "environment"),
+    [("sc://127.0.0.1:15002", None), (None, "sc://cluster.example:443/;token=x")],
+)
+def test_a_remote_cluster_resolves_an_input_this_machine_lacks(
+    monkeypatch: pytest.MonkeyPatch, remote: str | None, environment: str | None
+) -> None:
+    if environment is None:
+        monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    else:
+        monkeypatch.setenv("SPARK_REMOTE", environment)
+    args = Namespace(remote=remote, spark=None)
+    assert remote_cluster(args)
+    existing_input("no/such.parquet", args)
+
+
+@pytest.mark.parametrize("remote", [None, "local[2]"])
+def test_a_local_session_refuses_an_input_this_machine_lacks(
+    monkeypatch: pytest.MonkeyPatch, remote: str | None
+) -> None:
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    args = Namespace(remote=remote, spark=None)
+    assert not remote_cluster(args)
+    with pytest.raises(CommandError, match=r"^no/such\.parquet does not exist$"):
+        existing_input("no/such.parquet", args)
+    with pytest.raises(CommandError, match=r"^no/such\.parquet does not exist$"):
+        existing_input("no/such.parquet")

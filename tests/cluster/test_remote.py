@@ -1,0 +1,169 @@
+"""The workbench on a real cluster: ``dedup-lib simulate`` and a notebook against a Spark
+Connect server whose work runs on a standalone master and worker (:mod:`cluster_kit`), with
+the verdicts of a local classic run, for both replay kernels.
+
+The input is named as a user in the checkout names it, relative
+(``data/samples/day.parquet``): the client sends it absolute, the cluster reads it. The
+cluster's Python has no dedup_lib: the Python kernel travels by value, the JVM one as an
+artifact. Nothing else runs while the cluster does: the local run comes first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell, new_notebook
+
+import dedup_lib
+from cluster_kit import Cluster, running
+
+pytestmark = pytest.mark.cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = str(Path(dedup_lib.__file__).resolve().parents[1])
+DAY = "data/samples/day.parquet"
+FOLDER = ROOT / "build" / "cluster"
+KERNELS = ("jvm", "python")
+VERDICT = ["event_id", "verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
+
+
+def _environment(remote: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
+    env.update(PYTHONPATH=SRC, DEDUP_LOG_DIR=str(FOLDER / "client-log"), DEDUP_DRIVER_MEMORY="2g")
+    if remote is not None:
+        env["SPARK_REMOTE"] = remote
+    return env
+
+
+def _simulate(out: str, kernel: str, remote: str | None) -> subprocess.CompletedProcess[str]:
+    run = subprocess.run(
+        [sys.executable, "-m", "dedup_lib", "simulate", DAY, "--kernel", kernel,
+         "--out", out, "--overwrite", *(["--master", "local[2]"] if remote is None else [])],
+        cwd=ROOT,
+        env=_environment(remote),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, f"{run.stderr}\n(cluster logs: {FOLDER})"
+    return run
+
+
+def _verdicts(path: Path) -> pd.DataFrame:
+    """The verdict columns, one row per send, in one order: a multiset compared as a frame."""
+    frame = pd.read_parquet(path, columns=VERDICT)
+    # Spark's Parquet keeps UTC instants, pandas' own naive UTC times: one spelling for both.
+    frame["original_send_time"] = pd.to_datetime(frame["original_send_time"], utc=True)
+    return frame.sort_values("event_id", kind="stable").reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def local() -> tuple[str, pd.DataFrame]:
+    """The local classic run's report and verdicts (before the cluster starts)."""
+    out = "build/cluster/local/verdicts.parquet"
+    run = _simulate(out, "jvm", None)
+    return run.stdout, _verdicts(ROOT / out)
+
+
+@pytest.fixture(scope="module")
+def cluster(local: object) -> Iterator[Cluster]:
+    started = time.perf_counter()
+    with running(FOLDER) as cluster:
+        print(f"\ncluster started in {time.perf_counter() - started:.0f} s")
+        yield cluster
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_simulate_on_the_cluster_gives_the_local_verdicts(
+    local: tuple[str, pd.DataFrame], cluster: Cluster, kernel: str
+) -> None:
+    report, verdicts = local
+    out = f"build/cluster/simulate-{kernel}/verdicts.parquet"
+    target = ROOT / out
+    run = _simulate(out, kernel, cluster.remote)
+    assert f"wrote verdicts to {target} (written by the cluster" in run.stderr
+    assert run.stdout == report
+    assert set(verdicts["verdict"]) == {"accepted", "duplicate", "rejected"}
+    pd.testing.assert_frame_equal(_verdicts(target), verdicts)
+
+
+def test_a_path_the_cluster_lacks_is_one_line_naming_it(cluster: Cluster) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "dedup_lib", "simulate", "no/such/day.parquet", "-q"],
+        cwd=ROOT,
+        env=_environment(cluster.remote),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 1
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("dedup-lib simulate: error: load_telemetry: no/such/day.parquet")
+    assert "the cluster, which resolved it on its own file system" in lines[0]
+    assert "abfss://<container>@<account>.dfs.core.windows.net/<path>" in lines[0]
+
+
+#: A notebook as a user on a cluster writes it: the relative path, both kernels, and what the
+#: session and the executors' Python are.
+CELLS = [
+    "import importlib.util, json\n"
+    "from pyspark.sql import functions as F\n"
+    "from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry\n"
+    "from dedup_lib.spark import is_connect\n"
+    "spark = get_spark()",
+    "def executors_have_dedup_lib(_):\n"
+    "    import importlib.util\n"
+    "    return importlib.util.find_spec('dedup_lib') is not None\n"
+    "found = spark.range(2).select(F.udf(executors_have_dedup_lib, 'boolean')('id')).collect()\n"
+    "print(json.dumps({'connect': is_connect(spark), 'master': spark.conf.get('spark.master'),\n"
+    "                  'executors_have_dedup_lib': any(r[0] for r in found)}))",
+    "loaded = load_telemetry(spark, 'data/samples/day.parquet')\n"
+    "for kernel in ('jvm', 'python'):\n"
+    "    result = detect_duplicates(loaded.valid, DedupPolicy('PT10M'), kernel=kernel)\n"
+    "    verdicts = result.select(*VERDICT).toPandas()\n"
+    "    verdicts.attrs.clear()  # Connect's plan metrics, which Parquet cannot keep\n"
+    "    verdicts.to_parquet(f'build/cluster/notebook-{kernel}.parquet')",
+]
+
+
+def test_a_notebook_on_the_cluster_gives_the_local_verdicts(
+    local: tuple[str, pd.DataFrame], cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, verdicts = local
+    for name in [k for k in os.environ if k.startswith(("SPARK_", "PYSPARK_"))]:
+        monkeypatch.delenv(name)
+    for name, value in _environment(cluster.remote).items():
+        monkeypatch.setenv(name, value)
+    cells = [f"VERDICT = {VERDICT!r}", *CELLS]
+    notebook = new_notebook(cells=[new_code_cell(source) for source in cells])
+    client = NotebookClient(
+        notebook,
+        kernel_name="python3",
+        timeout=900,
+        startup_timeout=120,
+        resources={"metadata": {"path": str(ROOT)}},
+    )
+    client.execute()
+    nbformat.validate(notebook)
+    printed = [o for o in notebook.cells[2].outputs if o.get("name") == "stdout"]
+    seen = json.loads("".join(o["text"] for o in printed))
+    assert seen == {
+        "connect": True,
+        "master": cluster.master,
+        "executors_have_dedup_lib": False,
+    }
+    for kernel in KERNELS:
+        pd.testing.assert_frame_equal(_verdicts(FOLDER / f"notebook-{kernel}.parquet"), verdicts)

@@ -1,0 +1,329 @@
+"""A real multi-process Spark on this machine, for the cluster test (``make test-cluster``):
+a standalone master, one worker and a Spark Connect server, each a JVM of its own started
+from the installed ``pyspark`` (its ``bin/spark-class`` and ``sbin/start-connect-server.sh``;
+pyspark 4 ships the Connect server's jar), all bound to 127.0.0.1.
+
+Each is started in a process group of its own and waited for (its port open, the worker
+registered); their pids are written to ``pids.json``, and :meth:`Cluster.stop` ends each group
+by that pid, also when a start fails or the run is interrupted. Logs stay in the cluster's
+folder (``build/cluster/`` in the checkout), whose path a failure names.
+
+The executors' Python is this interpreter without its ``site`` hooks: pyspark, pyarrow and
+numpy import, ``dedup_lib`` (installed editable, through a ``.pth`` file) does not, as on a
+cluster where nothing but Spark was installed.
+
+By hand: ``python tests/cluster_kit.py`` starts it, prints ``SPARK_REMOTE`` and waits for
+Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyspark
+
+from lab_kit import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+HOST = "127.0.0.1"
+#: Spark's default ports; ``DEDUP_CLUSTER_MASTER_PORT`` and ``DEDUP_CLUSTER_CONNECT_PORT`` move
+#: them when another Spark on the machine holds them (a test run's local Connect server).
+MASTER_PORT = int(os.environ.get("DEDUP_CLUSTER_MASTER_PORT", "7077"))
+CONNECT_PORT = int(os.environ.get("DEDUP_CLUSTER_CONNECT_PORT", "15002"))
+#: What a start may take on a busy two-core machine.
+START_TIMEOUT = 180.0
+#: Variables of this process that would make a cluster JVM a client, or give its Python
+#: workers this checkout's dedup_lib.
+CLIENT_VARIABLES = (
+    "PYTHONPATH",
+    "SPARK_REMOTE",
+    "SPARK_CONNECT_MODE_ENABLED",
+    "SPARK_LOCAL_REMOTE",
+    "PYSPARK_GATEWAY_PORT",
+    "PYSPARK_GATEWAY_SECRET",
+    "SPARK_TESTING",
+)
+
+
+class ClusterError(RuntimeError):
+    """A part of the cluster did not start; the message names its log."""
+
+
+@dataclass
+class Cluster:
+    """The running parts, in the order they were started."""
+
+    folder: Path
+    master_port: int = MASTER_PORT
+    connect_port: int = CONNECT_PORT
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def remote(self) -> str:
+        """The ``SPARK_REMOTE`` of the Connect server."""
+        return f"sc://{HOST}:{self.connect_port}"
+
+    @property
+    def master(self) -> str:
+        return f"spark://{HOST}:{self.master_port}"
+
+    def log(self, name: str) -> Path:
+        return self.folder / f"{name}.log"
+
+    def stop(self) -> None:
+        """End every part by its pid (its process group: the worker's executors too), the
+        last started first."""
+        for name in reversed(list(self.processes)):
+            process = self.processes.pop(name)
+            _end_group(process)
+        (self.folder / "pids.json").unlink(missing_ok=True)
+
+    def _started(self, name: str, process: subprocess.Popen[bytes]) -> None:
+        self.processes[name] = process
+        pids = {n: p.pid for n, p in self.processes.items()}
+        (self.folder / "pids.json").write_text(json.dumps(pids, indent=2) + "\n")
+
+
+def _end_group(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, 30.0), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def connect_jar() -> Path:
+    """The Spark Connect server's jar in pyspark's ``jars/``; without it the server would need
+    ``--packages``, that is Maven Central, which this test does not reach."""
+    found = sorted((SPARK_HOME / "jars").glob("spark-connect_*.jar"))
+    if not found:
+        raise ClusterError(
+            f"{SPARK_HOME / 'jars'} has no spark-connect jar: this pyspark cannot start a "
+            "Spark Connect server without --packages (network)"
+        )
+    return found[0]
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1.0)
+        return s.connect_ex((HOST, port)) == 0
+
+
+def _executor_python(folder: Path) -> Path:
+    """A script that runs this interpreter with no ``site`` processing and its site-packages
+    on the path: the libraries come, ``.pth`` files (the editable dedup_lib) do not."""
+    script = folder / "executor-python"
+    packages = sysconfig.get_paths()["purelib"]
+    script.write_text(
+        "#!/bin/sh\n"
+        f'PYTHONPATH="{packages}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -S "$@"\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+def _environment(folder: Path, python: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in CLIENT_VARIABLES}
+    env.update(
+        SPARK_HOME=str(SPARK_HOME),
+        SPARK_LOCAL_IP=HOST,
+        SPARK_LOG_DIR=str(folder),
+        SPARK_PID_DIR=str(folder),
+        SPARK_WORKER_DIR=str(folder / "work"),
+        SPARK_NO_DAEMONIZE="1",
+        PYSPARK_PYTHON=str(python),
+        PYSPARK_DRIVER_PYTHON=str(python),
+    )
+    return env
+
+
+def _wait(
+    cluster: Cluster,
+    name: str,
+    ready: Callable[[], bool],
+    what: str,
+    timeout: float = START_TIMEOUT,
+) -> None:
+    """Wait until ``ready()``; a part that exits or takes too long fails with its log."""
+    process = cluster.processes[name]
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if process.poll() is not None:
+            raise ClusterError(
+                f"the {name} exited ({process.returncode}) before {what}; log: {cluster.log(name)}"
+            )
+        if time.monotonic() > deadline:
+            raise ClusterError(
+                f"the {name}: no {what} in {timeout:.0f} s; log: {cluster.log(name)}"
+            )
+        time.sleep(0.5)
+
+
+def _start(cluster: Cluster, name: str, command: list[str], env: dict[str, str]) -> None:
+    with cluster.log(name).open("wb") as out:
+        process = subprocess.Popen(
+            command,
+            env=env,
+            cwd=cluster.folder,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    cluster._started(name, process)
+
+
+def start(
+    folder: Path = ROOT / "build" / "cluster",
+    *,
+    master_port: int = MASTER_PORT,
+    connect_port: int = CONNECT_PORT,
+    cores: int = 2,
+    memory: str = "4g",
+) -> Cluster:
+    """Start master, worker and Connect server, each waited for; on any failure what was
+    started is stopped and the error names the log to read."""
+    connect_jar()
+    _no_leftovers(folder)
+    for port in (master_port, connect_port):
+        if _port_open(port):
+            raise ClusterError(
+                f"{HOST}:{port} is taken (another Spark?): stop it, or move the cluster's ports "
+                "with DEDUP_CLUSTER_MASTER_PORT and DEDUP_CLUSTER_CONNECT_PORT"
+            )
+    folder.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster(folder, master_port, connect_port)
+    env = _environment(folder, _executor_python(folder))
+    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    try:
+        _start(
+            cluster,
+            "master",
+            [spark_class, "org.apache.spark.deploy.master.Master", "--host", HOST,
+             "--port", str(master_port), "--webui-port", str(free_port())],
+            env,
+        )  # fmt: skip
+        _wait(cluster, "master", lambda: _port_open(master_port), f"port {master_port}")
+        _start(
+            cluster,
+            "worker",
+            [spark_class, "org.apache.spark.deploy.worker.Worker", cluster.master,
+             "--host", HOST, "--cores", str(cores), "--memory", memory,
+             "--webui-port", str(free_port()), "--work-dir", str(folder / "work")],
+            env,
+        )  # fmt: skip
+        _wait(
+            cluster,
+            "worker",
+            lambda: "Successfully registered with master" in _text(cluster.log("worker")),
+            "registration with the master",
+        )
+        _start(
+            cluster,
+            "connect",
+            [str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--wait",
+             "--master", cluster.master,
+             "--conf", f"spark.connect.grpc.binding.address={HOST}",
+             "--conf", f"spark.connect.grpc.binding.port={connect_port}",
+             "--conf", f"spark.driver.host={HOST}",
+             "--conf", f"spark.driver.bindAddress={HOST}",
+             "--conf", f"spark.ui.port={free_port()}",
+             "--conf", f"spark.pyspark.python={env['PYSPARK_PYTHON']}",
+             "--conf", "spark.executor.memory=2g",
+             "--driver-memory", "2g"],
+            env,
+        )  # fmt: skip
+        _wait(cluster, "connect", lambda: _port_open(connect_port), f"port {connect_port}")
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+def _no_leftovers(folder: Path) -> None:
+    """A run that was killed before it could stop its cluster left its pids: say which are
+    still running rather than start a second cluster beside them."""
+    pids_file = folder / "pids.json"
+    try:
+        pids: dict[str, int] = json.loads(pids_file.read_text())
+    except (OSError, ValueError):
+        return
+    alive = {name: pid for name, pid in pids.items() if _alive(pid)}
+    if alive:
+        listed = ", ".join(f"{name} {pid}" for name, pid in alive.items())
+        raise ClusterError(
+            f"a previous run left {listed} running ({pids_file}): stop them "
+            "(kill -- -PID) and delete that file"
+        )
+    pids_file.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+@contextlib.contextmanager
+def running(folder: Path = ROOT / "build" / "cluster", **options: object) -> Iterator[Cluster]:
+    """A started cluster for the ``with`` block, stopped after it however it ends."""
+    cluster = start(folder, **options)  # type: ignore[arg-type]
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, _interrupt)
+    started = time.perf_counter()
+    try:
+        with running() as cluster:
+            print(f"started in {time.perf_counter() - started:.0f} s; logs in {cluster.folder}")
+            print(f"SPARK_REMOTE={cluster.remote}  (Ctrl-C stops it)", flush=True)
+            while all(p.poll() is None for p in cluster.processes.values()):
+                time.sleep(1)
+            print("a part of the cluster exited; stopping the rest", file=sys.stderr)
+            return 1
+    except KeyboardInterrupt:
+        return 0
+    except ClusterError as exc:
+        print(f"cluster_kit: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
