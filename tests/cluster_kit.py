@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pyspark
 
+from dedup_lib.class_data import alive
 from lab_kit import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -266,7 +267,7 @@ def _no_leftovers(folder: Path) -> None:
         pids: dict[str, int] = json.loads(pids_file.read_text())
     except (OSError, ValueError):
         return
-    alive = {name: pid for name, pid in pids.items() if _alive(pid)}
+    alive = {name: pid for name, pid in pids.items() if alive(pid)}
     if alive:
         listed = ", ".join(f"{name} {pid}" for name, pid in alive.items())
         raise ClusterError(
@@ -274,16 +275,6 @@ def _no_leftovers(folder: Path) -> None:
             "(kill -- -PID) and delete that file"
         )
     pids_file.unlink()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _text(path: Path) -> str:

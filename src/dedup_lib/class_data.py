@@ -64,7 +64,7 @@ def _settle(archive: Path) -> bool:
             stat = part.stat()
         except (ValueError, OSError):
             continue
-        if _alive(writer) or time.time() - stat.st_mtime < _SETTLED_S:
+        if alive(writer) or time.time() - stat.st_mtime < _SETTLED_S:
             writing = True
             continue
         with contextlib.suppress(OSError):
@@ -89,7 +89,8 @@ def _name(java: str) -> str:
     return f"spark-{pyspark.__version__}-{digest.hexdigest()[:16]}"
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` is running (this one counts as running)."""
     if pid == os.getpid():
         return True
     try:
