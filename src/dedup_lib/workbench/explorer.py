@@ -177,9 +177,7 @@ class WindowExplorer:
         if background and later:
             # Started once the first view is computed, so it does not compete with it.
             pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer")
-            explorer._prepare(
-                {m: pool.submit(ReplayCache.build, df, m, carry=carry) for m in later}
-            )
+            explorer._prepare({m: pool.submit(_prepared, df, m, carry, window) for m in later})
             pool.shutdown(wait=False)
         return explorer
 
@@ -382,6 +380,18 @@ _TABLE_STYLE: list[CSSDict] = [
 
 def _figures(view: View) -> tuple[go.Figure, go.Figure, go.Figure]:
     return view.sends_over_time, view.resend_delays, view.ids_held
+
+
+def _prepared(
+    df: DataFrame, partitioning: bool, carry: tuple[str, ...], window: timedelta | float | str
+) -> ReplayCache:
+    """A mode's cache, built and with what its first view computes once (codes, delays, key
+    numbering) computed too: the toggle then answers as fast as any other change."""
+    cache = ReplayCache.build(df, partitioning, carry=carry)
+    for table in (cache.over_time, cache.held_over_time, cache.top_keys):
+        table(window)
+    cache.resend_delays()
+    return cache
 
 
 def _html(table: pd.DataFrame) -> str:
