@@ -34,7 +34,7 @@ from dedup_lib.telemetry.sources import (
     read_sources,
     resolve_format,
 )
-from dedup_lib.telemetry.times import never, parse_time
+from dedup_lib.telemetry.times import epoch_number, never, parse_time, time_text
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -47,6 +47,8 @@ _CALLER = "load_telemetry"
 REASON = "reason"
 _PARSED = "__dedup_parsed_"
 _NEVER = "__dedup_never_"
+_NUMBER = "__dedup_number_"
+_TEXT = "__dedup_text_"
 _EXCERPT = 60
 _GUIDE = "docs/instrumentation.md"
 
@@ -642,10 +644,30 @@ def _judged(
     """``raw`` with its times parsed, "never" sentinels named, and each row's ``reason``
     (null when valid). A "never" scheduled time means not scheduled: it becomes null."""
     times = [c for c in _TIME_COLUMNS if c in fields]
-    parsed = raw.select("*", *(parse_time(column(c), fields[c]).alias(_PARSED + c) for c in times))
+    numeric = [c for c in times if isinstance(fields[c], T.NumericType | T.StringType)]
+    textual = [c for c in times if isinstance(fields[c], T.StringType)]
+    staged = raw.select(
+        "*",
+        *(epoch_number(column(c), fields[c]).alias(_NUMBER + c) for c in numeric),
+        *(time_text(column(c)).alias(_TEXT + c) for c in textual),
+    )
+
+    def number(name: str) -> Column | None:
+        return column(_NUMBER + name) if name in numeric else None
+
+    def text(name: str) -> Column | None:
+        return column(_TEXT + name) if name in textual else None
+
+    parsed = staged.select(
+        "*",
+        *(parse_time(column(c), fields[c], number(c), text(c)).alias(_PARSED + c) for c in times),
+    )
     sentinels = parsed.select(
         "*",
-        *(never(column(c), fields[c], column(_PARSED + c)).alias(_NEVER + c) for c in times),
+        *(
+            never(column(c), fields[c], column(_PARSED + c), number(c)).alias(_NEVER + c)
+            for c in times
+        ),
     )
 
     def cleared(name: str) -> Column:

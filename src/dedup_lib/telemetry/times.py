@@ -3,7 +3,11 @@ the "never" sentinels that must not pass for a real time.
 
 Every expression is null where the value does not parse and never throws under ANSI mode.
 Each input is referenced only a few times: Spark inlines these expressions into one tree (and
-into the quarantine filter), so repeated references would multiply its size.
+into the quarantine filter), so repeated references would multiply its size. Where a frame is
+at hand, :func:`epoch_number` and :func:`time_text` go in columns of their own first:
+:func:`parse_time` and :func:`never` then read those instead of matching, casting and
+upper-casing the text again for each rule (Spark keeps a costly column that is read several
+times in a projection of its own).
 """
 
 from __future__ import annotations
@@ -36,6 +40,18 @@ MIN_VALUE_SECONDS = -62_135_596_800
 _UNITS = {"seconds": 1, "milliseconds": 10**3, "microseconds": 10**6, "nanoseconds": 10**9}
 
 
+def epoch_number(value: Column, dtype: T.DataType) -> Column:
+    """``value`` as a decimal where it is a number (or text that is one), else null: what
+    :func:`parse_time` and :func:`never` read an epoch time from."""
+    return _decimal(value, dtype)
+
+
+def time_text(value: Column) -> Column:
+    """Text ``value`` as :func:`parse_time` reads ISO 8601 from it (upper case, null when
+    too long to be a time)."""
+    return F.upper(_short(value))
+
+
 def _decimal(value: Column, dtype: T.DataType) -> Column:
     if isinstance(dtype, T.NumericType):
         return value.try_cast("decimal(38,9)")
@@ -62,9 +78,14 @@ def from_epoch(value: Column) -> Column:
     )
 
 
-def parse_time(value: Column, dtype: T.DataType) -> Column:
+def parse_time(
+    value: Column, dtype: T.DataType, number: Column | None = None, text: Column | None = None
+) -> Column:
     """A UTC timestamp from a timestamp, an epoch number, or text: a number (epoch) or ISO 8601
-    with a 4-digit year (no offset = UTC)."""
+    with a 4-digit year (no offset = UTC). ``number`` and ``text`` are :func:`epoch_number`
+    and :func:`time_text` of ``value`` when already computed."""
+    if number is None:
+        number = _decimal(value, dtype)
     if isinstance(dtype, T.TimestampType):
         return value
     if isinstance(dtype, T.TimestampNTZType):
@@ -72,10 +93,10 @@ def parse_time(value: Column, dtype: T.DataType) -> Column:
     if isinstance(dtype, T.NullType):
         return F.lit(None).cast("timestamp")
     if isinstance(dtype, T.NumericType):
-        return from_epoch(_decimal(value, dtype))
-    iso = F.upper(_short(value))
+        return from_epoch(number)
+    iso = time_text(value) if text is None else text
     return F.coalesce(
-        from_epoch(_decimal(value, dtype)),
+        from_epoch(number),
         F.when(
             iso.rlike(_ISO_DATE),
             F.when(iso.rlike(_HAS_ZONE), iso.try_cast("timestamp")).otherwise(
@@ -85,17 +106,19 @@ def parse_time(value: Column, dtype: T.DataType) -> Column:
     )
 
 
-def never(value: Column, dtype: T.DataType, parsed: Column) -> Column:
+def never(value: Column, dtype: T.DataType, parsed: Column, number: Column | None = None) -> Column:
     """Why a time is a "never" sentinel rather than a time (null when it is a time).
 
     Sentinels: .NET ``DateTime.MaxValue`` or ``MinValue`` written as epoch seconds,
     milliseconds, microseconds or nanoseconds (read by magnitude alone, MaxValue in seconds
     would land in 1978), the epoch itself (``0``, an unset number), ``Int64.MaxValue`` (or
     ``MinValue``, as ``long.MaxValue`` ticks or nanoseconds), and the first or last day
-    a timestamp can hold (``0001-01-01``, ``9999-12-31``) however written."""
+    a timestamp can hold (``0001-01-01``, ``9999-12-31``) however written. ``number`` is
+    :func:`epoch_number` of ``value`` when already computed."""
     rules: list[tuple[Column, str]] = []
     if isinstance(dtype, T.NumericType | T.StringType):
-        number = _decimal(value, dtype)
+        if number is None:
+            number = _decimal(value, dtype)
         for unit, size in _UNITS.items():
             whole = F.floor(number / F.lit(Decimal(size)))
             rules.append(
