@@ -114,3 +114,28 @@ def test_the_driver_jvm_is_told_where_to_log_and_keeps_its_own_options(tmp_path)
     assert f'"-Ddedup.spark.log={log}"' in options
     assert f'"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES}"' in options
     assert "appender.file.fileName = ${sys:dedup.spark.log}" in LOG4J2_PROPERTIES.read_text()
+
+
+def test_the_driver_jvm_is_tuned_unless_the_user_chose_a_collector(monkeypatch):
+    from dedup_lib.spark import JVM_TUNING, _tuned
+
+    for name in ("JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS"):
+        monkeypatch.delenv(name, raising=False)
+    options = _tuned({"spark.driver.extraJavaOptions": "-Xss4m"})["spark.driver.extraJavaOptions"]
+    assert options == "-Xss4m " + " ".join(JVM_TUNING)
+
+    chosen = _tuned({"spark.driver.extraJavaOptions": "-XX:+UseG1GC"})
+    assert "ParallelGC" not in chosen["spark.driver.extraJavaOptions"]
+    assert "-XX:Tier4InvocationThreshold=50000" in chosen["spark.driver.extraJavaOptions"]
+
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:+UseZGC")
+    assert "ParallelGC" not in _tuned({})["spark.driver.extraJavaOptions"]
+
+
+def test_the_local_jvm_of_the_test_session_was_tuned(spark):
+    from dedup_lib.spark import JVM_TUNING, is_connect
+
+    if is_connect(spark):
+        pytest.skip("a Connect session's JVM settings are the server's")
+    options = spark.conf.get("spark.driver.extraJavaOptions")
+    assert all(option in options for option in JVM_TUNING), options
