@@ -139,3 +139,23 @@ def test_the_local_jvm_of_the_test_session_was_tuned(spark):
         pytest.skip("a Connect session's JVM settings are the server's")
     options = spark.conf.get("spark.driver.extraJavaOptions")
     assert all(option in options for option in JVM_TUNING), options
+
+
+def test_to_pandas_tables_write_to_parquet_on_classic_and_connect(spark, tmp_path):
+    """A Spark Connect client leaves the plan's metrics in ``attrs``, which pandas writes as
+    JSON into Parquet metadata: a table from the library must write as any other."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    from dedup_lib.analysis.summaries import summarize
+    from dedup_lib.spark import to_pandas
+
+    table = to_pandas(spark.range(3).select(F.col("id").alias("n")))
+    assert table.attrs == {}
+    table.to_parquet(tmp_path / "n.parquet")
+    assert pd.read_parquet(tmp_path / "n.parquet")["n"].tolist() == [0, 1, 2]
+
+    verdicts = spark.createDataFrame(
+        [("orders", "accepted", None)], "entity string, verdict string, reason string"
+    )
+    summarize(verdicts).to_parquet(tmp_path / "summary.parquet")

@@ -29,7 +29,8 @@ from dedup_lib.errors import ToolMissingError
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from pyspark.sql import SparkSession
+    import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
 
 MIN_JAVA = 17
 
@@ -351,6 +352,15 @@ def spark_message(exc: BaseException | str) -> str:
             line = re.sub(r"^[\w.$]+(Exception|Error): ", "", line)
             return re.sub(r"^\[[A-Z_.]+\]\s*|\s*SQLSTATE: \w+\.?$", "", line)
     return "Spark error" if isinstance(exc, str) else type(exc).__name__
+
+
+def to_pandas(df: DataFrame) -> pd.DataFrame:
+    """``df.toPandas()`` without what a Spark Connect client leaves in ``attrs`` (the plan's
+    metrics, as objects): pandas writes ``attrs`` into a Parquet file's metadata as JSON, so
+    ``to_parquet`` of a table returned under Connect failed."""
+    table = df.toPandas()
+    table.attrs.clear()
+    return table
 
 
 def is_connect(spark: SparkSession) -> bool:

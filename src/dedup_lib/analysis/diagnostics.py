@@ -29,6 +29,7 @@ from dedup_lib.rules.policy import (
     DUPLICATE,
     NO_MESSAGE_ID_WARNING,
 )
+from dedup_lib.spark import to_pandas
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -245,16 +246,14 @@ def collision_groups(lost: DataFrame) -> pd.DataFrame:
     pandas table."""
     by = ["entity", *(["sender"] if "sender" in lost.columns else []), "id_pattern"]
     counts = ["sends_dropped", "distinct_contents", "distinct_ids"]
-    table = (
-        lost.groupBy(*by)
-        .agg(
+    table = to_pandas(
+        lost.groupBy(*by).agg(
             F.count(F.lit(1)).alias("sends_dropped"),
             F.count_distinct(CONTENT).alias("distinct_contents"),
             F.count_distinct("message_id").alias("distinct_ids"),
             F.min("send_time").alias("first"),
             F.max("send_time").alias("last"),
         )
-        .toPandas()
     )
     table[counts] = table[counts].astype("int64")
     order = table.sort_values(["sends_dropped", *by], ascending=[False] + [True] * len(by))
@@ -264,14 +263,12 @@ def collision_groups(lost: DataFrame) -> pd.DataFrame:
 def missed_summary(misses: DataFrame) -> pd.DataFrame:
     """:func:`missed_resends` counted per entity and cause, with the longest ``caught_from``
     among resends after the window (the window that would have caught all of them)."""
-    table = (
-        misses.groupBy("entity", "miss_cause")
-        .agg(
+    table = to_pandas(
+        misses.groupBy("entity", "miss_cause").agg(
             F.count(F.lit(1)).alias("resends"),
             F.max("caught_from").alias("longest_caught_from"),
             F.percentile_approx("delay", 0.5).alias("median_delay"),
         )
-        .toPandas()
     )
     table["resends"] = table["resends"].astype("int64")
     rank = {cause: i for i, cause in enumerate(MISS_CAUSES)}
@@ -295,10 +292,10 @@ def counts_over_time(found: DataFrame, by: str, bucket: str = "PT1M") -> pd.Data
     start = F.timestamp_seconds(
         F.floor(F.unix_seconds("send_time") / seconds).cast("long") * seconds
     )
-    table = (
-        found.groupBy(start.alias("time"), "entity", F.col(by).cast("string").alias(by))
-        .agg(F.count(F.lit(1)).alias("sends"))
-        .toPandas()
+    table = to_pandas(
+        found.groupBy(start.alias("time"), "entity", F.col(by).cast("string").alias(by)).agg(
+            F.count(F.lit(1)).alias("sends")
+        )
     )
     table["sends"] = table["sends"].astype("int64")
     table["time"] = pd.to_datetime(table["time"], utc=True)

@@ -44,6 +44,7 @@ from dedup_lib.errors import InputError, InputTypeError, excerpt, printable
 from dedup_lib.replay.sql_rules import INTERNAL, OUTPUT_COLUMNS, is_set, sql_rules
 from dedup_lib.rules.durations import format_duration, format_window, parse_window
 from dedup_lib.rules.policy import ACCEPTED, DUPLICATE, REJECTED, DedupPolicy
+from dedup_lib.spark import to_pandas
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -258,7 +259,7 @@ class Reconciliation:
         if name not in frames:
             raise InputError(f"table: expected one of {', '.join(frames)}, got {excerpt(name)}")
         frame = frames[name]
-        return frame.orderBy("send_time").limit(limit).toPandas()
+        return to_pandas(frame.orderBy("send_time").limit(limit))
 
 
 def _n(count: int, noun: str) -> str:

@@ -17,6 +17,7 @@ from dedup_lib.rules.policy import (
     NO_MESSAGE_ID_WARNING,
     REJECTED,
 )
+from dedup_lib.spark import to_pandas
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -44,9 +45,8 @@ def summarize(result: DataFrame) -> pd.DataFrame:
             f"summarize: expected a detect_duplicates result, but column(s) {', '.join(missing)} "
             "are missing"
         )
-    counted = (
-        result.groupBy(entity_column(result))
-        .agg(
+    counted = to_pandas(
+        result.groupBy(entity_column(result)).agg(
             F.count(F.lit(1)).alias("sends"),
             count_where(F.col("verdict") == ACCEPTED).alias("accepted"),
             count_where(F.col("verdict") == DUPLICATE).alias("duplicates"),
@@ -54,7 +54,6 @@ def summarize(result: DataFrame) -> pd.DataFrame:
             count_where(F.col("reason") == NO_MESSAGE_ID_WARNING).alias("without_message_id"),
             count_where(F.col("reason") == DETECTION_OFF_NOTE).alias("not_checked"),
         )
-        .toPandas()
     )
     table = with_total(counted, list(SUMMARY_COLUMNS[1:-1]))
     judged = table["accepted"] + table["duplicates"] - table["not_checked"]
@@ -107,9 +106,8 @@ def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
         count_where(verdict == DUPLICATE).alias("duplicates"),
     )
     accepted, duplicates = F.col("accepted"), F.col("duplicates")
-    counted = (
-        per_message.groupBy("entity")
-        .agg(
+    counted = to_pandas(
+        per_message.groupBy("entity").agg(
             F.count(F.lit(1)).alias("messages"),
             F.sum("sends").alias("sends"),
             F.sum("resends").alias("resends"),
@@ -119,7 +117,6 @@ def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
             F.sum("first_sends_dropped").alias("first_sends_dropped"),
             count_where((accepted == 0) & (duplicates == 0)).alias("messages_rejected"),
         )
-        .toPandas()
     )
     table = with_total(counted, list(TRUTH_SUMMARY_COLUMNS[1:]))
     return table[list(TRUTH_SUMMARY_COLUMNS)]
@@ -135,11 +132,10 @@ def sends_over_time(df: DataFrame, bucket: str = "PT1M") -> pd.DataFrame:
     from loaded telemetry. One Spark job; rows without send_time are left out."""
     seconds = bucket_seconds(bucket)
     start = F.timestamp_seconds(F.floor(F.unix_seconds(F.col("send_time")) / seconds) * seconds)
-    table = (
+    table = to_pandas(
         df.where(F.col("send_time").isNotNull())
         .groupBy(entity_column(df), start.alias("time"))
         .agg(F.count(F.lit(1)).alias("sends"))
-        .toPandas()
     )
     table["time"] = pd.to_datetime(table["time"], utc=True)
     return table.sort_values(["entity", "time"]).reset_index(drop=True)
@@ -151,15 +147,13 @@ def id_quality(df: DataFrame) -> pd.DataFrame:
     ``sends_per_id`` (well above 1: ids are reused). Two small Spark jobs."""
     mid = F.col("message_id").cast("string")
     missing = mid.isNull() | (mid == "")
-    counted = (
-        df.groupBy(entity_column(df))
-        .agg(
+    counted = to_pandas(
+        df.groupBy(entity_column(df)).agg(
             F.count(F.lit(1)).alias("sends"),
             count_where(missing).alias("without_message_id"),
             count_where(mid.rlike(GUID_PATTERN)).alias("guid_like"),
             F.countDistinct(F.when(~missing, mid)).alias("distinct_ids"),
         )
-        .toPandas()
     )
     table = with_total(counted, ["sends", "without_message_id", "guid_like", "distinct_ids"])
     if len(table) > 1:
@@ -180,7 +174,7 @@ def most_reused_ids(df: DataFrame, n: int = 10) -> pd.DataFrame:
     """The MessageIds sent most often per entity: ``entity``, ``message_id``, ``sends``,
     ``first_send``, ``last_send``. A constant or reused id shows at the top."""
     mid = F.col("message_id").cast("string")
-    return (
+    return to_pandas(
         df.where(mid.isNotNull() & (mid != ""))
         .groupBy(entity_column(df), mid.alias("message_id"))
         .agg(
@@ -190,5 +184,4 @@ def most_reused_ids(df: DataFrame, n: int = 10) -> pd.DataFrame:
         )
         .orderBy(F.col("sends").desc(), "entity", "message_id")
         .limit(n)
-        .toPandas()
     )

@@ -25,6 +25,7 @@ from dedup_lib.replay.by_count import detect_duplicates_by_count
 from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.replay.sql_rules import OUTPUT_COLUMNS
 from dedup_lib.rules.policy import DUPLICATE, MAX_PROPERTY_LENGTH, Policies
+from dedup_lib.spark import to_pandas
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -85,9 +86,8 @@ def compare_keys(judged: DataFrame) -> pd.DataFrame:
     new id, which Service Bus lets through."""
     by_id = F.col("verdict") == DUPLICATE
     by_content_ = F.col(CONTENT_PREFIX + "verdict") == DUPLICATE
-    counted = (
-        judged.groupBy(entity_column(judged))
-        .agg(
+    counted = to_pandas(
+        judged.groupBy(entity_column(judged)).agg(
             F.count(F.lit(1)).alias("sends"),
             count_where(by_id).alias("dropped_by_id"),
             count_where(by_content_).alias("dropped_by_content"),
@@ -95,7 +95,6 @@ def compare_keys(judged: DataFrame) -> pd.DataFrame:
             count_where(by_id & ~by_content_).alias("only_by_id"),
             count_where(~by_id & by_content_).alias("only_by_content"),
         )
-        .toPandas()
     )
     return with_total(counted, list(KEY_COMPARISON_COLUMNS[1:]))[list(KEY_COMPARISON_COLUMNS)]
 

@@ -28,6 +28,7 @@ from dedup_lib.errors import InputError
 from dedup_lib.replay.passes import POS, with_position
 from dedup_lib.replay.sql_rules import sql_rules, validate, with_batches
 from dedup_lib.rules.policy import REJECTED, DedupPolicy
+from dedup_lib.spark import to_pandas
 from dedup_lib.sweep.grid import to_micros
 from dedup_lib.sweep.truth import message_codes
 
@@ -85,7 +86,7 @@ def collect(
     # The passes are independent: run at once, one plans or waits on a result while another
     # computes (on a small input most of a pass is the driver planning it).
     with ThreadPoolExecutor(max_workers=3, thread_name_prefix="dedup-collect") as pool:
-        rows_done = pool.submit(repeated.toPandas)
+        rows_done = pool.submit(to_pandas, repeated)
         counted_done = pool.submit(_counted, df, named, rules.verdict, time, bucket_us, truth)
         messages_done = pool.submit(_messages, df, named, rules.verdict) if truth else None
         rows = in_replay_order(rows_done.result())
@@ -147,13 +148,12 @@ def _counted(
         .when(verdict.isNull(), F.lit("eligible"))
         .otherwise(F.lit("no_id"))
     )
-    return (
+    return to_pandas(
         df.groupBy(
             named.alias("entity"),
             kind.alias("kind"),
             (time - F.pmod(time, F.lit(bucket_us))).alias("bucket_us"),
-        )
-        .agg(
+        ).agg(
             F.count(F.lit(1)).alias("sends"),
             *(
                 [F.count(F.when(F.col("attempt").cast("int") > 1, True)).alias("resends")]
@@ -161,7 +161,6 @@ def _counted(
                 else []
             ),
         )
-        .toPandas()
     )
 
 

@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 
 from dedup_lib.columns import column
 from dedup_lib.errors import DedupLibError, InputError, excerpt, printable
-from dedup_lib.spark import spark_errors
+from dedup_lib.spark import spark_errors, to_pandas
 from dedup_lib.telemetry.files import InputFiles, file_key, list_input, spark_path
 from dedup_lib.telemetry.formats import NOT_SEND, RECORD_FORMATS, SOURCE_FILE, RecordFormat
 from dedup_lib.telemetry.recognise import recognise
@@ -249,8 +249,8 @@ _KINDS = ("read", "valid", "quarantined", "skipped")
 
 
 def _by_reason(frame: DataFrame) -> pd.DataFrame:
-    counts: pd.DataFrame = (
-        frame.groupBy(F.substring_index(REASON, ":", 1).alias(REASON)).count().toPandas()
+    counts: pd.DataFrame = to_pandas(
+        frame.groupBy(F.substring_index(REASON, ":", 1).alias(REASON)).count()
     )
     ordered = counts.sort_values(["count", REASON], ascending=[False, True])
     return ordered.reset_index(drop=True)
