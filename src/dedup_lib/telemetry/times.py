@@ -5,8 +5,8 @@ Every expression is null where the value does not parse and never throws under A
 Each input is referenced only a few times: Spark inlines these expressions into one tree (and
 into the quarantine filter), so repeated references would multiply its size. Where a frame is
 at hand, :func:`epoch_number` and :func:`time_text` go in columns of their own first:
-:func:`parse_time` and :func:`never` then read those instead of matching, casting and
-upper-casing the text again for each rule (Spark keeps a costly column that is read several
+:func:`parse_time` and :func:`never` then read those instead of matching and casting the
+text again for each rule (Spark keeps a costly column that is read several
 times in a projection of its own).
 """
 
@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 NUMBER = r"^\s*+[+-]?(\d++(\.\d*+)?|\.\d++)([eE][+-]?\d++)?\s*+$"
 #: Longer text is no time: it is not matched at all.
 _LONGEST_TIME = 64
-_ISO_DATE = r"^\s*(?!0000)\d{4}-\d{2}-\d{2}([T ]|\s*$)"
+_ISO_DATE = r"^\s*(?!0000)\d{4}-\d{2}-\d{2}([Tt ]|\s*$)"
 _HAS_ZONE = r"\d:\d{2}(:\d{2}(\.\d*)?)?\s*[^\d\s.:]"
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
 _MIN_MICROS = -62_135_596_800_000_000
 _MAX_MICROS = 253_402_300_799_999_999
 
@@ -47,9 +48,9 @@ def epoch_number(value: Column, dtype: T.DataType) -> Column:
 
 
 def time_text(value: Column) -> Column:
-    """Text ``value`` as :func:`parse_time` reads ISO 8601 from it (upper case, null when
-    too long to be a time)."""
-    return F.upper(_short(value))
+    """Text ``value`` as :func:`parse_time` reads ISO 8601 from it (null when too long to be
+    a time)."""
+    return _short(value)
 
 
 def _decimal(value: Column, dtype: T.DataType) -> Column:
@@ -99,11 +100,21 @@ def parse_time(
         from_epoch(number),
         F.when(
             iso.rlike(_ISO_DATE),
-            F.when(iso.rlike(_HAS_ZONE), iso.try_cast("timestamp")).otherwise(
-                utc_wall_clock(iso.try_cast("timestamp_ntz"))
+            F.when(iso.rlike(_HAS_ZONE), _cast_any_case(iso, "timestamp")).otherwise(
+                utc_wall_clock(_cast_any_case(iso, "timestamp_ntz"))
             ),
         ),
     )
+
+
+def _cast_any_case(text: Column, to: str) -> Column:
+    """``text`` cast as written, else with its ASCII letters in upper case: Spark reads only
+    ``T`` and ``Z`` and zone names in upper case (``2024-01-01t10:00z``, ``... utc``), while
+    a region (``America/Toronto``) must keep its case.
+
+    Not ``upper``: Spark maps case with ICU, whose first use costs a cold JVM a second of class
+    initialisation; and the second cast runs only where the first fails."""
+    return F.coalesce(text.try_cast(to), F.translate(text, _LOWER, _LOWER.upper()).try_cast(to))
 
 
 def never(value: Column, dtype: T.DataType, parsed: Column, number: Column | None = None) -> Column:
