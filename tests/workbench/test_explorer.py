@@ -143,3 +143,30 @@ def test_an_empty_selection_says_so_in_words(explorer):
         assert not figure.layout.yaxis.visible
     assert _value(view, "sends") == "0"
     ex.update(entity="(all)", time_range=_whole(ex), draw=False)
+
+
+def test_the_charts_widget_exists_before_spark_works(spark, monkeypatch):
+    """The browser loads plotly.js when the charts' widget is made: made before the replay,
+    that load overlaps Spark's work instead of delaying the first chart (about a second)."""
+    from dedup_lib import generate_telemetry
+    from dedup_lib.sweep.views import ReplayCache
+    from dedup_lib.workbench import explorer as module
+
+    events: list[str] = []
+    made, build = module.LiveCharts.__init__, ReplayCache.build.__func__
+
+    def making(self, *args, **kwargs):
+        events.append("charts")
+        made(self, *args, **kwargs)
+
+    def building(cls, *args, **kwargs):
+        events.append("replay")
+        return build(cls, *args, **kwargs)
+
+    monkeypatch.setattr(module.LiveCharts, "__init__", making)
+    monkeypatch.setattr(ReplayCache, "build", classmethod(building))
+    sends = generate_telemetry(spark, 500, seed=4, scenario=mixed_scenario())
+    ex = WindowExplorer.from_frame(sends, modes=(False,), background=False, progress=False)
+
+    assert events == ["charts", "replay"]
+    assert ex.charts.figures

@@ -67,7 +67,11 @@ class WindowExplorer:
         caches: dict[bool, ReplayCache],
         window: timedelta | float | str = "PT10M",
         partitioning: bool = False,
+        *,
+        charts: LiveCharts | None = None,
     ) -> None:
+        """``charts``: the widget to draw in, when one was made before the caches (see
+        :meth:`from_frame`)."""
         if partitioning not in caches:
             raise InputError(f"WindowExplorer: no cache for partitioning={partitioning}")
         self._caches = dict(caches)
@@ -118,7 +122,8 @@ class WindowExplorer:
         # The first view computes what every later change reuses (resend delays, key
         # numbering), so control changes answer from memory.
         self.view: View | None = self._view(seconds, partitioning, ALL_ENTITIES, None)
-        self.charts = LiveCharts(_figures(self.view))
+        self.charts = charts if charts is not None else LiveCharts()
+        self.charts.show(_figures(self.view))
         self._show_range(self.view)
         self._show_tables(self.view)
 
@@ -160,6 +165,8 @@ class WindowExplorer:
         now = [partitioning] if background else [partitioning, *later]
         steps = [f"replaying with {_mode_name(m)}" for m in now] + ["drawing the charts"]
         show = _in_notebook() if progress is None else progress
+        # Made first, so the browser loads plotly.js while Spark works, not after.
+        charts = LiveCharts()
         with tqdm(total=len(steps), disable=not show, leave=show, bar_format=_BAR) as bar:
 
             def step(i: int) -> None:
@@ -171,7 +178,7 @@ class WindowExplorer:
                 caches[mode] = ReplayCache.build(df, mode, carry=carry)
                 bar.update()
             step(len(now))
-            explorer = cls(caches, window, partitioning)
+            explorer = cls(caches, window, partitioning, charts=charts)
             bar.update()
         _hide(bar)
         if background and later:
