@@ -48,6 +48,25 @@ def test_sends_over_time_sums_entities_and_labels_its_unit():
     assert "UTC" in sends.hovertemplate
 
 
+def test_figures_look_plotly_white_with_a_template_only_as_large_as_they_use():
+    """Copying plotly_white whole into each figure took a third of the explorer's redraw in
+    the kernel; its layout and bar and scatter defaults are all the charts use."""
+    import plotly.io as pio
+
+    white = pio.templates["plotly_white"]
+    fig = charts.sends_over_time(pd.DataFrame({"time": TIMES, "sends": 1, "duplicates": 0}))
+    template = fig.layout.template
+
+    assert template.layout.plot_bgcolor == white.layout.plot_bgcolor == "white"
+    assert template.layout.xaxis == white.layout.xaxis
+    assert template.layout.colorway == white.layout.colorway
+    assert template.data.bar == white.data.bar
+    assert template.data.scatter == white.data.scatter
+    assert not template.data.heatmap
+    assert not template.layout.polar.to_plotly_json()
+    assert {type(trace).__name__ for trace in fig.data} <= {"Bar", "Scatter"}
+
+
 def test_sends_over_time_says_when_nothing_was_dropped():
     table = pd.DataFrame({"time": TIMES, "sends": [1, 2, 3, 4], "duplicates": 0})
     fig = charts.sends_over_time(table, scope="on audit")
