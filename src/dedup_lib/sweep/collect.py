@@ -7,6 +7,11 @@ small aggregations count everything else per entity and time bucket: sends to ke
 judged; with partitioning, mixed batches too, refused whatever the window), and with ground
 truth the sends of each message. Neither aggregation needs to know which keys repeat: the
 driver takes off the repeated sends it holds.
+
+An input of at most :data:`LOCAL_ROWS` sends takes a shorter road: one Spark job judges every
+send (the same rules, keys and time buckets) and brings back one narrow row per send, and the
+driver groups them with Arrow. On a small input most of a Spark pass is planning and
+compiling it (seconds in a fresh JVM), and three passes cost more than the rows they move.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -35,11 +42,16 @@ from dedup_lib.sweep.truth import message_codes
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    import pyarrow as pa
     from pyspark.sql import DataFrame
 
 _RANK = "__dedup_rank"
 _NEXT = "__dedup_next"
+#: Inputs of at most this many sends are grouped in the driver, from one narrow Spark job.
+LOCAL_ROWS = 1_000_000
+#: Types whose values Arrow gives pandas as Spark's ``toPandas`` does, and orders and groups
+#: as Spark does: the driver's road takes only these for ``event_id``, ``logical_id`` and
+#: carried columns.
+_LOCAL_TYPES = (T.StringType, T.IntegralType, T.BooleanType)
 
 
 @dataclass(frozen=True)
@@ -60,10 +72,15 @@ def collect(
     partitioning: bool = False,
     carry: Sequence[str] = (),
     bucket: timedelta | float | str = "PT1M",
+    local_rows: int | None = None,
 ) -> Collected:
     """Spark passes over ``df`` (the input of ``detect_duplicates``) for one partitioning
     mode; ``carry`` names input columns to keep in ``repeated``. ``df`` is read once per
-    pass, so it must give the same rows each time (files, or a persisted frame)."""
+    pass, so it must give the same rows each time (files, or a persisted frame).
+
+    Up to ``local_rows`` sends (default :data:`LOCAL_ROWS`; 0: never) are grouped in the
+    driver instead, from one narrow job; a larger input costs that job's first
+    ``local_rows + 1`` rows before the passes."""
     validate(df)
     bucket_us = to_micros(bucket)
     columns = list(df.columns)
@@ -74,13 +91,18 @@ def collect(
             f"input does not have; it has {', '.join(columns)}"
         )
     df = with_position(df)
+    truth = all(c in columns for c in ("logical_id", "attempt"))
+    limit = LOCAL_ROWS if local_rows is None else local_rows
+    if limit > 0 and _local_types(df, truth, carry):
+        judged = _judged(df.limit(limit + 1), partitioning, truth, carry, bucket_us).toArrow()
+        if judged.num_rows <= limit:
+            return _collected_locally(judged, truth, bucket_us)
     time = _time_us(df)
     # With partitioning, sends in mixed batches are rejected (never judged by any window).
     policy = DedupPolicy(partitioning=partitioning)
     df = with_batches(df, policy, F.col(POS))
     rules = sql_rules(df, policy)
-    truth = all(c in columns for c in ("logical_id", "attempt"))
-    entity = (F.col("entity") if "entity" in columns else F.lit(None)).cast("string")
+    entity = _entity(df)
     named = F.coalesce(entity, F.lit(NO_ENTITY))
     repeated = _repeated_sends(df, entity, rules.key, time, truth, carry)
     # The passes are independent: run at once, one plans or waits on a result while another
@@ -92,11 +114,148 @@ def collect(
         rows = in_replay_order(rows_done.result())
         counted = counted_done.result()
         messages = messages_done.result() if messages_done is not None else None
+    return _finished(rows, counted, messages, bucket_us, truth)
+
+
+def _finished(
+    rows: pd.DataFrame,
+    counted: pd.DataFrame,
+    messages: pa.Table | None,
+    bucket_us: int,
+    truth: bool,
+) -> Collected:
     fixed = _fixed(counted, rows, bucket_us, truth)
     truth_fixed = None
     if messages is not None:
         rows["accepted_elsewhere"], truth_fixed = _accepted_elsewhere(rows, messages)
     return Collected(rows, fixed, truth_fixed, bucket_us)
+
+
+def _entity(df: DataFrame) -> Column:
+    return (F.col("entity") if "entity" in df.columns else F.lit(None)).cast("string")
+
+
+def _kind(verdict: Column) -> Column:
+    """``eligible`` (judged by the window), ``no_id`` (accepted, unprotected) or ``rejected``."""
+    return (
+        F.when(verdict == REJECTED, F.lit("rejected"))
+        .when(verdict.isNull(), F.lit("eligible"))
+        .otherwise(F.lit("no_id"))
+    )
+
+
+def _bucket(time: Column, bucket_us: int) -> Column:
+    return time - F.pmod(time, F.lit(bucket_us))
+
+
+def _kept(truth: bool, carry: Sequence[str]) -> list[Column]:
+    """The ground truth and carried columns that a repeated send keeps."""
+    truth_columns = (
+        [F.col("logical_id"), F.col("attempt").cast("int").alias("attempt")] if truth else []
+    )
+    carried = [F.col(c) for c in carry if c not in ("logical_id", "attempt", "event_id")]
+    return truth_columns + carried
+
+
+def _local_types(df: DataFrame, truth: bool, carry: Sequence[str]) -> bool:
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    names = ["event_id", *(["logical_id"] if truth else []), *carry]
+    return all(isinstance(fields[n], _LOCAL_TYPES) for n in names)
+
+
+def _judged(
+    df: DataFrame, partitioning: bool, truth: bool, carry: Sequence[str], bucket_us: int
+) -> DataFrame:
+    """Every send of ``df`` (positioned) as one narrow row: the columns of a repeated send,
+    its ``kind`` and its time ``bucket_us``; ``key`` is null for the sends no window judges."""
+    time = _time_us(df)
+    policy = DedupPolicy(partitioning=partitioning)
+    df = with_batches(df, policy, F.col(POS))
+    rules = sql_rules(df, policy)
+    return df.select(
+        _entity(df).alias("entity"),
+        rules.key.alias("key"),
+        time.alias("time_us"),
+        F.col("event_id"),
+        F.col(POS).alias("pos"),
+        *_kept(truth, carry),
+        _kind(rules.verdict).alias("kind"),
+        _bucket(time, bucket_us).alias("bucket_us"),
+    )
+
+
+def _collected_locally(judged: pa.Table, truth: bool, bucket_us: int) -> Collected:
+    """What the Spark passes give, from every send judged (:func:`_judged`), grouped with
+    Arrow: the same columns, and the same types once in pandas."""
+    named = pc.fill_null(judged["entity"].cast(pa.string()), NO_ENTITY)
+    keys = judged.select(["kind", "bucket_us"]).append_column("entity", named)
+    counts: list[tuple[str | list[str], str]] = [([], "count_all")]
+    if truth:
+        resend = pc.fill_null(pc.greater(judged["attempt"], 1), False).cast(pa.int64())
+        keys = keys.append_column("resend", resend)
+        counts.append(("resend", "sum"))
+    counted = keys.group_by(["entity", "kind", "bucket_us"], use_threads=False).aggregate(counts)
+    names = ["entity", "kind", "bucket_us", "sends", *(["resends"] if truth else [])]
+    counted = counted.select(
+        ["entity", "kind", "bucket_us", "count_all"] + (["resend_sum"] if truth else [])
+    ).rename_columns(names)
+    rows = in_replay_order(_repeated_locally(judged))
+    messages = _messages_locally(judged, named) if truth else None
+    return _finished(rows, counted.to_pandas(), messages, bucket_us, truth)
+
+
+def _repeated_locally(judged: pa.Table) -> pd.DataFrame:
+    """The sends of keys judged more than once, each key's together in replay order, with
+    their rank in the key: as :func:`_repeated_sends` returns them."""
+    eligible = judged.filter(pc.is_valid(judged["key"]))
+    # Spark's order: event_id nulls last (said as a column: pyarrow's option moved in 25).
+    no_event_id = eligible["event_id"].is_null()
+    order = pc.sort_indices(
+        eligible.append_column(_NEXT, no_event_id),
+        sort_keys=[
+            (c, "ascending") for c in ("entity", "key", "time_us", _NEXT, "event_id", "pos")
+        ],
+    )
+    eligible = eligible.take(order)
+    entity = eligible["entity"].to_numpy(zero_copy_only=False)
+    key = eligible["key"].to_numpy(zero_copy_only=False)
+    same = (entity[1:] == entity[:-1]) & (key[1:] == key[:-1])
+    starts = np.flatnonzero(np.r_[True, ~same])
+    sizes = np.diff(np.r_[starts, len(key)])
+    rank = np.arange(len(key)) - np.repeat(starts, sizes) + 1
+    repeated = np.repeat(sizes > 1, sizes)
+    kept = eligible.filter(pa.array(repeated)).drop_columns(["kind", "bucket_us"])
+    rows: pd.DataFrame = kept.to_pandas()
+    rows[_RANK] = rank[repeated].astype(np.int32)
+    return rows
+
+
+def _messages_locally(judged: pa.Table, named: pa.ChunkedArray) -> pa.Table:
+    """:func:`_messages` from every send judged."""
+    unrejected = pc.not_equal(judged["kind"], "rejected").cast(pa.int64())
+    per_message = (
+        pa.table({"entity": named, "logical_id": judged["logical_id"], "unrejected": unrejected})
+        .group_by(["entity", "logical_id"], use_threads=False)
+        .aggregate([("unrejected", "sum")])
+    )
+    count = per_message["unrejected_sum"]
+    several = pc.greater_equal(count, 2)
+    null_id = pa.nulls(len(several), per_message["logical_id"].type)
+    grouped = pa.table(
+        {
+            "entity": per_message["entity"],
+            "several": several,
+            "logical_id": pc.if_else(several, per_message["logical_id"], null_id),
+            "none": pc.equal(count, 0).cast(pa.int64()),
+            "unrejected": count,
+        }
+    ).group_by(["entity", "several", "logical_id"], use_threads=False)
+    table = grouped.aggregate([([], "count_all"), ("none", "sum"), ("unrejected", "max")])
+    return table.select(
+        ["entity", "several", "logical_id", "count_all", "none_sum", "unrejected_max"]
+    ).rename_columns(
+        ["entity", "several", "logical_id", "messages", "messages_rejected", "unrejected"]
+    )
 
 
 def _time_us(df: DataFrame) -> Column:
@@ -114,9 +273,6 @@ def _repeated_sends(
 
     Spread and sorted by a hash of the key first (a radix-sortable prefix, as in
     detect_duplicates), then in replay order within each key."""
-    truth_columns = (
-        [F.col("logical_id"), F.col("attempt").cast("int").alias("attempt")] if truth else []
-    )
     by_key = Window.partitionBy(F.xxhash64("entity", "key"), "entity", "key").orderBy(
         "time_us", F.col("event_id").asc_nulls_last(), "pos"
     )
@@ -128,8 +284,7 @@ def _repeated_sends(
             time.alias("time_us"),
             F.col("event_id"),
             F.col(POS).alias("pos"),
-            *truth_columns,
-            *(F.col(c) for c in carry if c not in ("logical_id", "attempt", "event_id")),
+            *_kept(truth, carry),
         )
         .where(F.col("key").isNotNull())
         .select("*", rank.alias(_RANK), F.lead("pos").over(by_key).alias(_NEXT))
@@ -143,16 +298,11 @@ def _counted(
 ) -> pd.DataFrame:
     """All sends counted per entity, kind (``eligible``, ``no_id``, ``rejected``) and time
     bucket, with the resends among them when there is ground truth."""
-    kind = (
-        F.when(verdict == REJECTED, F.lit("rejected"))
-        .when(verdict.isNull(), F.lit("eligible"))
-        .otherwise(F.lit("no_id"))
-    )
     return to_pandas(
         df.groupBy(
             named.alias("entity"),
-            kind.alias("kind"),
-            (time - F.pmod(time, F.lit(bucket_us))).alias("bucket_us"),
+            _kind(verdict).alias("kind"),
+            _bucket(time, bucket_us).alias("bucket_us"),
         ).agg(
             F.count(F.lit(1)).alias("sends"),
             *(

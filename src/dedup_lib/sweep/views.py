@@ -115,7 +115,9 @@ class ReplayCache:
         one aggregation counts sends per entity, kind and bucket, and with ground truth one
         counts sends per message. Neither aggregation needs to know which keys repeat: the
         driver takes off the repeated sends it holds. ``df`` is read once per pass, so it must
-        give the same rows each time (files, or a persisted frame)."""
+        give the same rows each time (files, or a persisted frame). Up to
+        :data:`~dedup_lib.sweep.collect.LOCAL_ROWS` sends are judged in one narrow job and
+        grouped in the driver instead: the same tables, without two thirds of the planning."""
         c = collect(df, partitioning, carry, bucket)
         return cls(partitioning, c.repeated, c.fixed, c.truth_fixed, c.bucket_us)
 

@@ -1,0 +1,104 @@
+"""collect: a small input grouped in the driver gives exactly what the Spark passes give."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+
+from dedup_lib import generate_telemetry
+from dedup_lib.sweep import collect as collect_module
+from dedup_lib.sweep.collect import Collected, collect
+from replay_kit import frame, mixed_scenario, telemetry
+
+
+@pytest.fixture(scope="module")
+def sends(spark):
+    return generate_telemetry(spark, 6_000, seed=2, scenario=mixed_scenario()).persist()
+
+
+def canonical(c: Collected) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+    """The tables in one order: the order of keys (and so the segment numbers) is free, the
+    order of a key's sends (replay order) is not."""
+    by_key = c.repeated.assign(null_entity=c.repeated["entity"].isna()).sort_values(
+        ["null_entity", "entity", "key"], na_position="last", kind="stable"
+    )
+    segments = pd.factorize(by_key["segment"])[0]
+    repeated = by_key.drop(columns="null_entity").assign(segment=segments)
+    fixed = c.fixed.sort_values(["entity", "kind", "bucket_us"], na_position="last")
+    truth = None if c.truth_fixed is None else c.truth_fixed.sort_values("entity")
+    return (
+        repeated.reset_index(drop=True),
+        fixed.reset_index(drop=True),
+        None if truth is None else truth.reset_index(drop=True),
+    )
+
+
+def assert_same(driver: Collected, passes: Collected) -> None:
+    for mine, theirs in zip(canonical(driver), canonical(passes), strict=True):
+        if theirs is None:
+            assert mine is None
+        else:
+            pd.testing.assert_frame_equal(mine, theirs)
+    assert driver.bucket_us == passes.bucket_us
+
+
+@pytest.fixture
+def passes_run(monkeypatch):
+    """How many times the Spark passes ran (their aggregation of every send)."""
+    calls = []
+    counted = collect_module._counted
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return counted(*args, **kwargs)
+
+    monkeypatch.setattr(collect_module, "_counted", spy)
+    return calls
+
+
+@pytest.mark.parametrize("partitioning", [False, True])
+def test_the_driver_groups_as_the_spark_passes_do(spark, sends, partitioning, passes_run):
+    driver = collect(sends, partitioning, carry=("cause",))
+    assert passes_run == []
+    passes = collect(sends, partitioning, carry=("cause",), local_rows=0)
+    assert passes_run == [1]
+    assert driver.truth_fixed is not None
+    assert len(driver.repeated) > 500
+    assert_same(driver, passes)
+
+
+def test_an_input_over_the_limit_takes_the_spark_passes(spark, sends, passes_run):
+    rows = sends.count()
+    over = collect(sends, True, carry=("cause",), local_rows=rows - 1)
+    assert passes_run == [1]
+    assert_same(collect(sends, True, carry=("cause",)), over)
+    collect(sends, True, carry=("cause",), local_rows=rows)
+    assert passes_run == [1]
+
+
+def test_an_event_id_the_driver_cannot_order_as_spark_goes_to_the_passes(spark, sends, passes_run):
+    df = sends.withColumn("event_id", F.struct(F.col("event_id").alias("n")))
+    collect(df)
+    assert passes_run == [1]
+
+
+@settings(max_examples=max(10, settings().max_examples // 3))
+@given(case=telemetry(), partitioning=st.booleans(), truth=st.booleans())
+def test_edge_cases_are_grouped_alike(spark, case, partitioning, truth):
+    messages, with_entity, with_event_id = case
+    df = frame(spark, messages, with_event_id=with_event_id, with_entity=with_entity)
+    if truth:
+        # Ids shared across entities, some null; attempts some null, some resends.
+        row = F.col("row")
+        df = df.select(
+            "*",
+            F.when(row % 5 != 0, (row % 7).cast("long")).alias("logical_id"),
+            F.when(row % 4 != 0, row % 3 + 1).alias("attempt"),
+        )
+    driver = collect(df, partitioning, carry=("row",), bucket="PT20S")
+    passes = collect(df, partitioning, carry=("row",), bucket="PT20S", local_rows=0)
+    assert (driver.truth_fixed is not None) == truth
+    assert_same(driver, passes)
