@@ -33,7 +33,7 @@ from dedup_lib.analysis.tables import NO_ENTITY
 from dedup_lib.columns import utc_wall_clock
 from dedup_lib.errors import InputError
 from dedup_lib.replay.passes import POS, with_position
-from dedup_lib.replay.sql_rules import sql_rules, validate, with_batches
+from dedup_lib.replay.sql_rules import Rules, sql_rules, validate, with_batches
 from dedup_lib.rules.policy import REJECTED, DedupPolicy
 from dedup_lib.spark import to_pandas
 from dedup_lib.sweep.grid import to_micros
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 _RANK = "__dedup_rank"
 _NEXT = "__dedup_next"
+_NO_EVENT_ID = "__dedup_no_event_id"
 #: Inputs of at most this many sends are grouped in the driver, from one narrow Spark job.
 LOCAL_ROWS = 1_000_000
 #: Types whose values Arrow gives pandas as Spark's ``toPandas`` does, and orders and groups
@@ -98,10 +99,7 @@ def collect(
         if judged.num_rows <= limit:
             return _collected_locally(judged, truth, bucket_us)
     time = _time_us(df)
-    # With partitioning, sends in mixed batches are rejected (never judged by any window).
-    policy = DedupPolicy(partitioning=partitioning)
-    df = with_batches(df, policy, F.col(POS))
-    rules = sql_rules(df, policy)
+    df, rules = _with_rules(df, partitioning)
     entity = _entity(df)
     named = F.coalesce(entity, F.lit(NO_ENTITY))
     repeated = _repeated_sends(df, entity, rules.key, time, truth, carry)
@@ -129,6 +127,14 @@ def _finished(
     if messages is not None:
         rows["accepted_elsewhere"], truth_fixed = _accepted_elsewhere(rows, messages)
     return Collected(rows, fixed, truth_fixed, bucket_us)
+
+
+def _with_rules(df: DataFrame, partitioning: bool) -> tuple[DataFrame, Rules]:
+    """``df`` (positioned) with what the rules read, and the rules of the mode. With
+    partitioning, sends in mixed batches are rejected (never judged by any window)."""
+    policy = DedupPolicy(partitioning=partitioning)
+    df = with_batches(df, policy, F.col(POS))
+    return df, sql_rules(df, policy)
 
 
 def _entity(df: DataFrame) -> Column:
@@ -169,9 +175,7 @@ def _judged(
     """Every send of ``df`` (positioned) as one narrow row: the columns of a repeated send,
     its ``kind`` and its time ``bucket_us``; ``key`` is null for the sends no window judges."""
     time = _time_us(df)
-    policy = DedupPolicy(partitioning=partitioning)
-    df = with_batches(df, policy, F.col(POS))
-    rules = sql_rules(df, policy)
+    df, rules = _with_rules(df, partitioning)
     return df.select(
         _entity(df).alias("entity"),
         rules.key.alias("key"),
@@ -211,9 +215,9 @@ def _repeated_locally(judged: pa.Table) -> pd.DataFrame:
     # Spark's order: event_id nulls last (said as a column: pyarrow's option moved in 25).
     no_event_id = eligible["event_id"].is_null()
     order = pc.sort_indices(
-        eligible.append_column(_NEXT, no_event_id),
+        eligible.append_column(_NO_EVENT_ID, no_event_id),
         sort_keys=[
-            (c, "ascending") for c in ("entity", "key", "time_us", _NEXT, "event_id", "pos")
+            (c, "ascending") for c in ("entity", "key", "time_us", _NO_EVENT_ID, "event_id", "pos")
         ],
     )
     eligible = eligible.take(order)
