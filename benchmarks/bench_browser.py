@@ -51,13 +51,18 @@ WATCH_JS = """cell => {
     };
     window.__benchActs = ['keydown', 'mouseup', 'change'].map(t => [t, act]);
     window.__benchActs.forEach(([t, f]) => document.addEventListener(t, f, true));
+    // Looks only as far as the first record that answers each question: a redraw makes
+    // thousands of records, and a look at each would slow the redraw being measured.
+    const element = r => r.target.nodeType === 1 ? r.target : r.target.parentElement;
+    const within = (r, selector) => {
+        const node = element(r);
+        return !!(node && node.closest(selector));
+    };
     window.__benchObserver = new MutationObserver(records => {
-        const now = performance.now();
-        for (const r of records) {
-            const node = r.target.nodeType === 1 ? r.target : r.target.parentElement;
-            if (node && node.closest('.widget-inline-hbox')) continue;
-            window.__bench.last = now;
-            if (node && node.closest('.js-plotly-plot')) window.__bench.charts += 1;
+        if (records.every(r => within(r, '.widget-inline-hbox'))) return;
+        window.__bench.last = performance.now();
+        if (!window.__bench.charts && records.some(r => within(r, '.js-plotly-plot'))) {
+            window.__bench.charts += 1;
         }
     });
     window.__benchObserver.observe(out, {subtree: true, childList: true, attributes: true,

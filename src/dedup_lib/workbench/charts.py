@@ -10,8 +10,10 @@ where the table was narrowed to, as words (default: in this selection).
 
 from __future__ import annotations
 
+import functools
 import math
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -49,52 +51,80 @@ CAUSE_LABELS = {
 _CAUSE_ORDER = {cause: n for n, cause in enumerate(CAUSE_LABELS)}
 
 
-def _white() -> go.layout.Template:
-    """``plotly_white`` as far as bar and scatter charts use it: its layout (colours, axes,
-    fonts) and its bar and scatter defaults. The whole template costs 11 ms to copy into
-    each figure, this one 3 ms: the explorer builds three figures on every control change."""
+def _white() -> dict[str, Any]:
+    """``plotly_white`` as far as bar and scatter charts use it (its layout: colours, axes,
+    fonts; its bar and scatter defaults), with tick labels never hidden. The whole template
+    made each figure larger and slower to build and to draw."""
     white = pio.templates["plotly_white"]
     used = (
         "autotypenumbers", "colorway", "font", "hovermode", "hoverlabel", "paper_bgcolor",
         "plot_bgcolor", "xaxis", "yaxis", "shapedefaults", "annotationdefaults", "title",
     )  # fmt: skip
-    return go.layout.Template(
+    template = go.layout.Template(
         layout={name: white.layout[name] for name in used},
         data={"bar": white.data.bar, "scatter": white.data.scatter},
     )
+    # Tick labels past the chart's edge are drawn, not measured one by one to be hidden: the
+    # measuring was a sixth of a redraw, and the margins leave room for the labels.
+    for axis in (template.layout.xaxis, template.layout.yaxis):
+        axis.ticklabeloverflow = "allow"
+    plain: dict[str, Any] = template.to_plotly_json()
+    return plain
 
 
-_LAYOUT = {"template": _white(), "hovermode": "closest", "showlegend": True}
+#: A figure as plotly.js reads it: ``data`` (traces) and ``layout``, built from dicts, lists
+#: and numbers with numeric columns as numpy arrays and times as ISO text. The explorer's
+#: charts are built this way, not as ``go.Figure``: on every control change plotly's
+#: validation of three figures took 0.1 s, more than the rest of the change.
+Spec = dict[str, Any]
+
+_LAYOUT: dict[str, Any] = {"template": _white(), "hovermode": "closest", "showlegend": True}
 #: Where a table was narrowed to, when the caller does not say.
 ANYWHERE = "in this selection"
 
 
-def _legend(title: str) -> dict[str, object]:
-    """A vertical legend right of the plot, titled with what its colours stand for."""
-    return {"legend": {"title": {"text": title}, "orientation": "v", "x": 1.02, "y": 1}}
+def figure(spec: Spec) -> go.Figure:
+    """``spec`` as a ``go.Figure`` (validated): what a notebook shows, exports or edits."""
+    return go.Figure(spec)
 
 
-def _say_empty(fig: go.Figure, message: str) -> go.Figure:
-    """``fig`` with every axis hidden and ``message`` in its middle: an empty table drawn as
+def _layout(title: str, legend: str, **more: Any) -> dict[str, Any]:
+    """A layout with the house template, ``title`` and a vertical legend right of the plot
+    titled ``legend`` (what its colours stand for)."""
+    return {
+        **_LAYOUT,
+        "title": {"text": title},
+        "legend": {"title": {"text": legend}, "orientation": "v", "x": 1.02, "y": 1},
+        **more,
+    }
+
+
+def _title(text: str) -> dict[str, Any]:
+    return {"title": {"text": text}}
+
+
+def _say_empty(spec: Spec, message: str) -> Spec:
+    """``spec`` with every axis hidden and ``message`` in its middle: an empty table drawn as
     words, never as empty axes with made-up ranges."""
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    fig.update_layout(showlegend=False)
-    fig.add_annotation(
-        text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
-        font={"size": 16},
+    layout = spec["layout"]
+    for name in {"xaxis", "yaxis", *(n for n in layout if n.startswith(("xaxis", "yaxis")))}:
+        layout[name] = {**layout.get(name, {}), "visible": False}
+    layout["showlegend"] = False
+    layout.setdefault("annotations", []).append(
+        {"text": message, "x": 0.5, "y": 0.5, "xref": "paper", "yref": "paper",
+         "showarrow": False, "font": {"size": 16}}
     )  # fmt: skip
-    return fig
+    return spec
 
 
-def _log_duration_axis(fig: go.Figure, low: float, high: float, title: str, **where: int) -> None:
+def _duration_axis(low: float, high: float, title: str) -> dict[str, Any]:
+    """A log axis of durations from ``low`` to ``high`` seconds, ticks in human units."""
     ticks = [(s, label) for s, label in DURATION_TICKS if low / 1.5 <= s <= high * 1.5]
-    fig.update_xaxes(
-        title_text=title,
-        tickvals=[math.log10(s) for s, _ in ticks],
-        ticktext=[label for _, label in ticks],
-        **where,
-    )
+    return {
+        **_title(title),
+        "tickvals": [math.log10(s) for s, _ in ticks],
+        "ticktext": [label for _, label in ticks],
+    }
 
 
 def window_marker(
@@ -113,6 +143,88 @@ def window_marker(
     fig.add_vline(x=x, line_dash="dash", line_color="black", **annotation, **where)
 
 
+def _window_line(spec: Spec, window_s: float) -> None:
+    """:func:`window_marker` on a one-panel log axis, labelled above the plot."""
+    x = math.log10(window_s)
+    layout = spec["layout"]
+    layout.setdefault("shapes", []).append(
+        {"line": {"color": "black", "dash": "dash"}, "type": "line", "x0": x, "x1": x,
+         "xref": "x", "y0": 0, "y1": 1, "yref": "y domain"}
+    )  # fmt: skip
+    layout.setdefault("annotations", []).append(
+        {"bgcolor": "rgba(255,255,255,0.8)", "showarrow": False,
+         "text": f"window {format_duration(window_s)}", "x": x, "xanchor": "center",
+         "xref": "x", "y": 1, "yanchor": "bottom", "yref": "y domain"}
+    )  # fmt: skip
+
+
+def _times(times: pd.Series) -> np.ndarray:
+    """Times as UTC wall clock, to the millisecond (plotly.js's precision). A ``go.Figure``
+    writes them as ISO text; the explorer sends them to the browser as numbers, which
+    plotly.js reads on a date axis without parsing text (a fifth of a redraw)."""
+    if isinstance(times.dtype, pd.DatetimeTZDtype):
+        times = times.dt.tz_convert("UTC").dt.tz_localize(None)
+    return times.to_numpy("datetime64[ns]").astype("datetime64[ms]")
+
+
+#: A time axis: declared, so that plotly.js neither guesses it from the values nor needs them
+#: as text.
+_TIME_AXIS = {"title": {"text": "time (UTC)"}, "type": "date"}
+
+
+def _numbers(values: pd.Series | np.ndarray) -> np.ndarray:
+    return np.asarray(values)
+
+
+def sends_over_time_spec(
+    table: pd.DataFrame, *, title: str | None = None, scope: str = ANYWHERE
+) -> Spec:
+    """:func:`sends_over_time` as a :data:`Spec`."""
+    per_time = table.groupby("time", as_index=False)[["sends", "duplicates"]].sum()
+    times = per_time["time"]
+    step = _bucket_label(times)
+    x = _times(times)
+    hover = "%{x|%Y-%m-%d %H:%M} UTC<br>%{y:,} "
+    sends = {
+        "hovertemplate": hover + "sends<extra></extra>", "line": {"color": "#1f77b4"},
+        "mode": "lines", "name": "sends", "x": x, "y": _numbers(per_time["sends"]),
+        "yaxis": "y", "type": "scatter",
+    }  # fmt: skip
+    # Dropped duplicates as a solid step area: it looks like touching bars, one per bucket,
+    # but is one SVG path where bars are one each (half of a redraw's time in the browser).
+    # The last bucket is closed by a point at its end, which has no hover of its own.
+    duplicates = per_time["duplicates"].to_numpy()
+    end = _times(times.iloc[-1:] + pd.Timedelta(_bucket_seconds(times), "s")) if len(times) else x
+    dropped = {
+        "fill": "tozeroy", "fillcolor": "#d62728",
+        "hoverinfo": ["all"] * len(times) + ["skip"] * len(end),
+        "hovertemplate": hover + "dropped<extra></extra>",
+        "line": {"color": "#d62728", "shape": "hv", "width": 0}, "mode": "lines",
+        "name": "dropped as duplicates", "x": np.concatenate([x, end]),
+        "y": np.append(duplicates, duplicates[-1:]), "yaxis": "y2", "type": "scatter",
+    }  # fmt: skip
+    # One time axis under both panels (``xaxis``, as every time chart has), two count axes.
+    layout = _layout(
+        title or "Sends and duplicates the broker drops, over time",
+        "per time bucket",
+        bargap=0,
+        xaxis={**_TIME_AXIS, "anchor": "y2"},
+        yaxis={**_title(f"sends/{step}"), "domain": [0.45, 1], "rangemode": "tozero"},
+        yaxis2={**_title(f"dropped/{step}"), "domain": [0, 0.36], "anchor": "x",
+                "rangemode": "tozero"},
+    )  # fmt: skip
+    spec: Spec = {"data": [sends, dropped], "layout": layout}
+    if per_time.empty:
+        return _say_empty(spec, f"No sends {scope}")
+    if not duplicates.any():
+        layout["yaxis2"] = {**layout["yaxis2"], "range": [0, 1], "tickvals": [0]}
+        layout["annotations"] = [
+            {"text": f"no duplicates dropped {scope}", "x": 0.5, "y": 0.5,
+             "xref": "x domain", "yref": "y2 domain", "showarrow": False}
+        ]  # fmt: skip
+    return spec
+
+
 def sends_over_time(
     table: pd.DataFrame, *, title: str | None = None, scope: str = ANYWHERE
 ) -> go.Figure:
@@ -120,63 +232,7 @@ def sends_over_time(
     per time bucket, summed over entities, from :meth:`ReplayCache.over_time` (``time``,
     ``sends``, ``duplicates``). Each panel has its own count axis: a few duplicates stay visible
     beside thousands of sends, and each axis says what it counts."""
-    per_time = table.groupby("time", as_index=False)[["sends", "duplicates"]].sum()
-    step = _bucket_label(per_time["time"])
-    fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=per_time["time"],
-            y=per_time["sends"],
-            name="sends",
-            mode="lines",
-            line={"color": "#1f77b4"},
-            yaxis="y",
-            hovertemplate="%{x|%Y-%m-%d %H:%M} UTC<br>%{y:,} sends<extra></extra>",
-        )
-    )
-    # Dropped duplicates as a solid step area: it looks like touching bars, one per bucket,
-    # but is one SVG path where bars are one each (half of a redraw's time in the browser).
-    # The last bucket is closed by a point at its end, which has no hover of its own.
-    times = per_time["time"]
-    ends = [times.iloc[-1] + pd.Timedelta(_bucket_seconds(times), "s")] if len(times) else []
-    fig.add_trace(
-        go.Scatter(
-            x=pd.concat([times, pd.Series(ends, dtype=times.dtype)], ignore_index=True),
-            y=np.append(per_time["duplicates"].to_numpy(), per_time["duplicates"].iloc[-1:]),
-            name="dropped as duplicates",
-            mode="lines",
-            line={"shape": "hv", "width": 0, "color": "#d62728"},
-            fill="tozeroy",
-            fillcolor="#d62728",
-            yaxis="y2",
-            hoverinfo=["all"] * len(times) + ["skip"] * len(ends),
-            hovertemplate="%{x|%Y-%m-%d %H:%M} UTC<br>%{y:,} dropped<extra></extra>",
-        )
-    )
-    # One time axis under both panels (``xaxis``, as every time chart has), two count axes.
-    fig.update_layout(
-        title=title or "Sends and duplicates the broker drops, over time",
-        bargap=0,
-        xaxis={"title": {"text": "time (UTC)"}, "anchor": "y2"},
-        yaxis={"title": {"text": f"sends/{step}"}, "domain": [0.45, 1], "rangemode": "tozero"},
-        yaxis2={
-            "title": {"text": f"dropped/{step}"},
-            "domain": [0, 0.36],
-            "anchor": "x",
-            "rangemode": "tozero",
-        },
-        **_LAYOUT,
-        **_legend("per time bucket"),
-    )
-    if per_time.empty:
-        return _say_empty(fig, f"No sends {scope}")
-    if not per_time["duplicates"].any():
-        fig.update_layout(yaxis2={"range": [0, 1], "tickvals": [0]})
-        fig.add_annotation(
-            text=f"no duplicates dropped {scope}", x=0.5, y=0.5, xref="x domain",
-            yref="y2 domain", showarrow=False,
-        )  # fmt: skip
-    return fig
+    return figure(sends_over_time_spec(table, title=title, scope=scope))
 
 
 def counts_over_time(
@@ -186,27 +242,23 @@ def counts_over_time(
     ``sends``, summed over entities), from
     :func:`dedup_lib.analysis.diagnostics.counts_over_time`; the legend names each value."""
     step = _bucket_label(pd.Series(table["time"].unique()))
-    fig = go.Figure()
+    data = []
     for name, rows in table.groupby(by, sort=True):
         per_time = rows.groupby("time", as_index=False)["sends"].sum()
-        fig.add_trace(
-            go.Bar(
-                x=per_time["time"],
-                y=per_time["sends"],
-                name=str(name),
-                hovertemplate=f"%{{x|%Y-%m-%d %H:%M}} UTC<br>%{{y:,}} {what}<br>{name}"
-                "<extra></extra>",
-            )
-        )
-    fig.update_layout(
-        title=title,
+        data.append(
+            {"hovertemplate": f"%{{x|%Y-%m-%d %H:%M}} UTC<br>%{{y:,}} {what}<br>{name}"
+             "<extra></extra>", "name": str(name), "x": _times(per_time["time"]),
+             "y": _numbers(per_time["sends"]), "type": "bar"}
+        )  # fmt: skip
+    layout = _layout(
+        title,
+        by.replace("_", " "),
         barmode="stack",
-        xaxis_title="time (UTC)",
-        yaxis_title=f"{what} per {step}",
-        **_LAYOUT,
-        **_legend(by.replace("_", " ")),
+        xaxis=_TIME_AXIS,
+        yaxis=_title(f"{what} per {step}"),
     )
-    return _say_empty(fig, f"No {what} {scope}") if table.empty else fig
+    spec: Spec = {"data": data, "layout": layout}
+    return figure(_say_empty(spec, f"No {what} {scope}") if table.empty else spec)
 
 
 def _bucket_seconds(times: pd.Series) -> float:
@@ -221,77 +273,103 @@ def _bucket_label(times: pd.Series) -> str:
     return format_duration(seconds) if len(times) >= 2 and seconds >= 1 else "bucket"
 
 
+def _cause_rank(cause: object) -> int:
+    return _CAUSE_ORDER.get(str(cause), len(_CAUSE_ORDER))
+
+
+@functools.lru_cache(maxsize=64)
+def _bin_labels(low: float, high: float) -> tuple[str, ...]:
+    """The delay range of each of the 60 log bins from ``low`` to ``high`` seconds, in words."""
+    edges = np.linspace(math.log10(low) - 0.05, math.log10(high) + 0.05, 61)
+    return tuple(
+        f"{format_duration(10**a)} to {format_duration(10**b)}" for a, b in pairwise(edges)
+    )
+
+
+def resend_delays_spec(
+    delays: pd.DataFrame, window_s: float, *, title: str | None = None, scope: str = ANYWHERE
+) -> Spec:
+    """:func:`resend_delays` as a :data:`Spec`."""
+    values = np.maximum(delays["delay_s"].to_numpy(dtype="float64"), 1e-3)
+    low, high = (float(values.min()), float(values.max())) if len(values) else (1.0, 1.0)
+    low, high = min(low, window_s), max(high, window_s)
+    edges = np.linspace(math.log10(low) - 0.05, math.log10(high) + 0.05, 61)
+    logs = np.log10(values)
+    if "cause" in delays:
+        codes, causes = pd.factorize(delays["cause"])
+        order = sorted(range(len(causes)), key=lambda k: (_cause_rank(causes[k]), str(causes[k])))
+        groups = [(causes[k], logs[codes == k]) for k in order]
+    else:
+        groups = [("resends", logs)]
+    centres = (edges[:-1] + edges[1:]) / 2
+    labels = list(_bin_labels(low, high))
+    data = []
+    for cause, group in groups:
+        counts, _ = np.histogram(group, bins=edges)
+        bar: dict[str, Any] = {
+            "customdata": labels,
+            "hovertemplate": "%{customdata}<br>%{y:,} sends<extra>%{fullData.name}</extra>",
+            "name": CAUSE_LABELS.get(str(cause), str(cause)),
+            "width": float(edges[1] - edges[0]), "x": centres, "y": counts, "type": "bar",
+        }  # fmt: skip
+        if str(cause) in CAUSE_COLOURS:
+            bar["marker"] = {"color": CAUSE_COLOURS[str(cause)]}
+        data.append(bar)
+    layout = _layout(
+        title or "Delay of each resend after the previous send with the same key",
+        "cause" if "cause" in delays else "sends",
+        barmode="stack",
+        yaxis=_title("sends"),
+    )
+    spec: Spec = {"data": data, "layout": layout}
+    if delays.empty:
+        return _say_empty(spec, f"No resends {scope}: no send reused a key sent before")
+    layout["xaxis"] = _duration_axis(low, high, "delay after the previous send (log scale)")
+    _window_line(spec, window_s)
+    return spec
+
+
 def resend_delays(
     delays: pd.DataFrame, window_s: float, *, title: str | None = None, scope: str = ANYWHERE
 ) -> go.Figure:
     """Histogram of each resend's delay after the previous send of its key, on a log scale,
     stacked by ``cause`` when the table has it, with the window drawn: sends left of the line
     are caught (measured from their anchor), those right of it reach consumers again."""
-    values = delays["delay_s"].clip(lower=1e-3)
-    low, high = (
-        float(values.min()) if len(values) else 1.0,
-        float(values.max()) if len(values) else 1.0,
-    )
-    low, high = min(low, window_s), max(high, window_s)
-    edges = np.linspace(math.log10(low) - 0.05, math.log10(high) + 0.05, 61)
-    groups = (
-        sorted(
-            delays.groupby("cause"), key=lambda g: _CAUSE_ORDER.get(str(g[0]), len(_CAUSE_ORDER))
-        )
-        if "cause" in delays
-        else [("resends", delays)]
-    )
-    fig = go.Figure()
-    for cause, group in groups:
-        counts, _ = np.histogram(np.log10(group["delay_s"].clip(lower=1e-3)), bins=edges)
-        centres = (edges[:-1] + edges[1:]) / 2
-        labels = [
-            f"{format_duration(10**a)} to {format_duration(10**b)}" for a, b in pairwise(edges)
-        ]
-        fig.add_trace(
-            go.Bar(
-                x=centres,
-                y=counts,
-                width=float(edges[1] - edges[0]),
-                name=CAUSE_LABELS.get(str(cause), str(cause)),
-                marker_color=CAUSE_COLOURS.get(str(cause)),
-                customdata=labels,
-                hovertemplate="%{customdata}<br>%{y:,} sends<extra>%{fullData.name}</extra>",
-            )
-        )
-    fig.update_layout(
-        barmode="stack",
-        title=title or "Delay of each resend after the previous send with the same key",
-        yaxis_title="sends",
-        **_LAYOUT,
-        **_legend("cause" if "cause" in delays else "sends"),
-    )
-    if delays.empty:
-        return _say_empty(fig, f"No resends {scope}: no send reused a key sent before")
-    _log_duration_axis(fig, low, high, "delay after the previous send (log scale)")
-    window_marker(fig, window_s)
-    return fig
+    return figure(resend_delays_spec(delays, window_s, title=title, scope=scope))
 
 
 def _lines_per_entity(
     table: pd.DataFrame, column: str, unit: str, *, stacked: bool = False
-) -> go.Figure:
+) -> list[dict[str, Any]]:
     """One line of ``column`` over ``time`` per entity, stacked if asked."""
-    fig = go.Figure()
+    data = []
     for entity, group in table.groupby("entity"):
-        fig.add_trace(
-            go.Scatter(
-                x=group["time"],
-                y=group[column],
-                name=str(entity),
-                mode="lines",
-                stackgroup=column if stacked else None,
-                hovertemplate=f"%{{x|%Y-%m-%d %H:%M}} UTC<br>%{{y:,}} {unit}<extra>"
-                + str(entity)
-                + "</extra>",
-            )
-        )
-    return fig
+        line: dict[str, Any] = {
+            "hovertemplate": f"%{{x|%Y-%m-%d %H:%M}} UTC<br>%{{y:,}} {unit}<extra>{entity}"
+            "</extra>", "mode": "lines", "name": str(entity),
+            "x": _times(group["time"]), "y": _numbers(group[column]), "type": "scatter",
+        }  # fmt: skip
+        if stacked:
+            line["stackgroup"] = column
+        data.append(line)
+    return data
+
+
+def ids_held_spec(
+    table: pd.DataFrame, window_s: float, *, title: str | None = None, scope: str = ANYWHERE
+) -> Spec:
+    """:func:`ids_held` as a :data:`Spec`."""
+    layout = _layout(
+        title or f"Ids held in the duplicate history, window {format_duration(window_s)}",
+        "entity",
+        xaxis=_TIME_AXIS,
+        yaxis=_title("ids held (count)"),
+    )
+    spec: Spec = {"data": _lines_per_entity(table, "held", "ids held", stacked=True),
+                  "layout": layout}  # fmt: skip
+    if table.empty:
+        return _say_empty(spec, f"No ids held {scope}: no accepted send with a MessageId")
+    return spec
 
 
 def ids_held(
@@ -299,17 +377,7 @@ def ids_held(
 ) -> go.Figure:
     """Ids in the duplicate history over time, stacked per entity (``entity``, ``time``,
     ``held``), from :meth:`ReplayCache.held_over_time`: the throughput cost of the window."""
-    fig = _lines_per_entity(table, "held", "ids held", stacked=True)
-    fig.update_layout(
-        title=title or f"Ids held in the duplicate history, window {format_duration(window_s)}",
-        xaxis_title="time (UTC)",
-        yaxis_title="ids held (count)",
-        **_LAYOUT,
-        **_legend("entity"),
-    )
-    if table.empty:
-        return _say_empty(fig, f"No ids held {scope}: no accepted send with a MessageId")
-    return fig
+    return figure(ids_held_spec(table, window_s, title=title, scope=scope))
 
 
 def window_sweep(
@@ -375,14 +443,12 @@ def window_sweep(
     fig.update_yaxes(title_text="messages" if lost == "messages_lost" else "sends", row=2, col=1)
     fig.update_yaxes(title_text="ids", row=3, col=1)
     low, high = float(sweep["window_s"].min()), float(sweep["window_s"].max())
-    _log_duration_axis(fig, low, high, "duplicate detection window (log scale)", row=3, col=1)
-    _log_duration_axis(fig, low, high, "", row=1, col=1)
-    _log_duration_axis(fig, low, high, "", row=2, col=1)
+    fig.update_xaxes(_duration_axis(low, high, "duplicate detection window (log scale)"), row=3)
+    fig.update_xaxes(_duration_axis(low, high, ""), row=1)
+    fig.update_xaxes(_duration_axis(low, high, ""), row=2)
     fig.update_layout(
-        title=title or "What each window catches, loses and costs",
-        height=750,
-        **_LAYOUT,
-        **_legend("share caught"),
+        _layout(title or "What each window catches, loses and costs", "share caught", height=750),
+        overwrite=True,
     )
     return fig
 
@@ -393,15 +459,14 @@ def sends_per_entity(
     """Sends per time bucket, one line per entity (``entity``, ``time``, ``sends``), from
     :func:`dedup_lib.analysis.summaries.sends_over_time`."""
     step = _bucket_label(table["time"].drop_duplicates()) if len(table) else "bucket"
-    fig = _lines_per_entity(table, "sends", "sends")
-    fig.update_layout(
-        title=title or "Sends over time, per entity",
-        xaxis_title="time (UTC)",
-        yaxis_title=f"sends per {step}",
-        **_LAYOUT,
-        **_legend("entity"),
+    layout = _layout(
+        title or "Sends over time, per entity",
+        "entity",
+        xaxis=_TIME_AXIS,
+        yaxis=_title(f"sends per {step}"),
     )
-    return _say_empty(fig, f"No sends {scope}") if table.empty else fig
+    spec: Spec = {"data": _lines_per_entity(table, "sends", "sends"), "layout": layout}
+    return figure(_say_empty(spec, f"No sends {scope}") if table.empty else spec)
 
 
 _EMBEDDED = {"plotly.js": False}

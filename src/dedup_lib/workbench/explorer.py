@@ -48,9 +48,21 @@ class View:
     time_range: tuple[pd.Timestamp, pd.Timestamp] | None
     numbers: pd.DataFrame
     top_keys: pd.DataFrame
-    sends_over_time: go.Figure
-    resend_delays: go.Figure
-    ids_held: go.Figure
+    #: The charts as plotly.js reads them (sends over time, resend delays, ids held): what
+    #: the explorer draws; the properties below give each as a ``go.Figure``.
+    figures: tuple[charts.Spec, charts.Spec, charts.Spec]
+
+    @property
+    def sends_over_time(self) -> go.Figure:
+        return charts.figure(self.figures[0])
+
+    @property
+    def resend_delays(self) -> go.Figure:
+        return charts.figure(self.figures[1])
+
+    @property
+    def ids_held(self) -> go.Figure:
+        return charts.figure(self.figures[2])
 
 
 class WindowExplorer:
@@ -123,7 +135,7 @@ class WindowExplorer:
         # numbering), so control changes answer from memory.
         self.view: View | None = self._view(seconds, partitioning, ALL_ENTITIES, None)
         self.charts = charts if charts is not None else LiveCharts()
-        self.charts.show(_figures(self.view))
+        self.charts.show(self.view.figures)
         self._show_range(self.view)
         self._show_tables(self.view)
 
@@ -349,18 +361,20 @@ class WindowExplorer:
             time_range=rng,
             numbers=numbers,
             top_keys=keys.head(10).reset_index(drop=True),
-            sends_over_time=charts.sends_over_time(
-                over_time,
-                title=f"Sends and dropped duplicates, {where}, window {label}, {mode}",
-                scope=scope,
+            figures=(
+                charts.sends_over_time_spec(
+                    over_time,
+                    title=f"Sends and dropped duplicates, {where}, window {label}, {mode}",
+                    scope=scope,
+                ),
+                charts.resend_delays_spec(delays, seconds, scope=scope),
+                charts.ids_held_spec(held, seconds, scope=scope),
             ),
-            resend_delays=charts.resend_delays(delays, seconds, scope=scope),
-            ids_held=charts.ids_held(held, seconds, scope=scope),
         )
 
     def _draw(self, view: View) -> None:
         self.message.value = ""
-        self.charts.show(_figures(view))
+        self.charts.show(view.figures)
         self._show_range(view)
         self._show_tables(view)
 
@@ -383,10 +397,6 @@ _TABLE_STYLE: list[CSSDict] = [
     {"selector": "", "props": "border-collapse: collapse; font-size: 13px; margin: 4px 0;"},
     {"selector": "th, td", "props": "padding: 2px 10px; border-bottom: 1px solid #ddd;"},
 ]
-
-
-def _figures(view: View) -> tuple[go.Figure, go.Figure, go.Figure]:
-    return view.sends_over_time, view.resend_delays, view.ids_held
 
 
 def _prepared(

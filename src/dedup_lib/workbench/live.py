@@ -1,5 +1,6 @@
 """Charts that redraw in place: :class:`LiveCharts`, one widget showing several plotly charts
-that it brings to the state of freshly built ``go.Figure`` objects on every change.
+that it brings to the state of freshly built figures (``go.Figure`` or
+:data:`~dedup_lib.workbench.charts.Spec`) on every change.
 
 Rebuilding a figure in an ``Output`` widget makes the browser tear down and re-create the
 plot (most of a second per chart). Here the browser keeps each plot and calls
@@ -16,20 +17,54 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import anywidget
+import numpy as np
 import traitlets
+from _plotly_utils.utils import to_typed_array_spec
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     import plotly.graph_objects as go
 
+    from dedup_lib.workbench.charts import Spec
+
 _RENDER = """
 const Plotly = module.exports;
 const CONFIG = { responsive: true, displaylogo: false };
 
+// Numeric arrays arrive as typed-array specs ({dtype, bdata}, as plotly writes them). They are
+// decoded here, once per trace that changed: plotly would decode them afresh on every redraw,
+// and a new array is a changed one to it.
+const TYPES = {
+  i1: Int8Array, u1: Uint8Array, i2: Int16Array, u2: Uint16Array,
+  i4: Int32Array, u4: Uint32Array, f4: Float32Array, f8: Float64Array,
+};
+const isPlain = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+const decoded = (value) => {
+  if (Array.isArray(value)) return value.map(decoded);
+  if (!isPlain(value)) return value;
+  if (typeof value.bdata === "string" && TYPES[value.dtype] && value.shape === undefined) {
+    const text = atob(value.bdata);
+    const bytes = new Uint8Array(text.length);
+    for (let k = 0; k < text.length; k++) bytes[k] = text.charCodeAt(k);
+    return new TYPES[value.dtype](bytes.buffer);
+  }
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, decoded(v)]));
+};
+// ``value`` with each part equal to the same part of ``old`` replaced by that part of ``old``:
+// plotly compares arrays and templates by identity, and replots a chart for a new copy of
+// the same template.
+const shared = (value, old) => {
+  if (old === undefined || value === old) return value;
+  if (JSON.stringify(value) === JSON.stringify(old)) return old;
+  if (!isPlain(value) || !isPlain(old)) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shared(v, old[k])]));
+};
+
 function render({ model, el }) {
   el.classList.add("dedup-live-charts");
   const plots = [];
+  // Per chart, what it last drew: the figure's revision, and each trace with its key.
   const drawn = [];
   const draw = () => {
     performance.mark("dedup-live-charts:received");
@@ -48,9 +83,22 @@ function render({ model, el }) {
         plots.push(plot);
         drawn.push(null);
       }
-      if (drawn[i] === figure.revision) return null;
-      drawn[i] = figure.revision;
-      return Plotly.react(plots[i], figure.data || [], figure.layout || {}, CONFIG);
+      const before = drawn[i];
+      if (before && before.revision === figure.revision) return null;
+      // A trace the kernel keys as unchanged is given as the object plotly already has, so
+      // plotly does not recompute it: a chart where only the window line moved is not
+      // replotted, only the line is redrawn.
+      const keys = figure.keys || [];
+      const data = (figure.data || []).map((trace, j) => {
+        const old = before && before.traces[j];
+        return old && keys[j] !== undefined && old.key === keys[j] ? old.trace : decoded(trace);
+      });
+      const layout = shared(decoded(figure.layout || {}), before ? before.layout : undefined);
+      const traces = data.map((trace, j) => ({ key: keys[j], trace }));
+      drawn[i] = { revision: figure.revision, traces, layout };
+      // The config is given once: given again, plotly compares it and measures the page.
+      if (before) return Plotly.react(plots[i], data, layout);
+      return Plotly.newPlot(plots[i], data, layout, CONFIG);
     });
     Promise.all(pending).then(() => {
       performance.mark("dedup-live-charts:drawn");
@@ -61,14 +109,24 @@ function render({ model, el }) {
     });
   };
   // The first change redrew in twice the time of the later ones (the browser compiling
-  // plotly's update path on first use): once idle after the first draw, each chart is
-  // redrawn from its own figure, marked as changed, so that path is ready before a user acts.
+  // plotly's update paths on first use): once idle after the first draw, each chart takes
+  // both paths a change takes, so that they are ready before a user acts. It is redrawn from
+  // its own figure marked as changed (a whole redraw), then with its lines and labels moved
+  // a hair, then as it was (a redraw of the lines and labels only, as a new window makes).
   let warmed = false;
+  const nudged = (items) => (items || []).map((item) => {
+    const moved = { ...item };
+    for (const x of ["x", "x0", "x1"]) if (typeof item[x] === "number") moved[x] = item[x] + 1e-9;
+    return moved;
+  });
   const warm = () => {
-    plots.forEach((plot) => {
-      if (!plot.data || !plot.layout) return;
-      const layout = { ...plot.layout, datarevision: "dedup-warm-" + Date.now() };
-      Plotly.react(plot, plot.data, layout, CONFIG);
+    plots.forEach((plot, i) => {
+      const layout = drawn[i] && drawn[i].layout;
+      if (!plot.data || !layout) return;
+      Plotly.react(plot, plot.data, { ...layout, datarevision: "dedup-warm-" + Date.now() });
+      const shapes = nudged(layout.shapes);
+      Plotly.react(plot, plot.data, { ...layout, shapes, annotations: nudged(layout.annotations) });
+      Plotly.react(plot, plot.data, layout);
     });
   };
   // The output area may be laid out after the first draw, or resized with the panel.
@@ -100,10 +158,34 @@ def _module() -> str:
     return f"const module = {{ exports: {{}} }};\n{bundle}\n{_RENDER}"
 
 
-def plain(figure: go.Figure) -> dict[str, Any]:
-    """``figure`` as plotly.js reads it: dates as ISO text, numbers as typed-array specs."""
-    data: dict[str, Any] = json.loads(figure.to_json())
+def plain(figure: go.Figure | Spec) -> dict[str, Any]:
+    """``figure`` as plotly.js reads it: dates as ISO text, numeric arrays as typed-array specs
+    (base64, as plotly writes them). A :data:`~dedup_lib.workbench.charts.Spec` is converted
+    without plotly's validation, which is most of the cost of a ``go.Figure``."""
+    data: dict[str, Any] = (
+        _plain(figure) if isinstance(figure, dict) else json.loads(figure.to_json())
+    )
     return data
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) if isinstance(v, _NESTED) else v for v in value]
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "M":
+            # Times as milliseconds since the epoch, which a date axis reads without parsing.
+            ms = value.astype("datetime64[ms]").astype("int64").astype("float64")
+            value = np.where(np.isnat(value), np.nan, ms)
+        typed = to_typed_array_spec(value)
+        return typed if isinstance(typed, dict) else _plain(typed.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+_NESTED = (dict, list, tuple, np.ndarray, np.generic)
 
 
 class LiveCharts(anywidget.AnyWidget):
@@ -116,26 +198,39 @@ class LiveCharts(anywidget.AnyWidget):
     def _esm(self) -> str:
         return _module()
 
-    def __init__(self, figures: Sequence[go.Figure] = ()) -> None:
+    def __init__(self, figures: Sequence[go.Figure | Spec] = ()) -> None:
         super().__init__()
         self._revision = 0
         self.show(figures)
 
-    def show(self, figures: Sequence[go.Figure]) -> None:
+    def show(self, figures: Sequence[go.Figure | Spec]) -> None:
         """Show these figures: the browser redraws those that differ from what it shows, in
-        one message for all of them."""
-        old = {i: f for i, f in enumerate(self.figures)}
+        one message for all of them. Each trace carries a key that changes only with its
+        content, so the browser recomputes only the traces that changed."""
+        old = list(self.figures)
         shown = []
         for i, figure in enumerate(figures):
             new = plain(figure)
-            before = old.get(i)
+            before = old[i] if i < len(old) else None
             if before is not None and _content(before) == new:
                 shown.append(before)
                 continue
             self._revision += 1
-            shown.append({**new, "revision": self._revision})
-        if shown != list(self.figures):
+            shown.append({**new, "revision": self._revision, "keys": self._keys(new, before)})
+        if shown != old:
             self.figures = shown
+
+    def _keys(self, new: dict[str, Any], before: dict[str, Any] | None) -> list[int]:
+        """A key per trace of ``new``: its key in ``before`` where the trace is the same."""
+        old = list(zip(before["data"], before["keys"], strict=True)) if before else []
+        keys = []
+        for j, trace in enumerate(new.get("data", [])):
+            if j < len(old) and old[j][0] == trace:
+                keys.append(old[j][1])
+            else:
+                self._revision += 1
+                keys.append(self._revision)
+        return keys
 
     @property
     def shown(self) -> list[dict[str, Any]]:
@@ -144,4 +239,4 @@ class LiveCharts(anywidget.AnyWidget):
 
 
 def _content(shown: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in shown.items() if k != "revision"}
+    return {k: v for k, v in shown.items() if k not in ("revision", "keys")}
