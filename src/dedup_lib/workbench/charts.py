@@ -73,7 +73,7 @@ def _white() -> dict[str, Any]:
 
 
 #: A figure as plotly.js reads it: ``data`` (traces) and ``layout``, built from dicts, lists
-#: and numbers with numeric columns as numpy arrays and times as ISO text. The explorer's
+#: and numbers, with numeric columns and times (``datetime64``) as numpy arrays. The explorer's
 #: charts are built this way, not as ``go.Figure``: on every control change plotly's
 #: validation of three figures took 0.1 s, more than the rest of the change.
 Spec = dict[str, Any]
@@ -161,7 +161,7 @@ def _window_line(spec: Spec, window_s: float) -> None:
 def _times(times: pd.Series) -> np.ndarray:
     """Times as UTC wall clock, to the millisecond (plotly.js's precision). A ``go.Figure``
     writes them as ISO text; the explorer sends them to the browser as numbers, which
-    plotly.js reads on a date axis without parsing text (a fifth of a redraw)."""
+    plotly.js reads on a date axis without parsing text (a twelfth of a redraw)."""
     if isinstance(times.dtype, pd.DatetimeTZDtype):
         times = times.dt.tz_convert("UTC").dt.tz_localize(None)
     return times.to_numpy("datetime64[ns]").astype("datetime64[ms]")
@@ -170,10 +170,6 @@ def _times(times: pd.Series) -> np.ndarray:
 #: A time axis: declared, so that plotly.js neither guesses it from the values nor needs them
 #: as text.
 _TIME_AXIS = {"title": {"text": "time (UTC)"}, "type": "date"}
-
-
-def _numbers(values: pd.Series | np.ndarray) -> np.ndarray:
-    return np.asarray(values)
 
 
 def sends_over_time_spec(
@@ -187,7 +183,7 @@ def sends_over_time_spec(
     hover = "%{x|%Y-%m-%d %H:%M} UTC<br>%{y:,} "
     sends = {
         "hovertemplate": hover + "sends<extra></extra>", "line": {"color": "#1f77b4"},
-        "mode": "lines", "name": "sends", "x": x, "y": _numbers(per_time["sends"]),
+        "mode": "lines", "name": "sends", "x": x, "y": per_time["sends"].to_numpy(),
         "yaxis": "y", "type": "scatter",
     }  # fmt: skip
     # Dropped duplicates as a solid step area: it looks like touching bars, one per bucket,
@@ -248,7 +244,7 @@ def counts_over_time(
         data.append(
             {"hovertemplate": f"%{{x|%Y-%m-%d %H:%M}} UTC<br>%{{y:,}} {what}<br>{name}"
              "<extra></extra>", "name": str(name), "x": _times(per_time["time"]),
-             "y": _numbers(per_time["sends"]), "type": "bar"}
+             "y": per_time["sends"].to_numpy(), "type": "bar"}
         )  # fmt: skip
     layout = _layout(
         title,
@@ -277,10 +273,15 @@ def _cause_rank(cause: object) -> int:
     return _CAUSE_ORDER.get(str(cause), len(_CAUSE_ORDER))
 
 
+def _log_edges(low: float, high: float) -> np.ndarray:
+    """The edges of 60 log bins covering ``low`` to ``high`` seconds, as log10 of seconds."""
+    return np.linspace(math.log10(low) - 0.05, math.log10(high) + 0.05, 61)
+
+
 @functools.lru_cache(maxsize=64)
 def _bin_labels(low: float, high: float) -> tuple[str, ...]:
-    """The delay range of each of the 60 log bins from ``low`` to ``high`` seconds, in words."""
-    edges = np.linspace(math.log10(low) - 0.05, math.log10(high) + 0.05, 61)
+    """The delay range of each bin of :func:`_log_edges`, in words."""
+    edges = _log_edges(low, high)
     return tuple(
         f"{format_duration(10**a)} to {format_duration(10**b)}" for a, b in pairwise(edges)
     )
@@ -293,7 +294,7 @@ def resend_delays_spec(
     values = np.maximum(delays["delay_s"].to_numpy(dtype="float64"), 1e-3)
     low, high = (float(values.min()), float(values.max())) if len(values) else (1.0, 1.0)
     low, high = min(low, window_s), max(high, window_s)
-    edges = np.linspace(math.log10(low) - 0.05, math.log10(high) + 0.05, 61)
+    edges = _log_edges(low, high)
     logs = np.log10(values)
     if "cause" in delays:
         codes, causes = pd.factorize(delays["cause"])
@@ -347,7 +348,7 @@ def _lines_per_entity(
         line: dict[str, Any] = {
             "hovertemplate": f"%{{x|%Y-%m-%d %H:%M}} UTC<br>%{{y:,}} {unit}<extra>{entity}"
             "</extra>", "mode": "lines", "name": str(entity),
-            "x": _times(group["time"]), "y": _numbers(group[column]), "type": "scatter",
+            "x": _times(group["time"]), "y": group[column].to_numpy(), "type": "scatter",
         }  # fmt: skip
         if stacked:
             line["stackgroup"] = column
