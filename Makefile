@@ -45,7 +45,7 @@ lab: $(STAMP)
 
 test: $(STAMP) lint
 	@$(CHECK)
-	$(BIN)/python -m pytest --nbval-lax --durations=15 tests notebooks
+	$(BIN)/python -m pytest --nbval-lax --durations=15 --junitxml=build/test-results.xml tests notebooks
 
 # A standalone master, a worker and a Spark Connect server on 127.0.0.1 (tests/cluster_kit.py,
 # logs in build/cluster/): simulate and a notebook against it, verdicts compared with a local
