@@ -9,6 +9,7 @@ session is stopped before the Connect one starts (one process cannot hold both).
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -34,6 +35,8 @@ TEST_CONFIG = {
     "spark.driver.memory": "2g",
 }
 MODES = ["connect"] if os.environ.get("SPARK_REMOTE") else ["classic", "connect"]
+#: Each collected test's Spark pass ("classic", "connect"), for the time summary.
+_PASSES: dict[str, str] = {}
 
 
 @pytest.fixture(scope="session", params=MODES)
@@ -54,12 +57,40 @@ def spark(request: pytest.FixtureRequest) -> Iterator[object]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
+        callspec = getattr(item, "callspec", None)
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+            if callspec is not None:
+                _PASSES[item.nodeid] = callspec.params["spark"]
         only = item.get_closest_marker("classic_only")
-        callspec = getattr(item, "callspec", None)
         if only is not None and callspec is not None and callspec.params.get("spark") == "connect":
             why = only.kwargs.get("covered_by") or (only.args[0] if only.args else "")
             if not why:
                 raise pytest.UsageError(f"{item.nodeid}: classic_only needs covered_by=...")
             item.add_marker(pytest.mark.skip(reason=f"classic pass only; Connect: {why}"))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Where the run's time went, by folder and Spark pass (setup and teardown included): the
+    whole suite has a 30-minute budget, and the slowest tests alone do not say what to cut."""
+    spent: Counter[tuple[str, str]] = Counter()
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if isinstance(report, pytest.TestReport):
+                folder = report.nodeid.split("::")[0].rpartition("/")[0]
+                spent[folder, _PASSES.get(report.nodeid, "no Spark")] += report.duration
+    if not spent:
+        return
+    kinds = ("classic", "connect", "no Spark")
+    folders = sorted(
+        {folder for folder, _ in spent}, key=lambda f: -sum(spent[f, k] for k in kinds)
+    )
+    write = terminalreporter.write_line
+    terminalreporter.section("time by folder and Spark pass, minutes")
+    write(f"{'folder':24s}" + "".join(f"{kind:>10s}" for kind in kinds) + f"{'total':>10s}")
+    for folder in [*folders, "all"]:
+        row = [
+            sum(v for (f, k), v in spent.items() if k == kind and folder in (f, "all"))
+            for kind in kinds
+        ]
+        write(f"{folder:24s}" + "".join(f"{v / 60:10.1f}" for v in row) + f"{sum(row) / 60:10.1f}")
