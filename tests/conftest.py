@@ -58,12 +58,13 @@ def spark(request: pytest.FixtureRequest) -> Iterator[object]:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         callspec = getattr(item, "callspec", None)
+        mode = callspec.params.get("spark") if callspec is not None else None
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
-            if callspec is not None:
-                _PASSES[item.nodeid] = callspec.params["spark"]
+        if mode is not None:
+            _PASSES[item.nodeid] = mode
         only = item.get_closest_marker("classic_only")
-        if only is not None and callspec is not None and callspec.params.get("spark") == "connect":
+        if only is not None and mode == "connect":
             why = only.kwargs.get("covered_by") or (only.args[0] if only.args else "")
             if not why:
                 raise pytest.UsageError(f"{item.nodeid}: classic_only needs covered_by=...")
@@ -88,9 +89,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     write = terminalreporter.write_line
     terminalreporter.section("time by folder and Spark pass, minutes")
     write(f"{'folder':24s}" + "".join(f"{kind:>10s}" for kind in kinds) + f"{'total':>10s}")
-    for folder in [*folders, "all"]:
-        row = [
-            sum(v for (f, k), v in spent.items() if k == kind and folder in (f, "all"))
-            for kind in kinds
-        ]
+    rows = [(folder, [spent[folder, kind] for kind in kinds]) for folder in folders]
+    rows.append(("all", [sum(v for (_, k), v in spent.items() if k == kind) for kind in kinds]))
+    for folder, row in rows:
         write(f"{folder:24s}" + "".join(f"{v / 60:10.1f}" for v in row) + f"{sum(row) / 60:10.1f}")
