@@ -9,7 +9,7 @@ LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 # Java 17+, the JVM replay kernel built (or why the Python one will run), the Jupyter kernel.
 CHECK = $(BIN)/dedup-lib doctor
 
-.PHONY: help install lab test test-fast test-cluster lint bench bench-load bench-synth bench-explorer samples notebooks postmortem explore clean
+.PHONY: help install lab test test-fast test-cluster lint bench profile-engine bench-simulate bench-load bench-synth bench-explorer samples notebooks postmortem explore clean
 
 help:
 	@echo "make lab     open JupyterLab on notebooks/ (installs on first use)"
@@ -17,6 +17,8 @@ help:
 	@echo "make test-cluster  simulate and a notebook on a standalone Spark + Connect server (127.0.0.1)"
 	@echo "make lint    ruff, mypy and the import contract (lint-imports)"
 	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000)"
+	@echo "make profile-engine  where the engine's time goes: SQL metrics and JFR, narrow and wide rows"
+	@echo "make bench-simulate [ROWS=...]  simulate with its diagnostics against its replay alone (10 M)"
 	@echo "make bench-load   load_telemetry (with its tally) against one scan of every value (10 M)"
 	@echo "make bench-synth  generator benchmark, 10 M sends against the same floor"
 	@echo "make bench-explorer  explorer and sweep against one detect_duplicates run (10 M)"
@@ -65,6 +67,15 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py --rows $(or $(ROWS),10000000)
+
+# Spark's SQL metrics per operator and a JFR recording of the driver (the executor, in local
+# mode) for the floor and the engine, narrow and wide rows: where the time goes.
+profile-engine: $(STAMP)
+	$(BIN)/python benchmarks/profile_engine.py --rows $(or $(ROWS),10000000)
+
+# simulate (load, replay, summaries, diagnostics) against its replay alone, each in a process.
+bench-simulate: $(STAMP)
+	$(BIN)/python benchmarks/bench_simulate.py --rows $(or $(ROWS),10000000)
 
 bench-load: $(STAMP)
 	$(BIN)/python benchmarks/bench_load.py --rows $(or $(ROWS),10000000)
