@@ -21,6 +21,7 @@ from dedup_lib.telemetry.read import LoadedTelemetry, load_telemetry
 from dedup_lib.telemetry.schema import BUILTIN_ALIASES, CANONICAL_COLUMNS, REQUIRED_COLUMNS
 from dedup_lib.telemetry.times import NUMBER
 from dedup_lib.telemetry.write import NAMING_STYLES, write_telemetry
+from telemetry.load_kit import assert_reasons_counted_alike, checked_counts
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -49,12 +50,6 @@ def write_parquet(path: Path, frame: pd.DataFrame) -> Path:
 def times_by_id(loaded: LoadedTelemetry, column: str = "send_time") -> dict[str, int | None]:
     rows = loaded.valid.select("message_id", F.unix_micros(column).alias("t")).collect()
     return {row["message_id"]: row["t"] for row in rows}
-
-
-def checked_counts(loaded: LoadedTelemetry) -> dict[str, int]:
-    counts = loaded.counts()
-    assert counts["read"] == counts["valid"] + counts["quarantined"] + counts["skipped"]
-    return counts
 
 
 @pytest.fixture
@@ -491,6 +486,7 @@ def test_csv_quarantine_reasons(spark: Any, tmp_path: Path) -> None:
         "unparseable send_time": 3,
         "unparseable scheduled_enqueue_time": 1,
     }
+    assert_reasons_counted_alike(loaded)
 
 
 @pytest.mark.spark
@@ -516,6 +512,7 @@ def test_json_quarantine_reasons(spark: Any, tmp_path: Path) -> None:
         "unparseable send_time": 1,
         "missing send_time": 1,
     }
+    assert_reasons_counted_alike(loaded)
     assert [r["n"] for r in loaded.valid.collect()] == [1]
 
 

@@ -48,6 +48,8 @@ REASON = "reason"
 _PARSED = "__dedup_parsed_"
 _NEVER = "__dedup_never_"
 _NUMBER = "__dedup_number_"
+_WHY = "__dedup_why"
+_SEEN = "__dedup_seen"
 _TEXT = "__dedup_text_"
 _EXCERPT = 60
 _GUIDE = "docs/instrumentation.md"
@@ -228,6 +230,9 @@ class LoadedTelemetry:
     files: pd.DataFrame = field(repr=False, compare=False)
     skipped: dict[str, str] = field(default_factory=dict, compare=False)
     not_sends: DataFrame | None = field(default=None, repr=False, compare=False)
+    #: Quarantined and skipped records per reason category, as counted when loading
+    #: (``kind``, ``reason``, ``count``); None: counted from the frames when asked.
+    reasons: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     def counts(self) -> dict[str, int]:
         """Records read, valid, quarantined and skipped as not sends, as counted when loading."""
@@ -235,24 +240,43 @@ class LoadedTelemetry:
 
     def quarantine_reasons(self) -> pd.DataFrame:
         """Quarantined rows per reason category (the reason up to its first ':'), most first."""
+        if self.reasons is not None:
+            return _ordered(self.reasons, "quarantined")
         return _by_reason(self.quarantine)
 
     def not_send_reasons(self) -> pd.DataFrame:
         """Records skipped as not sends per reason category (``not a Service Bus span``),
         most first; empty for formats whose rows are all sends."""
+        if self.reasons is not None:
+            return _ordered(self.reasons, "skipped")
         if self.not_sends is None:
-            return pd.DataFrame({REASON: pd.Series(dtype=str), "count": pd.Series(dtype="int64")})
+            return _ordered(pd.DataFrame(columns=["kind", REASON, "count"]), "skipped")
         return _by_reason(self.not_sends)
 
 
 _KINDS = ("read", "valid", "quarantined", "skipped")
 
 
+def _category(reason: Column) -> Column:
+    """A reason's category: the reason up to its first ':'."""
+    return F.substring_index(reason, ":", 1)
+
+
 def _by_reason(frame: DataFrame) -> pd.DataFrame:
-    counts: pd.DataFrame = to_pandas(
-        frame.groupBy(F.substring_index(REASON, ":", 1).alias(REASON)).count()
+    counts: pd.DataFrame = to_pandas(frame.groupBy(_category(column(REASON)).alias(REASON)).count())
+    return _ordered(counts.assign(kind="any"), "any")
+
+
+def _ordered(reasons: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The categories of one kind of record, with their counts, most first."""
+    of_kind = reasons[reasons["kind"] == kind]
+    table = pd.DataFrame(
+        {
+            REASON: of_kind[REASON].astype(str).to_numpy(),
+            "count": of_kind["count"].astype("int64").to_numpy(),
+        }
     )
-    ordered = counts.sort_values(["count", REASON], ascending=[False, True])
+    ordered = table.sort_values(["count", REASON], ascending=[False, True])
     return ordered.reset_index(drop=True)
 
 
@@ -343,11 +367,13 @@ def _every_value(frame: DataFrame) -> Column:
 
 @dataclass(frozen=True)
 class _Tally:
-    """Records per file (``read``, ``valid``, ``quarantined``, ``skipped``), and per file the
-    sends and the sends with a MessageId (structured formats only)."""
+    """Records per file (``read``, ``valid``, ``quarantined``, ``skipped``), per file the
+    sends and the sends with a MessageId (structured formats only), and the quarantined and
+    skipped records per reason category (``kind``, ``reason``, ``count``)."""
 
     table: pd.DataFrame
     sends: dict[str, tuple[int, int]]
+    reasons: pd.DataFrame
 
 
 def _tally(
@@ -362,6 +388,9 @@ def _tally(
     and skipped (each counted, none inferred from the others), in one Spark job; an error when
     a file's valid, quarantined and skipped records do not add up to its records read."""
     kind = F.when(column(REASON).isNull(), F.lit("valid")).otherwise(F.lit("quarantined"))
+    why = F.when(column(REASON).isNotNull(), _category(column(REASON)))
+    if skipped is not None:
+        why = F.when(skipped, _category(column(NOT_SEND))).otherwise(why)
     kinds = [kind]
     # A structured format's records are built from fully parsed lines (its read counts them):
     # hashing every derived value again would cost several times the load and find nothing.
@@ -375,14 +404,22 @@ def _tally(
             F.when(~skipped & column(CORRUPT).isNull() & identified, F.lit("identified")),
         ]
     every = F.explode(F.filter(F.array(*kinds), lambda k: k.isNotNull()))
+    nothing = F.lit(None).cast("string")
     parts = [
-        read.select(column(SOURCE_FILE), F.lit("read").alias("kind"), F.lit(0).cast("long")),
-        judged.select(column(SOURCE_FILE), every.alias("kind"), seen),
+        read.select(column(SOURCE_FILE), F.lit("read"), nothing, F.lit(0).cast("long")),
+        judged.select(
+            column(SOURCE_FILE), every.alias("kind"), why.alias(_WHY), seen.alias(_SEEN)
+        ).select(
+            column(SOURCE_FILE),
+            "kind",
+            F.when(F.col("kind").isin("quarantined", "skipped"), F.col(_WHY)),
+            _SEEN,
+        ),
     ]
     try:
         rows = (
-            _union([p.toDF(SOURCE_FILE, "kind", "seen") for p in parts])
-            .groupBy(SOURCE_FILE, "kind")
+            _union([p.toDF(SOURCE_FILE, "kind", REASON, "seen") for p in parts])
+            .groupBy(SOURCE_FILE, "kind", REASON)
             .agg(F.count(F.lit(1)), F.max("seen"))
             .collect()
         )
@@ -391,8 +428,12 @@ def _tally(
         raise failure from chained(failure, exc)
     names = (*_KINDS, "send", "identified")
     counted: dict[str, dict[str, int]] = {file_key(f): dict.fromkeys(names, 0) for f in files.files}
+    by_reason: dict[tuple[str, str], int] = {}
     for row in rows:
-        counted.setdefault(file_key(row[0]), dict.fromkeys(names, 0))[row[1]] = int(row[2])
+        counts = counted.setdefault(file_key(row[0]), dict.fromkeys(names, 0))
+        counts[row[1]] += int(row[3])
+        if row[1] in ("quarantined", "skipped"):
+            by_reason[row[1], row[2]] = by_reason.get((row[1], row[2]), 0) + int(row[3])
     table = pd.DataFrame(
         [{"file": files.name(f), **{k: c[k] for k in _KINDS}} for f, c in counted.items()],
         columns=["file", *_KINDS],
@@ -406,7 +447,11 @@ def _tally(
             "This is a bug in dedup_lib; please report it with the file."
         )
     sends = {files.name(f): (c["send"], c["identified"]) for f, c in counted.items()}
-    return _Tally(table, sends)
+    reasons = pd.DataFrame(
+        [{"kind": k, REASON: r, "count": n} for (k, r), n in by_reason.items()],
+        columns=["kind", REASON, "count"],
+    )
+    return _Tally(table, sends, reasons)
 
 
 def _record_keys(record_format: RecordFormat, mapping: Mapping[str, str]) -> dict[str, str]:
@@ -564,6 +609,7 @@ def load_telemetry(
         files=tally.table,
         skipped=dict(files.skipped),
         not_sends=quarantine.limit(0),
+        reasons=tally.reasons,
     )
 
 
@@ -631,6 +677,7 @@ def _load_records(
         files=tally.table,
         skipped=dict(files.skipped),
         not_sends=not_sends,
+        reasons=tally.reasons,
     )
 
 

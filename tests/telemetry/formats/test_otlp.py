@@ -17,6 +17,7 @@ from dedup_lib.errors import InputError
 from dedup_lib.telemetry.formats import RECORD_FORMATS
 from dedup_lib.telemetry.formats.otlp import OTLP
 from dedup_lib.telemetry.write import write_telemetry
+from telemetry.load_kit import assert_reasons_counted_alike
 
 T0 = 1_700_000_000  # 2023-11-14T22:13:20Z
 PY_TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -282,6 +283,7 @@ def test_sends_are_message_spans_and_the_rest_is_skipped_with_reasons(
         "JSON line without resourceSpans (not OTLP traces)": 1,
     }
     assert loaded.quarantine_reasons()["reason"].tolist() == ["malformed otlp line"]
+    assert_reasons_counted_alike(loaded)
 
     got = by_id(
         loaded,
