@@ -2,8 +2,8 @@
 
 Generates N sends of the day scenario (Parquet, with ground truth and ``payload_hash``) with
 ``dedup-lib generate``, once, then times in the same run, alternating: the replay alone (a
-fresh process that reads the Parquet, runs ``detect_duplicates`` and writes the verdicts as
-Parquet, as simulate's replay step does), and ``dedup-lib simulate INPUT --out ...`` (load,
+fresh process that reads the Parquet and parses it as simulate does, runs ``detect_duplicates`` and writes the
+verdicts as Parquet), and ``dedup-lib simulate INPUT --out ...`` (load,
 replay and write, summaries, missed resends and collisions), each in its own process, Spark's
 start included in both. simulate's own progress lines give each stage's time. Target (issue
 19): simulate at most 2.5x the replay alone.
@@ -31,8 +31,9 @@ BIN = Path(sys.executable).parent
 REPLAY_ALONE = """
 import sys
 from dedup_lib import DedupPolicy, detect_duplicates, get_spark
+from dedup_lib.telemetry.read import load_once
 spark = get_spark("dedup-bench-replay")
-sends = spark.read.parquet(sys.argv[1])
+sends = load_once(spark, sys.argv[1]).valid
 detect_duplicates(sends, DedupPolicy("PT10M")).write.mode("overwrite").parquet(sys.argv[2])
 """
 _STEP = re.compile(r"^\[\s*([\d.]+)s\] (.*)$")

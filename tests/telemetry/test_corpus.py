@@ -11,10 +11,11 @@ import pytest
 
 from dedup_lib.cli import main
 from dedup_lib.errors import DedupLibError, printable
-from dedup_lib.telemetry.read import load_telemetry
+from dedup_lib.telemetry.read import load_once, load_telemetry
 from telemetry.corpus import CASES, Case
 
 ERRORS = [case for case in CASES if case.error is not None]
+FINE = [case for case in CASES if case.error is None]
 JAVA = re.compile(r"org\.apache|py4j|Py4J|Traceback|\bat [\w$.]+\(|SQLSTATE|\[[A-Z_]+\.[A-Z_]+\]")
 
 
@@ -50,6 +51,25 @@ def test_every_input_gets_an_answer(spark: Any, tmp_path: Path, case: Case) -> N
         assert dict(zip(reasons["reason"], reasons["count"], strict=True)) == case.reasons
     if case.check is not None:
         case.check(loaded)
+
+
+@pytest.mark.parametrize("case", FINE, ids=[c.name for c in FINE])
+def test_read_once_counts_as_the_load_does(spark: Any, tmp_path: Path, case: Case) -> None:
+    """Counted by the first action that reads the valid rows (simulate's one pass), every
+    input gives the counts and reasons its own load gives."""
+    path = case.build(tmp_path)
+    pending = load_once(spark, str(path), mapping=case.mapping)
+    pending.valid.write.format("noop").mode("overwrite").save()
+    loaded = pending.loaded()
+    counts = loaded.counts()
+    assert (counts["read"], counts["valid"], counts["quarantined"]) == case.counts
+    assert counts["skipped"] == case.not_sends
+    assert loaded.files["file"].size == 1
+    reasons = loaded.quarantine_reasons()
+    expected = case.reasons or ({} if not counts["quarantined"] else None)
+    if expected is not None:
+        assert dict(zip(reasons["reason"], reasons["count"], strict=True)) == expected
+    assert int(reasons["count"].sum()) == counts["quarantined"]
 
 
 @pytest.mark.parametrize("case", ERRORS, ids=[c.name for c in ERRORS])

@@ -33,8 +33,9 @@ from dedup_lib.replay.engine import KERNELS, detect_duplicates
 from dedup_lib.rules.durations import format_duration
 from dedup_lib.rules.policy import WINDOW_BOUNDS, Bounds, DedupPolicy, Policies
 from dedup_lib.settings.load import load_entity_policies
+from dedup_lib.spark import spark_errors
 from dedup_lib.telemetry.files import is_remote_session, output_path, spark_path
-from dedup_lib.telemetry.read import LoadedTelemetry, load_telemetry
+from dedup_lib.telemetry.read import LoadedTelemetry, load_once
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -90,28 +91,38 @@ def run(args: argparse.Namespace) -> int:
         writable_target("--out", args.out)
     spark = session(args)
     progress.step(f"loading {args.input}")
-    loaded = load_telemetry(
-        spark, args.input, format=args.format, mapping=mapping, entity=args.entity
+    pending = load_once(spark, args.input, format=args.format, mapping=mapping, entity=args.entity)
+    progress.step(
+        f"replaying duplicate detection: {describe(policy)} (one pass over the input, which "
+        "counts its rows too)"
     )
+    result = detect_duplicates(pending.valid, policy, kernel=args.kernel)
+    persisted = not args.out
+    try:
+        if args.out:
+            out = output_path(spark, args.out)
+            result.write.mode("overwrite").parquet(out)
+            by = " (written by the cluster, on its file system)" if is_remote_session(spark) else ""
+            progress.step(f"wrote verdicts to {out}{by}")
+            result = spark.read.parquet(spark_path(out))
+        else:
+            result = result.persist()
+            result.count()
+    except spark_errors() as exc:
+        failure = pending.failure(exc)
+        if failure is None:
+            raise
+        raise failure from exc
+    loaded = pending.loaded()
     counts = loaded.counts()
     progress.step(
         f"read {counts['read']:,} rows ({loaded.format}): {counts['valid']:,} valid, "
         f"{counts['quarantined']:,} quarantined"
         + (f", {counts['skipped']:,} not sends" if counts["skipped"] else "")
     )
-    progress.step(f"replaying duplicate detection: {describe(policy)}")
-    result = detect_duplicates(loaded.valid, policy, kernel=args.kernel)
-    persisted = not args.out
-    if args.out:
-        out = output_path(spark, args.out)
-        result.write.mode("overwrite").parquet(out)
-        by = " (written by the cluster, on its file system)" if is_remote_session(spark) else ""
-        progress.step(f"wrote verdicts to {out}{by}")
-        result = spark.read.parquet(spark_path(out))
-    else:
-        result = result.persist()
     try:
-        _report(loaded, policy, result)
+        progress.step("counting the verdicts")
+        _report(loaded, pending.file_count, policy, result)
         if args.diagnostics and (content or "payload_hash" in result.columns):
             progress.step("looking for missed resends and collisions by content")
             _diagnose(result, content)
@@ -126,18 +137,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(loaded: LoadedTelemetry, policy: Policies, result: DataFrame) -> None:
+def _report(loaded: LoadedTelemetry, file_count: int, policy: Policies, result: DataFrame) -> None:
     counts = loaded.counts()
     print(
         f"{printable(loaded.path)}: {counts['read']:,} rows read, {counts['valid']:,} replayed, "
         f"{counts['quarantined']:,} quarantined. {describe(policy)}."
     )
-    if len(loaded.files) > 1 or loaded.skipped or counts["skipped"]:
+    if file_count > 1 or loaded.skipped or counts["skipped"]:
         skipped = list(loaded.skipped.items())
         listed = ", ".join(f"{printable(name)} ({why})" for name, why in skipped[:5])
         more = f" and {len(skipped) - 5:,} more" if len(skipped) > 5 else ""
         print(
-            f"Read {len(loaded.files):,} file(s)"
+            f"Read {file_count:,} file(s)"
             + (f"; skipped, not telemetry: {listed}{more}" if skipped else "")
             + (f"; {_not_sends(loaded)}" if counts["skipped"] else "")
         )

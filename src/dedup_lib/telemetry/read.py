@@ -12,10 +12,13 @@ DataFrame API only: runs on Spark Connect too.
 from __future__ import annotations
 
 import functools
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pandas as pd
+from pyspark.sql import Observation
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -30,6 +33,7 @@ from dedup_lib.telemetry.sources import (
     CORRUPT,
     Source,
     chained,
+    failed_file,
     read_failure,
     read_sources,
     resolve_format,
@@ -558,6 +562,75 @@ def load_telemetry(
         return _load_records(
             spark, files, RECORD_FORMATS[record_format], mapping, entity, keep_source_file, path
         )
+    plain = _plain(spark, files, fmt, mapping, entity, path)
+    frame = plain.judged(plain.raw)
+    tally = _tally(files, plain.read, frame, fmt)
+    quarantine = plain.quarantine(frame)
+    return LoadedTelemetry(
+        valid=plain.valid(frame, keep_source_file),
+        quarantine=quarantine,
+        path=path,
+        format=fmt,
+        mapping=plain.renames,
+        files=tally.table,
+        skipped=dict(files.skipped),
+        not_sends=quarantine.limit(0),
+        reasons=tally.reasons,
+    )
+
+
+@dataclass(frozen=True)
+class _Plain:
+    """Parquet, CSV or JSON Lines files read and renamed (``raw``), with what judging their
+    rows needs; ``read`` has one row (its file) per record read, nothing judged."""
+
+    raw: DataFrame
+    read: DataFrame
+    fields: dict[str, T.DataType]
+    fmt: str
+    renames: dict[str, str]
+
+    @property
+    def data_columns(self) -> list[str]:
+        return [c for c in self.raw.columns if c not in (CORRUPT, SOURCE_FILE)]
+
+    def judged(self, raw: DataFrame) -> DataFrame:
+        has_corrupt = CORRUPT in raw.columns
+        return _judged(raw, self.fields, self.fmt, self.data_columns, has_corrupt)
+
+    @property
+    def order(self) -> list[str]:
+        present = [c for c in CANONICAL_COLUMNS if c in self.fields]
+        return present + [c for c in self.data_columns if c not in present]
+
+    def valid(self, frame: DataFrame, keep_source_file: bool) -> DataFrame:
+        times = [c for c in _TIME_COLUMNS if c in self.fields]
+
+        def typed(name: str) -> Column:
+            if name in times:
+                return column(_PARSED + name).alias(name)
+            if name in _TEXT_COLUMNS:
+                return column(name).cast("string").alias(name)
+            return column(name)
+
+        return frame.where(column(REASON).isNull()).select(
+            *(typed(c) for c in self.order), *([column(SOURCE_FILE)] if keep_source_file else [])
+        )
+
+    def quarantine(self, frame: DataFrame) -> DataFrame:
+        return frame.where(column(REASON).isNotNull()).select(
+            *(column(c) for c in self.order), column(REASON), column(SOURCE_FILE)
+        )
+
+
+def _plain(
+    spark: SparkSession,
+    files: InputFiles,
+    fmt: str,
+    mapping: Mapping[str, str],
+    entity: str | None,
+    path: str,
+) -> _Plain:
     read = [_with_nested(s, mapping) for s in read_sources(spark, files, fmt, _CALLER)]
     every = list(dict.fromkeys(c for s in read for c in s.schema.names if c != CORRUPT))
     for source_name in mapping:
@@ -577,40 +650,136 @@ def load_telemetry(
             fields.setdefault(name, dtype)
     if entity is not None:
         raw = _with_entity(raw, fields, entity)
-    has_corrupt = CORRUPT in raw.columns
-    data_columns = [c for c in raw.columns if c not in (CORRUPT, SOURCE_FILE)]
-    frame = _judged(raw, fields, fmt, data_columns, has_corrupt)
-
-    present = [c for c in CANONICAL_COLUMNS if c in fields]
-    order = present + [c for c in data_columns if c not in present]
-    times = [c for c in _TIME_COLUMNS if c in fields]
-
-    def typed(name: str) -> Column:
-        if name in times:
-            return column(_PARSED + name).alias(name)
-        if name in _TEXT_COLUMNS:
-            return column(name).cast("string").alias(name)
-        return column(name)
-
-    valid = frame.where(column(REASON).isNull()).select(
-        *(typed(c) for c in order), *([column(SOURCE_FILE)] if keep_source_file else [])
-    )
-    quarantine = frame.where(column(REASON).isNotNull()).select(
-        *(column(c) for c in order), column(REASON), column(SOURCE_FILE)
-    )
-    tally = _tally(files, _union([s.read for s in sources]), frame, fmt)
     renames = {s: t for source in sources for s, t in source.names.items() if s != t}
-    return LoadedTelemetry(
-        valid=valid,
-        quarantine=quarantine,
-        path=path,
-        format=fmt,
-        mapping=renames,
-        files=tally.table,
-        skipped=dict(files.skipped),
-        not_sends=quarantine.limit(0),
-        reasons=tally.reasons,
+    return _Plain(raw, _union([s.read for s in sources]), fields, fmt, renames)
+
+
+@dataclass(frozen=True)
+class PendingLoad:
+    """Telemetry whose records are counted by the first action that reads ``valid``, not by
+    a pass of the load's own: for a run that reads its input once (``dedup-lib simulate``).
+
+    :meth:`loaded` gives the :class:`LoadedTelemetry` once that action ran: the same counts
+    and reasons as :func:`load_telemetry`, with one row in ``files`` for all the files read
+    (``(N files)``, or the file's name). :meth:`failure` turns that action's Spark error into
+    the load's own error when it is a failure to read an input file. The structured formats
+    are counted while loading, as :func:`load_telemetry` does.
+    """
+
+    valid: DataFrame
+    path: str
+    format: str
+    file_count: int
+    settle: Callable[[], LoadedTelemetry] = field(repr=False)
+    files: InputFiles | None = field(default=None, repr=False)
+
+    def loaded(self) -> LoadedTelemetry:
+        """The counts, once an action has read ``valid``."""
+        return self.settle()
+
+    def failure(self, exc: BaseException) -> InputError | None:
+        """The load's error for a Spark error of the action that read ``valid``: which input
+        file could not be read, and why; None when the error names no input file."""
+        if self.files is None or not _names_input(str(exc), self.files):
+            return None
+        return read_failure(exc, self.files, self.format, _CALLER)
+
+
+def _names_input(text: str, files: InputFiles) -> bool:
+    found = failed_file(text)
+    return found is not None and file_key(found) in {file_key(f) for f in files.files}
+
+
+def load_once(
+    spark: SparkSession,
+    path: str,
+    format: str | None = None,
+    mapping: Mapping[str, str] | None = None,
+    *,
+    entity: str | None = None,
+) -> PendingLoad:
+    """:func:`load_telemetry` without its pass: the records are counted by the first action
+    that reads ``valid`` (a Spark observation), so a run that replays and writes the verdicts
+    reads its input once. The same checks of names, types and formats run now; a damaged
+    file fails that action instead (:meth:`PendingLoad.failure` names it)."""
+    files = list_input(spark, path, _CALLER)
+    mapping = dict(mapping or {})
+    if format is not None and format.lower() in RECORD_FORMATS:
+        record_format: str | None = format.lower()
+    else:
+        fmt = resolve_format(files, format, _CALLER, tuple(RECORD_FORMATS))
+        record_format = recognise(spark, files, _CALLER) if format is None else None
+    if record_format is not None:
+        loaded = _load_records(
+            spark, files, RECORD_FORMATS[record_format], mapping, entity, False, path
+        )
+        return PendingLoad(loaded.valid, path, loaded.format, len(files.files), lambda: loaded)
+    plain = _plain(spark, files, fmt, mapping, entity, path)
+    read_seen = Observation(f"dedup-read-{uuid.uuid4().hex}")
+    judged_seen = Observation(f"dedup-judged-{uuid.uuid4().hex}")
+    raw = plain.raw.observe(read_seen, F.count(F.lit(1)).alias("read"))
+    categories = _categories(fmt)
+    category = _category(column(REASON))
+    frame = plain.judged(raw).observe(
+        judged_seen,
+        F.count_if(column(REASON).isNull()).alias("valid"),
+        F.count_if(column(REASON).isNotNull()).alias("quarantined"),
+        *(F.count_if(category == c).alias(f"reason {i}") for i, c in enumerate(categories)),
     )
+    unobserved = plain.judged(plain.raw)
+
+    def settle() -> LoadedTelemetry:
+        read, judged = read_seen.get, judged_seen.get
+        counts = {"read": int(read["read"]), "valid": int(judged["valid"])}
+        counts["quarantined"] = int(judged["quarantined"])
+        reasons = {c: int(judged[f"reason {i}"]) for i, c in enumerate(categories)}
+        _check_counts(counts, reasons, path)
+        name = (
+            files.name(files.files[0]) if len(files.files) == 1 else f"({len(files.files)} files)"
+        )
+        table = pd.DataFrame([{"file": name, **counts, "skipped": 0}], columns=["file", *_KINDS])
+        quarantine = plain.quarantine(unobserved)
+        return LoadedTelemetry(
+            valid=plain.valid(unobserved, False),
+            quarantine=quarantine,
+            path=path,
+            format=fmt,
+            mapping=plain.renames,
+            files=table,
+            skipped=dict(files.skipped),
+            not_sends=quarantine.limit(0),
+            reasons=pd.DataFrame(
+                [{"kind": "quarantined", REASON: c, "count": n} for c, n in reasons.items() if n],
+                columns=["kind", REASON, "count"],
+            ),
+        )
+
+    return PendingLoad(plain.valid(frame, False), path, fmt, len(files.files), settle, files)
+
+
+def _categories(fmt: str) -> tuple[str, ...]:
+    """Every reason category :func:`_reason` can give, for files of ``fmt``."""
+    return (
+        _MALFORMED.get(fmt, f"malformed {fmt} line"),
+        "missing send_time",
+        "send_time is a 'never' sentinel",
+        "unparseable send_time",
+        "unparseable scheduled_enqueue_time",
+    )
+
+
+def _check_counts(counts: dict[str, int], reasons: dict[str, int], path: str) -> None:
+    """An error when the records judged do not add up to the records read, or the
+    quarantined ones to their reasons: rows would be lost without a word."""
+    if counts["read"] != counts["valid"] + counts["quarantined"] or counts["quarantined"] != sum(
+        reasons.values()
+    ):
+        raise DedupLibError(
+            f"{_CALLER}: rows would be lost in {printable(path)}: {counts['read']} read, but "
+            f"{counts['valid']} valid and {counts['quarantined']} quarantined "
+            f"({sum(reasons.values())} with a known reason). This is a bug in dedup_lib; "
+            "please report it with the file."
+        )
 
 
 def _load_records(

@@ -57,6 +57,12 @@ def _root_cause(exc: BaseException) -> str:
     return printable(causes[-1].strip()) if causes else printable(spark_message(exc))
 
 
+def failed_file(text: str) -> str | None:
+    """The file a Spark error says it failed to read, if it names one."""
+    found = _FAILED_FILE.search(text)
+    return found[1] if found else None
+
+
 def read_failure(
     exc: BaseException, files: InputFiles, fmt: str, caller: str, expected: str | None = None
 ) -> InputError:
@@ -67,8 +73,8 @@ def read_failure(
     if files.remote and ("PATH_NOT_FOUND" in text or "FileNotFoundException" in text):
         local = local_path(files.root)
         return not_on_cluster(files.root, caller, here=local is not None and os.path.exists(local))
-    found = _FAILED_FILE.search(text)
-    where = files.name(found[1]) if found else printable(files.root)
+    found = failed_file(text)
+    where = files.name(found) if found else printable(files.root)
     if "TIMESTAMP(NANOS" in text or re.search(r"INT64, logicalType: timestamp", text):
         return InputError(
             f"{caller}: cannot read {where}: Spark cannot read nanosecond timestamps (the "
