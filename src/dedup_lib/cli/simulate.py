@@ -121,11 +121,10 @@ def run(args: argparse.Namespace) -> int:
         + (f", {counts['skipped']:,} not sends" if counts["skipped"] else "")
     )
     try:
-        progress.step("counting the verdicts")
-        _report(loaded, pending.file_count, policy, result)
+        progress.step("counting the verdicts per entity")
+        _report(loaded, pending.file_count, policy, result, progress)
         if args.diagnostics and (content or "payload_hash" in result.columns):
-            progress.step("looking for missed resends and collisions by content")
-            _diagnose(result, content)
+            _diagnose(result, content, progress)
         elif args.diagnostics:
             print()
             print("No content column (payload_hash), so missed resends and collisions are not")
@@ -137,7 +136,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(loaded: LoadedTelemetry, file_count: int, policy: Policies, result: DataFrame) -> None:
+def _report(
+    loaded: LoadedTelemetry,
+    file_count: int,
+    policy: Policies,
+    result: DataFrame,
+    progress: Progress,
+) -> None:
     counts = loaded.counts()
     print(
         f"{printable(loaded.path)}: {counts['read']:,} rows read, {counts['valid']:,} replayed, "
@@ -170,6 +175,7 @@ def _report(loaded: LoadedTelemetry, file_count: int, policy: Policies, result: 
             "there, so every send was accepted."
         )
     if has_ground_truth(result):
+        progress.step("comparing with the ground truth, message by message")
         truth = ground_truth_summary(result)
         total = truth.iloc[-1]
         print()
@@ -194,7 +200,8 @@ def _not_sends(loaded: LoadedTelemetry) -> str:
     return f"{count:,} {loaded.format} record(s) skipped, not sends ({listed}{more})"
 
 
-def _diagnose(result: DataFrame, content: list[str] | None) -> None:
+def _diagnose(result: DataFrame, content: list[str] | None, progress: Progress) -> None:
+    progress.step("looking for missed resends: the same content accepted twice")
     misses = missed_resends(result, content)
     print()
     print("Missed resends: the same content accepted again (reached consumers twice)")
@@ -209,6 +216,7 @@ def _diagnose(result: DataFrame, content: list[str] | None) -> None:
             f"A window of {format_duration(longest, 'up')} or longer would catch every resend "
             f"that came after the window{beyond}."
         )
+    progress.step("looking for collisions: other content dropped as a duplicate")
     lost = collision_groups(collisions(result, content))
     print()
     print("Collisions: different content dropped as a duplicate (lost without a signal)")
