@@ -16,7 +16,7 @@ help:
 	@echo "make test    lint, then every test: unit, Spark (classic and Connect), notebooks"
 	@echo "make test-cluster  simulate and a notebook on a standalone Spark + Connect server (127.0.0.1)"
 	@echo "make lint    ruff, mypy and the import contract (lint-imports)"
-	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000)"
+	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000, DATA=day)"
 	@echo "make profile-engine  where the engine's time goes: SQL metrics and JFR, narrow and wide rows"
 	@echo "make bench-simulate [ROWS=...]  simulate with its diagnostics against its replay alone (10 M)"
 	@echo "make bench-load   load_telemetry (with its tally) against one scan of every value (10 M)"
@@ -66,7 +66,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_engine.py --rows $(or $(ROWS),10000000)
+	$(BIN)/python benchmarks/bench_engine.py --rows $(or $(ROWS),10000000) $(if $(DATA),--data $(DATA))
 
 # Spark's SQL metrics per operator and a JFR recording of the driver (the executor, in local
 # mode) for the floor and the engine, narrow and wide rows: where the time goes.

@@ -2,8 +2,8 @@
 
 Generates N sends of the day scenario (Parquet, with ground truth and ``payload_hash``) with
 ``dedup-lib generate``, once, then times in the same run, alternating: the replay alone (a
-fresh process that reads the Parquet and parses it as simulate does, runs ``detect_duplicates`` and writes the
-verdicts as Parquet), and ``dedup-lib simulate INPUT --out ...`` (load,
+fresh process that reads and parses the Parquet as simulate does, runs ``detect_duplicates``
+and writes the verdicts as Parquet), and ``dedup-lib simulate INPUT --out ...`` (load,
 replay and write, summaries, missed resends and collisions), each in its own process, Spark's
 start included in both. simulate's own progress lines give each stage's time. Target (issue
 19): simulate at most 2.5x the replay alone.
