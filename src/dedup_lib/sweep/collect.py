@@ -35,7 +35,8 @@ from dedup_lib.errors import InputError
 from dedup_lib.replay.passes import POS, with_position
 from dedup_lib.replay.sql_rules import Rules, sql_rules, validate, with_batches
 from dedup_lib.rules.policy import REJECTED, DedupPolicy
-from dedup_lib.spark import to_pandas
+from dedup_lib.spark import spark_errors, to_pandas
+from dedup_lib.sweep import footprint
 from dedup_lib.sweep.grid import to_micros
 from dedup_lib.sweep.truth import message_codes
 
@@ -49,6 +50,8 @@ _NEXT = "__dedup_next"
 _NO_EVENT_ID = "__dedup_no_event_id"
 #: Inputs of at most this many sends are grouped in the driver, from one narrow Spark job.
 LOCAL_ROWS = 1_000_000
+#: Rows of the input judged to learn the bytes per row, when the driver's road did not run.
+_SAMPLE_ROWS = 20_000
 #: Types whose values Arrow gives pandas as Spark's ``toPandas`` does, and orders and groups
 #: as Spark does: the driver's road takes only these for ``event_id``, ``logical_id`` and
 #: carried columns.
@@ -74,6 +77,7 @@ def collect(
     carry: Sequence[str] = (),
     bucket: timedelta | float | str = "PT1M",
     local_rows: int | None = None,
+    allowed: footprint.Budget | None = None,
 ) -> Collected:
     """Spark passes over ``df`` (the input of ``detect_duplicates``) for one partitioning
     mode; ``carry`` names input columns to keep in ``repeated``. ``df`` is read once per
@@ -81,7 +85,11 @@ def collect(
 
     Up to ``local_rows`` sends (default :data:`LOCAL_ROWS`; 0: never) are grouped in the
     driver instead, from one narrow job; a larger input costs that job's first
-    ``local_rows + 1`` rows before the passes."""
+    ``local_rows + 1`` rows before the passes. The first pass counts every send; when all of
+    them would not fit in ``allowed`` (default: this session's ``spark.driver.maxResultSize``
+    and the memory available here), one job counts exactly what the driver would hold
+    (:mod:`dedup_lib.sweep.footprint`), and over ``allowed`` the build is refused with an
+    :class:`InputError` that says how much it needs and what to narrow."""
     validate(df)
     bucket_us = to_micros(bucket)
     columns = list(df.columns)
@@ -94,24 +102,41 @@ def collect(
     df = with_position(df)
     truth = all(c in columns for c in ("logical_id", "attempt"))
     limit = LOCAL_ROWS if local_rows is None else local_rows
+    judged = None
     if limit > 0 and _local_types(df, truth, carry):
         judged = _judged(df.limit(limit + 1), partitioning, truth, carry, bucket_us).toArrow()
         if judged.num_rows <= limit:
             return _collected_locally(judged, truth, bucket_us)
+    if judged is None:
+        judged = _judged(df.limit(_SAMPLE_ROWS), partitioning, truth, carry, bucket_us).toArrow()
     time = _time_us(df)
     df, rules = _with_rules(df, partitioning)
     entity = _entity(df)
     named = F.coalesce(entity, F.lit(NO_ENTITY))
+    kept = [c for c in judged.column_names if c not in ("kind", "bucket_us")]
+    limits = allowed or footprint.budget(df.sparkSession)
+    counted = _counted(df, named, rules.verdict, time, bucket_us, truth)
+    eligible = int(counted.loc[counted["kind"] == "eligible", "sends"].sum())
+    needed = footprint.at_most(eligible, int(counted["sends"].sum()), truth, judged, kept)
+    if footprint.over(needed, limits):
+        needed = footprint.measure(df, entity, rules.key, time, truth, judged, kept)
+        too_much = footprint.over(needed, limits)
+        if too_much:
+            raise footprint.refusal(needed, too_much)
     repeated = _repeated_sends(df, entity, rules.key, time, truth, carry)
     # The passes are independent: run at once, one plans or waits on a result while another
-    # computes (on a small input most of a pass is the driver planning it).
-    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="dedup-collect") as pool:
-        rows_done = pool.submit(to_pandas, repeated)
-        counted_done = pool.submit(_counted, df, named, rules.verdict, time, bucket_us, truth)
-        messages_done = pool.submit(_messages, df, named, rules.verdict) if truth else None
-        rows = in_replay_order(rows_done.result())
-        counted = counted_done.result()
-        messages = messages_done.result() if messages_done is not None else None
+    # computes.
+    try:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="dedup-collect") as pool:
+            rows_done = pool.submit(to_pandas, repeated)
+            messages_done = pool.submit(_messages, df, named, rules.verdict) if truth else None
+            rows = in_replay_order(rows_done.result())
+            messages = messages_done.result() if messages_done is not None else None
+    except spark_errors() as exc:
+        refused = footprint.too_large(exc, needed, limits)
+        if refused is None:
+            raise
+        raise refused from None
     return _finished(rows, counted, messages, bucket_us, truth)
 
 

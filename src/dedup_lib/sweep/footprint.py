@@ -1,0 +1,311 @@
+"""How much of the driver's memory a :class:`~dedup_lib.sweep.views.ReplayCache` would take,
+known before it is built, and a refusal that says what to narrow when it would not fit.
+
+The cache holds in the driver every send of a key sent more than once, and with ground truth
+one row per message sent several times. Their number depends on the data, not on its size:
+when even every send would fit (:func:`at_most`) nothing is counted; otherwise one
+aggregation over 64-bit hashes counts them (:func:`measure`). A sample of the input,
+as the driver would hold it, gives the bytes per row. Two limits apply: Spark's
+``spark.driver.maxResultSize`` (what one collect may bring back, serialized) and the memory
+this machine has available for the Python process. Should the bytes per row be off, Spark's
+own limit stops the collect, and that failure gets the same refusal.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
+
+from dedup_lib.analysis.tables import NO_ENTITY
+from dedup_lib.errors import InputError, printable
+from dedup_lib.spark import spark_errors
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from pyspark.sql import Column, DataFrame, Row, SparkSession
+
+#: Spark's default for ``spark.driver.maxResultSize``.
+_DEFAULT_RESULT_SIZE = "1g"
+#: The driver holds a table about twice while converting and ordering it.
+_PEAK_COPIES = 2
+#: The share of the memory available now that the cache may take: the notebook, the page's
+#: charts and the JVM driver share the rest.
+_AVAILABLE_SHARE = 0.6
+_UNITS = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+#: Where a counted number keeps its entity's code (a hash of its name, one of ``_CODES``).
+_CODE_SHIFT = 56
+_CODES = 128
+_HASH_MASK = 2**55 - 1
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What the cache would hold: ``rows`` (sends of repeated keys, per entity in
+    ``by_entity``), ``messages`` (messages sent several times, with ground truth), their
+    serialized size as Spark returns them (``result_bytes``, the larger of the two collects)
+    and their size in the driver (``driver_bytes``, at the peak of the build); the input's
+    first and last send time (UTC)."""
+
+    rows: int
+    messages: int
+    by_entity: dict[str, int]
+    result_bytes: int
+    driver_bytes: int
+    first: dt.datetime | None
+    last: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What this session lets the driver take: ``result_bytes`` per collect (None: no
+    limit) and ``driver_bytes`` of memory (None: unknown), with where each comes from."""
+
+    result_bytes: int | None
+    result_source: str
+    driver_bytes: int | None
+    driver_source: str
+
+
+def size_in_bytes(text: str) -> int:
+    """A Spark size (``1g``, ``512m``, ``2048k``, ``0``) in bytes."""
+    value = text.strip().lower().removesuffix("b")
+    scale = _UNITS.get(value[-1:], 1)
+    return int(float(value.rstrip("kmgt")) * scale)
+
+
+def gib(size: float) -> str:
+    return f"{size / 2**30:.1f} GiB"
+
+
+def budget(spark: SparkSession) -> Budget:
+    """The limits of ``spark``'s driver and of this machine, now."""
+    try:
+        setting = spark.conf.get("spark.driver.maxResultSize", _DEFAULT_RESULT_SIZE)
+    except spark_errors():
+        setting = _DEFAULT_RESULT_SIZE
+    limit = size_in_bytes(setting or _DEFAULT_RESULT_SIZE)
+    result = (limit or None, f"spark.driver.maxResultSize={setting}")
+    available = _available_memory()
+    share = None if available is None else int(available * _AVAILABLE_SHARE)
+    where = "unknown" if available is None else f"{gib(available)} available on this machine"
+    return Budget(*result, share, where)
+
+
+def _available_memory() -> int | None:
+    """Memory available to a new allocation (Linux's MemAvailable), or None elsewhere."""
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _driver_size(table: pa.Table) -> int:
+    """Bytes ``table`` takes as pandas: 8 per value, plus each distinct Python object once
+    (pyarrow shares equal strings)."""
+    frame = table.to_pandas()
+    size = 8 * int(frame.size)
+    for name in frame.columns:
+        if frame[name].dtype == object:
+            distinct = {id(v): v for v in frame[name]}
+            size += sum(sys.getsizeof(v) for v in distinct.values())
+    return size
+
+
+def per_row(sample: pa.Table, repeated: Sequence[str], truth: bool) -> tuple[float, float]:
+    """Bytes per repeated send, serialized and in the driver, from ``sample`` (rows judged
+    as the cache judges them, :func:`dedup_lib.sweep.collect._judged`): its rows with a key,
+    as the cache keeps them, plus the rank Spark returns and the two columns the driver adds."""
+    eligible = sample.filter(pc.is_valid(sample["key"])).select(list(repeated))
+    rows = max(eligible.num_rows, 1)
+    added = 4 + 2 * 8
+    serialized = eligible.nbytes / rows + 4
+    held = _driver_size(eligible) / rows + added
+    if truth:
+        # A message row: entity, a flag, the id and three counts.
+        ids = sample["logical_id"]
+        id_bytes = ids.nbytes / max(len(ids), 1)
+        serialized = max(serialized, 8 + 1 + id_bytes + 24)
+    return serialized, held
+
+
+def measure(
+    df: DataFrame,
+    entity: Column,
+    key: Column,
+    time: Column,
+    truth: bool,
+    sample: pa.Table,
+    repeated: Sequence[str],
+) -> Footprint:
+    """The footprint of ``df`` (positioned, with the rules' columns), counted exactly: the
+    sends of keys sent more than once per entity, and with ground truth the messages sent
+    several times; the time the sends span.
+
+    One Spark job and one read of ``df`` (often a parse of every row). Each key and each
+    message becomes one 64-bit number: a 7-bit code of its entity, 55 bits of a hash of
+    (entity, key) or (entity, logical_id), and which of the two it is; one aggregation counts
+    the rows per number, a second sums the groups of two or more per code. The time span and
+    the entity behind each code are observations of the same read. At 100 M sends, grouping
+    the entity's text and the times with each key took five minutes; counting the keys a hash
+    chooses (one in 32) and scaling up missed by tens of millions: one reused id chosen or
+    not. Codes from the input's first rows named only the entities of its first file."""
+    named = F.coalesce(entity, F.lit(NO_ENTITY))
+    code = F.pmod(F.xxhash64(named), F.lit(_CODES)).cast("long")
+
+    def number(hashed: Column, what: int) -> Column:
+        low = F.shiftleft(hashed.bitwiseAND(F.lit(_HASH_MASK)), 1).bitwiseOR(F.lit(what))
+        return F.shiftleft(code, _CODE_SHIFT).bitwiseOR(low)
+
+    numbers = [F.when(key.isNotNull(), number(F.xxhash64(entity, key), 0))]
+    if truth:
+        numbers.append(number(F.xxhash64(entity, F.col("logical_id")), 1))
+    span = Observation(f"dedup-footprint-{uuid.uuid4().hex}")
+    observed = df.observe(
+        span,
+        F.min(time).alias("first"),
+        F.max(time).alias("last"),
+        F.collect_set(F.struct(code.alias("code"), named.alias("name"))).alias("names"),
+    )
+    each = observed.select(F.explode(F.array(*numbers)).alias("h")).where(F.col("h").isNotNull())
+    n = F.col("count")
+    counted = (
+        each.groupBy("h")
+        .count()
+        .where(n > 1)
+        .groupBy(
+            F.shiftright("h", _CODE_SHIFT).alias("code"),
+            F.col("h").bitwiseAND(F.lit(1)).alias("what"),
+        )
+        .agg(F.sum(n).alias("rows"), F.count(n).alias("groups"))
+        .collect()
+    )
+    total = sum(int(r["rows"]) for r in counted if r["what"] == 0)
+    message_count = sum(int(r["groups"]) for r in counted if r["what"] == 1)
+    # Nothing counted: nothing to refuse, and on an empty input classic Spark fails to
+    # return the observation.
+    seen = span.get if total or message_count else {}
+    names = _names(seen.get("names") or [])
+    rows = {names[int(r["code"])]: int(r["rows"]) for r in counted if r["what"] == 0}
+    return _sized(
+        total,
+        message_count,
+        {k: v for k, v in sorted(rows.items(), key=lambda kv: -kv[1]) if v},
+        sample,
+        repeated,
+        truth,
+        first=_utc(seen["first"]) if seen.get("first") is not None else None,
+        last=_utc(seen["last"]) if seen.get("last") is not None else None,
+    )
+
+
+def at_most(
+    eligible: int, sends: int, truth: bool, sample: pa.Table, repeated: Sequence[str]
+) -> Footprint:
+    """A bound on the footprint from counts the build takes anyway: every ``eligible`` send
+    repeated, and with ground truth every two of the ``sends`` one message. When it fits,
+    nothing needs counting exactly."""
+    return _sized(eligible, sends // 2 if truth else 0, {}, sample, repeated, truth)
+
+
+def _sized(
+    rows: int,
+    messages: int,
+    by_entity: dict[str, int],
+    sample: pa.Table,
+    repeated: Sequence[str],
+    truth: bool,
+    first: dt.datetime | None = None,
+    last: dt.datetime | None = None,
+) -> Footprint:
+    serialized, held = per_row(sample, repeated, truth)
+    return Footprint(
+        rows=rows,
+        messages=messages,
+        by_entity=by_entity,
+        result_bytes=int(max(rows, messages) * serialized),
+        driver_bytes=int(_PEAK_COPIES * (rows + messages) * held),
+        first=first,
+        last=last,
+    )
+
+
+def _names(observed: Sequence[Row]) -> dict[int, str]:
+    """The entity (or entities, when their codes coincide) behind each code."""
+    by_code: dict[int, list[str]] = {}
+    for r in observed:
+        by_code.setdefault(int(r["code"]), []).append(str(r["name"]))
+    return {code: " or ".join(sorted(names)) for code, names in by_code.items()}
+
+
+def too_large(exc: BaseException, found: Footprint, allowed: Budget) -> InputError | None:
+    """The refusal, for Spark's own failure to return a result over
+    ``spark.driver.maxResultSize``: the bytes per row come from a sample, and may be off."""
+    if "maxResultSize" not in str(exc):
+        return None
+    return refusal(
+        found,
+        [
+            f"Spark could not return it within {allowed.result_source} (estimated: about "
+            f"{gib(found.result_bytes)})"
+        ],
+    )
+
+
+def _utc(micros: int) -> dt.datetime:
+    return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=micros)
+
+
+def over(footprint: Footprint, allowed: Budget) -> list[str]:
+    """What ``footprint`` would exceed of ``allowed``, in words; empty when it fits."""
+    found = []
+    if allowed.result_bytes is not None and footprint.result_bytes > allowed.result_bytes:
+        found.append(
+            f"Spark would return about {gib(footprint.result_bytes)} in one result, over "
+            f"{allowed.result_source}"
+        )
+    if allowed.driver_bytes is not None and footprint.driver_bytes > allowed.driver_bytes:
+        found.append(
+            f"the driver would hold about {gib(footprint.driver_bytes)}, with "
+            f"{allowed.driver_source}"
+        )
+    return found
+
+
+def refusal(footprint: Footprint, over: list[str]) -> InputError:
+    """The error that says what the build would need, which entities hold most of it, and
+    what to narrow."""
+    top = list(footprint.by_entity.items())[:4]
+    entities = ", ".join(f"{printable(name)} {count:,}" for name, count in top)
+    more = " and others" if len(footprint.by_entity) > len(top) else ""
+    listed = f" (sends in repeated keys: {entities}{more})" if top else ""
+    span = ""
+    if footprint.first is not None and footprint.last is not None:
+        span = (
+            f" (the sends span {footprint.first:%Y-%m-%d %H:%M} to "
+            f"{footprint.last:%Y-%m-%d %H:%M} UTC)"
+        )
+    messages = (
+        f" and {footprint.messages:,} messages sent several times" if footprint.messages else ""
+    )
+    return InputError(
+        f"ReplayCache.build: too large for the driver: {footprint.rows:,} sends in keys "
+        f"sent more than once{messages}; {'; and '.join(over)}. Narrow the input before "
+        f"building: one entity{listed}, or a time range"
+        f"{span}, e.g. df.where(F.col('entity') == '...') or "
+        "df.where(F.col('send_time').between(start, end)). Or give the driver more room: "
+        "spark.driver.maxResultSize and DEDUP_DRIVER_MEMORY (its JVM heap) on a machine "
+        "that has the memory."
+    )

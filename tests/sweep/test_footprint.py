@@ -1,0 +1,170 @@
+"""footprint: what a ReplayCache would hold, counted before it is built; a refusal over budget."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import functions as F
+
+from dedup_lib import generate_telemetry
+from dedup_lib.errors import InputError
+from dedup_lib.sweep import collect as collect_module
+from dedup_lib.sweep import footprint
+from dedup_lib.sweep.collect import collect
+from dedup_lib.sweep.footprint import Budget, size_in_bytes
+from replay_kit import mixed_scenario
+
+#: Finite, so that a bound over it has the build count exactly; too large to refuse.
+ROOMY = Budget(2**50, "spark.driver.maxResultSize=1p", 2**50, "1 PiB available")
+
+
+@pytest.fixture(scope="module")
+def sends(spark):
+    return generate_telemetry(spark, 6_000, seed=2, scenario=mixed_scenario()).persist()
+
+
+@pytest.fixture
+def measured(monkeypatch):
+    """The footprints the builds measured, each build made to count exactly."""
+    seen: list[footprint.Footprint] = []
+    measure = footprint.measure
+    beyond = footprint.Footprint(0, 0, {}, 2**62, 2**62, None, None)
+    monkeypatch.setattr(collect_module.footprint, "at_most", lambda *a, **k: beyond)
+
+    def spy(*args, **kwargs):
+        seen.append(measure(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(collect_module.footprint, "measure", spy)
+    return seen
+
+
+@pytest.mark.parametrize("partitioning", [False, True])
+def test_the_count_is_what_the_build_holds(spark, sends, partitioning, measured):
+    built = collect(sends, partitioning, carry=("cause",), local_rows=0, allowed=ROOMY)
+    (found,) = measured
+    repeated = built.repeated
+    assert found.rows == len(repeated) > 500
+    per_message = sends.groupBy("entity", "logical_id").count().where("count > 1").count()
+    assert found.messages == per_message
+    per_entity = repeated["entity"].fillna("(none)").value_counts().to_dict()
+    assert found.by_entity == per_entity
+    assert list(found.by_entity.values()) == sorted(per_entity.values(), reverse=True)
+    first, last = sends.agg(F.min("send_time"), F.max("send_time")).first()
+    assert (found.first, found.last) == (first.replace(tzinfo=UTC), last.replace(tzinfo=UTC))
+
+
+def built_repeated(sends):
+    return collect(sends, False, carry=("cause",), local_rows=0, allowed=ROOMY).repeated
+
+
+def test_entities_whose_codes_coincide_are_counted_together(spark, sends, measured, monkeypatch):
+    monkeypatch.setattr(footprint, "_CODES", 1)
+    repeated = collect(sends, False, local_rows=0, allowed=ROOMY).repeated
+    (found,) = measured
+    per_entity = repeated["entity"].fillna("(none)").value_counts()
+    assert len(per_entity) > 1
+    together = " or ".join(sorted(sends.select("entity").distinct().toPandas()["entity"]))
+    assert found.by_entity == {together: len(repeated)}
+
+
+def test_the_bytes_are_near_what_the_build_holds(spark, sends, measured):
+    built = collect(sends, False, carry=("cause",), local_rows=0, allowed=ROOMY)
+    (found,) = measured
+    rows = built.repeated.drop(columns=["segment", "accepted_elsewhere"])
+    serialized = pa.Table.from_pandas(rows, preserve_index=False).nbytes
+    held = footprint._driver_size(pa.Table.from_pandas(built.repeated, preserve_index=False))
+    largest = max(found.rows, found.messages)
+    assert 0.5 < found.result_bytes / (serialized * largest / found.rows) < 2
+    assert 0.5 < found.driver_bytes / 2 / (held * (found.rows + found.messages) / found.rows) < 2
+
+
+def test_spark_refusing_the_result_gets_the_same_refusal():
+    found = footprint.Footprint(10, 0, {"orders": 10}, 100, 200, None, None)
+    limit = Budget(2**30, "spark.driver.maxResultSize=1g", None, "")
+    spark_says = RuntimeError(
+        "Total size of serialized results of 8 tasks (1100.0 MiB) is "
+        "bigger than spark.driver.maxResultSize (1024.0 MiB)"
+    )
+    refused = footprint.too_large(spark_says, found, limit)
+    assert refused is not None
+    assert "Spark could not return it within spark.driver.maxResultSize=1g" in str(refused)
+    assert "one entity (sends in repeated keys: orders 10)" in str(refused)
+    assert footprint.too_large(RuntimeError("disk full"), found, limit) is None
+
+
+def test_over_the_result_limit_the_build_is_refused_before_the_passes(
+    spark, sends, measured, monkeypatch
+):
+    per_entity = built_repeated(sends)["entity"].fillna("(none)").value_counts()
+    passes = []
+    monkeypatch.setattr(collect_module, "_repeated_sends", lambda *a, **k: passes.append(1))
+    limit = Budget(10_000, "spark.driver.maxResultSize=10k", None, "")
+    with pytest.raises(InputError) as refused:
+        collect(sends, False, carry=("cause",), local_rows=0, allowed=limit)
+    assert passes == []
+    found = measured[-1]
+    message = str(refused.value)
+    top = per_entity.index[0]
+    assert f"{found.rows:,} sends in keys sent more than once" in message
+    assert "over spark.driver.maxResultSize=10k" in message
+    listed = ", ".join(f"{name} {count:,}" for name, count in per_entity.items())
+    assert f"one entity (sends in repeated keys: {listed})" in message
+    assert per_entity[top] > per_entity.iloc[-1]
+    first, last = sends.agg(F.min("send_time"), F.max("send_time")).first()
+    assert f"span {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC" in message
+    assert "time range" in message
+
+
+def test_over_the_memory_available_the_build_is_refused(spark, sends):
+    short = Budget(None, "", 1_000, "0.0 GiB available on this machine")
+    with pytest.raises(InputError, match=r"the driver would hold about .* GiB available"):
+        collect(sends, True, local_rows=0, allowed=short)
+
+
+def test_within_budget_the_build_goes_on(spark, sends):
+    roomy = Budget(2**30, "spark.driver.maxResultSize=1g", 2**33, "8.0 GiB available")
+    assert len(collect(sends, True, local_rows=0, allowed=roomy).repeated) > 500
+
+
+def test_a_small_input_is_not_counted_first(spark, sends, measured):
+    collect(sends, False, allowed=Budget(1, "", 1, ""))
+    assert measured == []
+
+
+@pytest.mark.parametrize("truth", [False, True])
+def test_when_every_send_would_fit_nothing_is_counted(spark, sends, monkeypatch, truth):
+    bounds, measured = [], []
+    at_most = footprint.at_most
+
+    def bound(*args, **kwargs):
+        bounds.append(at_most(*args, **kwargs))
+        return bounds[-1]
+
+    monkeypatch.setattr(collect_module.footprint, "at_most", bound)
+    monkeypatch.setattr(collect_module.footprint, "measure", lambda *a: measured.append(a))
+    df = sends if truth else sends.drop("logical_id", "attempt")
+    built = collect(df, False, carry=("cause",), local_rows=0, allowed=ROOMY)
+    assert measured == []
+    (most,) = bounds
+    fixed = built.fixed
+    others = int(fixed.loc[fixed["kind"] == "single", "sends"].sum())
+    assert most.rows == len(built.repeated) + others
+    assert others > 0
+    assert most.messages == (df.count() // 2 if truth else 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("1g", 2**30), ("512m", 512 * 2**20), ("2048k", 2 * 2**20), ("0", 0), ("4096", 4096)],
+)
+def test_spark_sizes(text, size):
+    assert size_in_bytes(text) == size
+
+
+def test_the_session_budget_reads_the_result_limit(spark):
+    allowed = footprint.budget(spark)
+    assert allowed.result_bytes == 2**30
+    assert allowed.result_source == "spark.driver.maxResultSize=1g"
