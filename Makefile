@@ -18,7 +18,7 @@ help:
 	@echo "make lint    ruff, mypy and the import contract (lint-imports)"
 	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000, DATA=day)"
 	@echo "make profile-engine  where the engine's time goes: SQL metrics and JFR, narrow and wide rows"
-	@echo "make bench-simulate [ROWS=...]  simulate with its diagnostics against its replay alone (10 M)"
+	@echo "make bench-simulate [ROWS=...] [REPEAT=2]  simulate with its diagnostics against its replay alone (10 M)"
 	@echo "make bench-load   load_telemetry (with its tally) against one scan of every value (10 M)"
 	@echo "make bench-synth  generator benchmark, 10 M sends against the same floor"
 	@echo "make bench-explorer  explorer and sweep against one detect_duplicates run (10 M)"
@@ -75,7 +75,7 @@ profile-engine: $(STAMP)
 
 # simulate (load, replay, summaries, diagnostics) against its replay alone, each in a process.
 bench-simulate: $(STAMP)
-	$(BIN)/python benchmarks/bench_simulate.py --rows $(or $(ROWS),10000000)
+	$(BIN)/python benchmarks/bench_simulate.py --rows $(or $(ROWS),10000000) $(if $(REPEAT),--repeat $(REPEAT))
 
 bench-load: $(STAMP)
 	$(BIN)/python benchmarks/bench_load.py --rows $(or $(ROWS),10000000)

@@ -157,6 +157,13 @@ def test_when_every_send_would_fit_nothing_is_counted(spark, sends, monkeypatch,
 
 
 @pytest.mark.parametrize(
+    ("size", "text"), [(2**30, "1.0 GiB"), (1.25 * 2**30, "1.2 GiB"), (10 * 2**20, "10.0 MiB")]
+)
+def test_sizes_read_in_the_unit_that_fits(size, text):
+    assert footprint.readable(size) == text
+
+
+@pytest.mark.parametrize(
     ("text", "size"),
     [("1g", 2**30), ("512m", 512 * 2**20), ("2048k", 2 * 2**20), ("0", 0), ("4096", 4096)],
 )

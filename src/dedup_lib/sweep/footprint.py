@@ -82,8 +82,11 @@ def size_in_bytes(text: str) -> int:
     return int(float(value.rstrip("kmgt")) * scale)
 
 
-def gib(size: float) -> str:
-    return f"{size / 2**30:.1f} GiB"
+def readable(size: float) -> str:
+    """``size`` bytes in GiB, or in MiB below one GiB."""
+    if size >= 2**30:
+        return f"{size / 2**30:.1f} GiB"
+    return f"{size / 2**20:.1f} MiB"
 
 
 def budget(spark: SparkSession) -> Budget:
@@ -96,7 +99,7 @@ def budget(spark: SparkSession) -> Budget:
     result = (limit or None, f"spark.driver.maxResultSize={setting}")
     available = _available_memory()
     share = None if available is None else int(available * _AVAILABLE_SHARE)
-    where = "unknown" if available is None else f"{gib(available)} available on this machine"
+    where = "unknown" if available is None else f"{readable(available)} available on this machine"
     return Budget(*result, share, where)
 
 
@@ -259,7 +262,7 @@ def too_large(exc: BaseException, found: Footprint, allowed: Budget) -> InputErr
         found,
         [
             f"Spark could not return it within {allowed.result_source} (estimated: about "
-            f"{gib(found.result_bytes)})"
+            f"{readable(found.result_bytes)})"
         ],
     )
 
@@ -273,12 +276,12 @@ def over(footprint: Footprint, allowed: Budget) -> list[str]:
     found = []
     if allowed.result_bytes is not None and footprint.result_bytes > allowed.result_bytes:
         found.append(
-            f"Spark would return about {gib(footprint.result_bytes)} in one result, over "
+            f"Spark would return about {readable(footprint.result_bytes)} in one result, over "
             f"{allowed.result_source}"
         )
     if allowed.driver_bytes is not None and footprint.driver_bytes > allowed.driver_bytes:
         found.append(
-            f"the driver would hold about {gib(footprint.driver_bytes)}, with "
+            f"the driver would hold about {readable(footprint.driver_bytes)}, with "
             f"{allowed.driver_source}"
         )
     return found
