@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 
 from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry
 from dedup_lib.cli import main
+from dedup_lib.rules.durations import parse_window
+from dedup_lib.sweep.grid import configurable_window
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 DAY_SAMPLES = ["day.parquet", "day-azure.csv.gz", "day-python.jsonl.gz"]
@@ -75,6 +78,11 @@ def test_simulate_with_the_entities_settings_and_diagnostics(spark, capsys):
     assert main([*argv, "--content", "sender,logical_id"], spark=spark) == 0
     misses = capsys.readouterr().out.split("Missed resends", 1)[1]
     assert "or longer would catch every resend that came after the window" in misses
+    advice = re.search(r"A window of (\S+) or longer .*: configure (P\S+) \((\S+)\)\.", misses)
+    assert advice is not None, misses
+    longest, iso, short = advice.groups()
+    assert parse_window(iso) == parse_window(short) == configurable_window(longest)
+    assert parse_window(iso) >= parse_window(longest)
 
 
 def test_generate_writes_what_it_is_asked(spark, capsys, tmp_path):

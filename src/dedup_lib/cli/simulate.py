@@ -30,10 +30,11 @@ from dedup_lib.cli.common import (
 )
 from dedup_lib.errors import excerpt, printable
 from dedup_lib.replay.engine import KERNELS, detect_duplicates
-from dedup_lib.rules.durations import format_duration
+from dedup_lib.rules.durations import format_duration, format_window
 from dedup_lib.rules.policy import WINDOW_BOUNDS, Bounds, DedupPolicy, Policies
 from dedup_lib.settings.load import load_entity_policies
 from dedup_lib.spark import spark_errors
+from dedup_lib.sweep.grid import configurable_window
 from dedup_lib.telemetry.files import is_remote_session, output_path, spark_path
 from dedup_lib.telemetry.read import LoadedTelemetry, load_once
 
@@ -211,10 +212,14 @@ def _diagnose(result: DataFrame, content: list[str] | None, progress: Progress) 
     if len(late):
         longest = late["longest_caught_from"].max()
         limit = WINDOW_BOUNDS["service"][1].total_seconds()
-        beyond = " (beyond the service's 7-day limit)" if longest > limit else ""
+        if longest > limit:
+            advice = " (beyond the service's 7-day limit)."
+        else:
+            window = configurable_window(longest)
+            advice = f": configure {format_window(window, 'iso')} ({format_window(window)})."
         print(
             f"A window of {format_duration(longest, 'up')} or longer would catch every resend "
-            f"that came after the window{beyond}."
+            f"that came after the window{advice}"
         )
     progress.step("looking for collisions: other content dropped as a duplicate")
     lost = collision_groups(collisions(result, content))
