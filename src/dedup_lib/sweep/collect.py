@@ -114,12 +114,13 @@ def collect(
     entity = _entity(df)
     named = F.coalesce(entity, F.lit(NO_ENTITY))
     kept = [c for c in judged.column_names if c not in ("kind", "bucket_us")]
+    size = footprint.per_row(judged, kept, truth)
     limits = allowed or footprint.budget(df.sparkSession)
     counted = _counted(df, named, rules.verdict, time, bucket_us, truth)
     eligible = int(counted.loc[counted["kind"] == "eligible", "sends"].sum())
-    needed = footprint.at_most(eligible, int(counted["sends"].sum()), truth, judged, kept)
+    needed = footprint.at_most(eligible, int(counted["sends"].sum()), truth, size)
     if footprint.over(needed, limits):
-        needed = footprint.measure(df, entity, rules.key, time, truth, judged, kept)
+        needed = footprint.measure(df, entity, rules.key, time, truth, size)
         too_much = footprint.over(needed, limits)
         if too_much:
             raise footprint.refusal(needed, too_much)

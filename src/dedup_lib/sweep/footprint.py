@@ -127,7 +127,16 @@ def _driver_size(table: pa.Table) -> int:
     return size
 
 
-def per_row(sample: pa.Table, repeated: Sequence[str], truth: bool) -> tuple[float, float]:
+@dataclass(frozen=True)
+class RowSize:
+    """Bytes per row the cache would hold: ``serialized`` as Spark returns it, ``held`` in
+    the driver."""
+
+    serialized: float
+    held: float
+
+
+def per_row(sample: pa.Table, repeated: Sequence[str], truth: bool) -> RowSize:
     """Bytes per repeated send, serialized and in the driver, from ``sample`` (rows judged
     as the cache judges them, :func:`dedup_lib.sweep.collect._judged`): its rows with a key,
     as the cache keeps them, plus the rank Spark returns and the two columns the driver adds."""
@@ -141,7 +150,7 @@ def per_row(sample: pa.Table, repeated: Sequence[str], truth: bool) -> tuple[flo
         ids = sample["logical_id"]
         id_bytes = ids.nbytes / max(len(ids), 1)
         serialized = max(serialized, 8 + 1 + id_bytes + 24)
-    return serialized, held
+    return RowSize(serialized, held)
 
 
 def measure(
@@ -150,12 +159,11 @@ def measure(
     key: Column,
     time: Column,
     truth: bool,
-    sample: pa.Table,
-    repeated: Sequence[str],
+    size: RowSize,
 ) -> Footprint:
     """The footprint of ``df`` (positioned, with the rules' columns), counted exactly: the
     sends of keys sent more than once per entity, and with ground truth the messages sent
-    several times; the time the sends span.
+    several times; the time the sends span. ``size``: :func:`per_row`.
 
     One Spark job and one read of ``df`` (often a parse of every row). Each key and each
     message becomes one 64-bit number: a 7-bit code of its entity, 55 bits of a hash of
@@ -206,40 +214,33 @@ def measure(
         total,
         message_count,
         {k: v for k, v in sorted(rows.items(), key=lambda kv: -kv[1]) if v},
-        sample,
-        repeated,
-        truth,
+        size,
         first=_utc(seen["first"]) if seen.get("first") is not None else None,
         last=_utc(seen["last"]) if seen.get("last") is not None else None,
     )
 
 
-def at_most(
-    eligible: int, sends: int, truth: bool, sample: pa.Table, repeated: Sequence[str]
-) -> Footprint:
+def at_most(eligible: int, sends: int, truth: bool, size: RowSize) -> Footprint:
     """A bound on the footprint from counts the build takes anyway: every ``eligible`` send
     repeated, and with ground truth every two of the ``sends`` one message. When it fits,
     nothing needs counting exactly."""
-    return _sized(eligible, sends // 2 if truth else 0, {}, sample, repeated, truth)
+    return _sized(eligible, sends // 2 if truth else 0, {}, size)
 
 
 def _sized(
     rows: int,
     messages: int,
     by_entity: dict[str, int],
-    sample: pa.Table,
-    repeated: Sequence[str],
-    truth: bool,
+    size: RowSize,
     first: dt.datetime | None = None,
     last: dt.datetime | None = None,
 ) -> Footprint:
-    serialized, held = per_row(sample, repeated, truth)
     return Footprint(
         rows=rows,
         messages=messages,
         by_entity=by_entity,
-        result_bytes=int(max(rows, messages) * serialized),
-        driver_bytes=int(_PEAK_COPIES * (rows + messages) * held),
+        result_bytes=int(max(rows, messages) * size.serialized),
+        driver_bytes=int(_PEAK_COPIES * (rows + messages) * size.held),
         first=first,
         last=last,
     )
