@@ -154,17 +154,17 @@ def main(argv: list[str] | None = None) -> int:
     policy = DedupPolicy(args.window)
     with tempfile.TemporaryDirectory(prefix="dedup-bench-") as tmp:
         plain_path, hot_path, narrow_path = f"{tmp}/plain", f"{tmp}/hot", f"{tmp}/narrow"
-        print(f"generating {args.rows:,} sends (+{args.hot_rows:,} hot-key sends) ...", flush=True)
-        if args.data == "day":
+        synthetic = args.data == "synthetic"
+        hot_sends = f" (+{args.hot_rows:,} hot-key sends)" if synthetic else ""
+        print(f"generating {args.rows:,} {args.data} sends{hot_sends} ...", flush=True)
+        if synthetic:
+            generate(spark, args.rows, args.seed).write.parquet(plain_path)
+            generate(spark, args.rows, args.seed, args.hot_rows).write.parquet(hot_path)
+        else:
             day = dataclasses.replace(day_scenario(), malformed=0.0)
             generate_telemetry(spark, args.rows, seed=args.seed, scenario=day).write.parquet(
                 plain_path
             )
-        else:
-            generate(spark, args.rows, args.seed).write.parquet(plain_path)
-        synthetic = args.data == "synthetic"
-        if synthetic:
-            generate(spark, args.rows, args.seed, args.hot_rows).write.parquet(hot_path)
         spark.read.parquet(plain_path).select(*NARROW).write.parquet(narrow_path)
         plain, narrow = spark.read.parquet(plain_path), spark.read.parquet(narrow_path)
 
@@ -198,10 +198,9 @@ def main(argv: list[str] | None = None) -> int:
 
     floor_s, plain_s, narrow_floor_s, narrow_s = (timings[n] for n in list(runs)[:4])
     engine_ratio, engine_best = paired(plain_s, floor_s), min(plain_s) / min(floor_s)
-    hot_ratio = hot_best = None
-    if HOT_RUN in timings:
-        hot_ratio = paired(timings[HOT_RUN], plain_s)
-        hot_best = min(timings[HOT_RUN]) / min(plain_s)
+    hot_s = timings.get(HOT_RUN)
+    hot_ratio = paired(hot_s, plain_s) if hot_s else None
+    hot_best = min(hot_s) / min(plain_s) if hot_s else None
     narrow_ratio = paired(narrow_s, narrow_floor_s)
     narrow_best = min(narrow_s) / min(narrow_floor_s)
     print(f"\nrows {args.rows:,} ({args.data}), {policy.describe()}, verdicts {counts}")
@@ -210,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     print("ratios: median of the rounds' ratios (ratio of the best times)")
     print(f"engine / floor, wide     {engine_ratio:5.2f}x ({engine_best:4.2f}x)   (target <= 1.3x)")
     print(f"engine / floor, narrow   {narrow_ratio:5.2f}x ({narrow_best:4.2f}x)   (target <= 1.3x)")
-    if hot_ratio is not None and hot_best is not None:
+    if hot_s:
         print(f"hot-key run / plain run  {hot_ratio:5.2f}x ({hot_best:4.2f}x)   (target <= 1.2x)")
     python_ratio = None
     if PYTHON_RUN in timings:
