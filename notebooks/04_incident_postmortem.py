@@ -57,6 +57,7 @@ from dedup_lib import (
     collisions,
     configurable_window,
     detect_duplicates,
+    escape,
     format_window,
     missed_resends,
     missed_summary,
@@ -69,11 +70,12 @@ buckets = narrow(cache.over_time(policy.window), ENTITY, START, END, time="time"
 first, last = (buckets.min(), buckets.max()) if len(buckets) else (START, END)
 start_text = f"{pd.Timestamp(START or first):%Y-%m-%d %H:%M}" if START or first else "the start"
 end_text = f"{pd.Timestamp(END or last):%Y-%m-%d %H:%M}" if END or last else "the end"
-where = "all entities" if ENTITY == "(all)" else ENTITY
+where = "all entities" if ENTITY == "(all)" else escape(ENTITY, "text")  # data, as text
 report_title = (
     f"Incident postmortem: {where}, window {format_window(policy.window, 'iso')},"
     f" {start_text} to {end_text} UTC"
 )
+in_words = escape(where, "markdown", limit=None)
 
 
 def lost_at(policy):
@@ -90,7 +92,7 @@ if "payload_hash" in loaded.valid.columns:
     again, lost_now = int(missed["resends"].sum()), int(groups["sends_dropped"].sum())
     late = missed[missed["miss_cause"] == AFTER_THE_WINDOW]
     said = [
-        f"On {where} from {start_text} to {end_text} UTC, replayed at the window"
+        f"On {in_words} from {start_text} to {end_text} UTC, replayed at the window"
         f" {window_words} with partitioning {'enabled' if PARTITIONING else 'disabled'},"
         f" **{again:,} resends reached consumers again** (sends whose content had already"
         f" been delivered) and **{lost_now:,} messages were lost** (dropped as duplicates"
@@ -118,12 +120,13 @@ if "payload_hash" in loaded.valid.columns:
 else:
     misses = lost = None
     summary = (
-        f"On {where} from {start_text} to {end_text} UTC, replayed at the window"
+        f"On {in_words} from {start_text} to {end_text} UTC, replayed at the window"
         f" {window_words}: the input has no `payload_hash` column, so which resends reached"
         " consumers again is not known from their content; see the delays chart for resends"
         " by timing."
     )
-display(Markdown(f"# {report_title}\n\n{summary}"), metadata={"dedup_lib": {"title": report_title}})
+heading = escape(report_title, "markdown", limit=None)
+display(Markdown(f"# {heading}\n\n{summary}"), metadata={"dedup_lib": {"title": report_title}})
 
 # %%
 from dedup_lib import styled
@@ -252,7 +255,7 @@ else:
 shown
 
 # %%
-Markdown(checked.verdict()) if checked is not None else None
+Markdown(escape(checked.verdict(), "markdown", limit=None)) if checked is not None else None
 
 # %% [markdown]
 # The contradictions, first twenty: `gap_s` is how long after the original the replay matched it with each came; where `original_kept` is true the broker kept that original too, so its window is at most that gap.

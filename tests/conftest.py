@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from dedup_lib import get_spark
+from hostile_kit import IMG, Corpus, write_corpus
 
 settings.register_profile(
     "default",
@@ -53,6 +55,25 @@ def spark(request: pytest.FixtureRequest) -> Iterator[object]:
         session = get_spark("dedup-tests", remote=remote, config=TEST_CONFIG)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    """The hostile corpus (``hostile_kit``), written once per run."""
+    return write_corpus(tmp_path_factory.mktemp("hostile"))
+
+
+@pytest.fixture(scope="session")
+def hostile_report(hostile: Corpus, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``dedup-lib postmortem`` on the hostile corpus, for its hostile entity, checked against
+    its hostile export: the report's path."""
+    from dedup_lib.cli import main
+
+    out = tmp_path_factory.mktemp("hostile-report")
+    argv = ["postmortem", str(hostile.sends), "--entity", IMG, "--kept", str(hostile.kept)]
+    assert main([*argv, "--out-dir", str(out), "--quiet"]) == 0
+    (report,) = out.glob("*.html")
+    return report
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -43,6 +43,7 @@ from dedup_lib.telemetry.record import AsyncRecordingSender, RecordingSender, re
 from dedup_lib.telemetry.samples import sample_path
 from dedup_lib.telemetry.schema import BUILTIN_ALIASES, CANONICAL_COLUMNS
 from dedup_lib.telemetry.write import write_telemetry
+from dedup_lib.text import escape
 from dedup_lib.workbench import charts
 from dedup_lib.workbench.explorer import WindowExplorer
 from dedup_lib.workbench.report import run_postmortem
@@ -77,6 +78,7 @@ __all__ = [
     "counts_over_time",
     "detect_duplicates",
     "detect_duplicates_by_count",
+    "escape",
     "format_duration",
     "format_window",
     "generate_telemetry",

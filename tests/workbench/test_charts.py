@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -160,7 +161,9 @@ def test_counts_over_time_stacks_one_trace_per_group_summed_over_entities():
     assert list(fresh.y) == [5, 4]
     assert fig.layout.barmode == "stack"
     assert _titles(fig) == ("Missed resends", "time (UTC)", "resends per 1m")
-    assert "new MessageId" in fresh.hovertemplate
+    # the hover names the group through the trace's name, never with data in its template
+    assert "%{fullData.name}" in fresh.hovertemplate
+    assert (fresh.meta, fresh.name) == ("resends", "new MessageId")
     assert fig.layout.legend.title.text == "miss cause"
 
 
@@ -206,3 +209,60 @@ def test_an_empty_selection_is_said_in_words_with_its_axes_hidden(draw, words):
     assert axes
     assert all(axis.visible is False for axis in axes)
     assert charts.ANYWHERE in draw(charts.ANYWHERE).layout.annotations[0].text
+
+
+def _texts(value, key=""):
+    """Every (key, text) of a figure's JSON."""
+    if isinstance(value, str):
+        yield key, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _texts(v, k)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _texts(v, key)
+
+
+def _hostile_figures():
+    from hostile_kit import BREAKOUT, IMG, LINK, LONG, RTL, SCRIPT, SVG
+
+    names = [SCRIPT, IMG, SVG, LINK, BREAKOUT, RTL, LONG]
+    times = [t for t in TIMES for _ in names]
+    per_entity = pd.DataFrame(
+        {"entity": names * len(TIMES), "time": times, "sends": 1, "held": 2, "duplicates": 1}
+    )
+    by = pd.DataFrame({"time": times, "id_pattern": names * len(TIMES), "sends": 1})
+    delays = pd.DataFrame({"delay_s": [1.0] * len(names), "cause": names})
+    scope = f"on {SCRIPT} between {IMG} and {LINK}"
+    title = f"Sends of {SVG}, {BREAKOUT}"
+    return names, [
+        charts.sends_over_time(per_entity, title=title, scope=scope),
+        charts.sends_over_time(per_entity.iloc[:0], title=title, scope=scope),
+        charts.counts_over_time(by, "id_pattern", title=title, scope=scope),
+        charts.resend_delays(delays, 60, title=title, scope=scope),
+        charts.resend_delays(delays.iloc[:0], 60, title=title, scope=scope),
+        charts.ids_held(per_entity, 60, title=title, scope=scope),
+        charts.sends_per_entity(per_entity, title=title, scope=scope),
+    ]
+
+
+def test_texts_from_the_data_are_never_plotly_markup():
+    from dedup_lib.text import SHORT, shown
+
+    names, figures = _hostile_figures()
+    for fig in figures:
+        texts = list(_texts(fig.to_plotly_json()))
+        for key, text in texts:
+            if key in charts.TEMPLATES:
+                # templates are markup, so they never hold data: it comes from name or meta
+                assert not re.search("pwn|\u202e", text), (key, text)
+            else:
+                # plotly's line break is the one tag a text may hold: the module wrote it
+                plain = text.replace("<br>", " ")
+                assert not re.search("[<>\u202e]|L{1000}", plain), (key, text[:200])
+        said = " ".join(t for _, t in texts)
+        assert "&lt;" in said
+        assert "data-pwn" in said
+    legends = [t.name for t in figures[2].data]
+    assert sorted(legends) == sorted(shown(n, SHORT).replace("&", "&amp;").replace("<", "&lt;")
+                                     .replace(">", "&gt;") for n in names)  # fmt: skip

@@ -170,3 +170,48 @@ def test_the_charts_widget_exists_before_spark_works(spark, monkeypatch):
 
     assert events == ["charts", "replay"]
     assert ex.charts.figures
+
+
+@pytest.mark.classic_only(covered_by="test_update_agrees_with_the_engine (the build, on both)")
+def test_hostile_names_are_text_in_every_widget(spark):
+    """Entity names and MessageIds are drawn in the explorer's own HTML (its tables, its
+    messages), its entity list and its charts: as text everywhere."""
+    from html.parser import HTMLParser
+
+    from pyspark.sql import functions as F
+
+    from dedup_lib import generate_telemetry
+    from dedup_lib.text import SHORT, shown
+    from hostile_kit import IMG, LONG, SCRIPT, SVG
+
+    class Tags(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.made: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            if any(name == "data-pwn" or name.startswith("on") for name, _ in attrs):
+                self.made.append(tag)
+
+    def made(html: str) -> list[str]:
+        tags = Tags()
+        tags.feed(html)
+        return tags.made
+
+    sends = generate_telemetry(spark, 600, seed=5, scenario=mixed_scenario())
+    entity = F.when(F.col("entity") == "q1", F.lit(LONG)).otherwise(F.concat(F.lit(IMG), "entity"))
+    sends = sends.withColumn("entity", entity)
+    sends = sends.withColumn("message_id", F.concat(F.lit(SCRIPT), "message_id"))
+    ex = WindowExplorer.from_frame(sends, modes=(False,), background=False, progress=False)
+    labels = dict(ex.entity.options)
+    assert labels[shown(LONG, SHORT)] == LONG  # picked by the value, shown cut
+    for entity_name in ex.entities:
+        ex.update(entity=entity_name)
+        assert made(ex.numbers.value) == []
+        assert made(ex.keys.value) == []
+        for figure in ex.charts.shown:
+            assert "<" not in figure["layout"]["title"]["text"]
+    assert "&lt;script data-pwn&gt;" in ex.keys.value  # the top keys, as text
+    ex.window_text.value = SVG
+    assert made(ex.message.value) == []
+    assert "&lt;svg data-pwn" in ex.message.value

@@ -151,3 +151,11 @@ def test_a_spec_reaches_the_browser_as_its_validated_figure_would(tz, rows):
         first = first.dt.tz_convert("UTC").dt.tz_localize(None)
     x = _decoded(plain(specs[0])["data"][0]["x"])
     assert x[:1] == list(first.astype("datetime64[ms]").astype("int64").astype(float))
+
+
+def test_a_spec_sent_to_the_browser_has_its_texts_escaped():
+    spec = {"data": [{"type": "bar", "name": "<img src=x onerror=alert(1)>", "y": [1]}],
+            "layout": {"title": {"text": "orders <b>"}}}  # fmt: skip
+    sent = plain(spec)
+    assert sent["data"][0]["name"] == "&lt;img src=x onerror=alert(1)&gt;"
+    assert sent["layout"]["title"]["text"] == "orders &lt;b&gt;"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html as markup
 import re
+from html.parser import HTMLParser
 
 import pytest
 
@@ -96,21 +97,45 @@ def test_sample_path_lists_the_samples():
         sample_path("nope.parquet")
 
 
-def test_hostile_ids_and_entity_names_stay_inert_in_the_report(tmp_path):
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+class _Elements(HTMLParser):
+    """Every element of a page with its attributes, the page's text, and its CSP."""
 
-    table = pq.read_table(sample_path("incident.parquet"))
-    entity = pc.replace_substring(table["entity"], "orders", "<img src=x onerror=alert(1)>")
-    ids = pc.binary_join_element_wise("<script>alert(2)</script>", table["message_id"], "")
-    table = table.set_column(table.schema.get_field_index("entity"), "entity", entity)
-    table = table.set_column(table.schema.get_field_index("message_id"), "message_id", ids)
-    path = tmp_path / "hostile.parquet"
-    pq.write_table(table, path, coerce_timestamps="us")
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str]]] = []
+        self.text: list[str] = []
 
-    html = run_postmortem(str(path), window="PT20S", out_dir=str(tmp_path)).read_text()
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, {k: v or "" for k, v in attrs}))
 
-    assert "alert(1)" in html  # the entity is shown...
-    assert "<img src=x onerror" not in html  # ...as text, never as markup
-    assert "<script>alert(2)" not in html
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_hostile_ids_entity_and_file_names_stay_text_in_the_report(hostile_report):
+    from dedup_lib.workbench import csp
+    from hostile_kit import IMG, SCRIPT
+
+    html = hostile_report.read_text()
+    page = _Elements()
+    page.feed(html)
+    made = [
+        (tag, attrs)
+        for tag, attrs in page.elements
+        if "data-pwn" in attrs or any(k.startswith("on") and "pwn" in v for k, v in attrs.items())
+    ]
+    assert made == []  # no element and no handler came from the data...
+    text = "".join(page.text)
+    assert IMG in text  # ...which shows as its characters: the entity
+    assert SCRIPT in text  # another entity, in the tables
+    assert "'pwn-file')&gt; sends.parquet" in html  # the file name, in the input's table
+    # the report runs only the scripts the library wrote (and says so to the browser)
+    policies = [
+        a["content"] for t, a in page.elements if a.get("http-equiv") == "Content-Security-Policy"
+    ]
+    assert len(policies) == 1
+    assert all(h in policies[0] for h in csp.script_hashes(html))
+    assert page.elements.index(
+        ("meta", {"http-equiv": "Content-Security-Policy", "content": policies[0]})
+    ) < min(i for i, (tag, _) in enumerate(page.elements) if tag == "script")
     assert "Traceback" not in html

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
@@ -102,3 +103,21 @@ def test_numbers_align_right_and_text_left():
     html = styled(table).to_html()
     aligned = dict(re.findall(r"_row0_(col\d) \{\s*text-align: (\w+);", html))
     assert aligned == {"col0": "left", "col1": "right"}
+
+
+def test_data_and_column_labels_are_text_never_markup():
+    from dedup_lib.text import shown
+    from hostile_kit import BREAKOUT, IMG, LINK, LONG, RTL, SCRIPT, SVG
+
+    hostile = [SCRIPT, IMG, SVG, LINK, BREAKOUT, RTL, LONG]
+    table = pd.DataFrame({"entity": hostile, "sends": range(len(hostile))})
+    table["ok"] = True
+    table.columns = [IMG, "sends", SCRIPT]
+    page = styled(table).to_html()
+    assert "data-pwn" not in re.sub(r"&[^;]+;", "", re.sub(r">[^<]*<", "><", page))
+    assert not re.search(r"<(script|img|svg|a|b)\b", page)
+    cells = [[html.unescape(cell) for cell in row] for row in _cells(table)]
+    assert cells[0] == [IMG, "sends", SCRIPT]
+    assert [row[0] for row in cells[1:]] == [shown(v) for v in hostile]
+    assert "…(10,240 characters)" in cells[-1][0]
+    assert "\u202e" not in page

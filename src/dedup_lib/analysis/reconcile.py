@@ -40,11 +40,12 @@ from pyspark.sql import types as T
 from dedup_lib.analysis.selection import narrow
 from dedup_lib.analysis.tables import ALL_ENTITIES, entity_column
 from dedup_lib.columns import column, count_where, utc_wall_clock
-from dedup_lib.errors import InputError, InputTypeError, excerpt, printable
+from dedup_lib.errors import InputError, InputTypeError, excerpt
 from dedup_lib.replay.sql_rules import INTERNAL, OUTPUT_COLUMNS, is_set, sql_rules
 from dedup_lib.rules.durations import format_duration, format_window, parse_window
 from dedup_lib.rules.policy import ACCEPTED, DUPLICATE, REJECTED, DedupPolicy
 from dedup_lib.spark import to_pandas
+from dedup_lib.text import shown
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -184,7 +185,7 @@ class Reconciliation:
     def verdict(self) -> str:
         """The reconciliation in one paragraph of words, for a notebook or a report."""
         c, window = self.tally, format_window(self.policy.window)
-        name = None if self.entity is None else printable(self.entity)
+        name = None if self.entity is None else shown(self.entity)
         where = "" if name is None else f" on {name}"
         subject = "The broker" if name is None else f"On {name}, the broker"
         if c["kept"] == 0:
@@ -388,9 +389,9 @@ def reconcile(
     assert sends_row is not None
     tally["pairs"] = int(pair_row[0])
     tally["accepted"], tally["not_kept"] = int(sends_row[0]), int(sends_row[1])
-    shown = [c for c in classified.columns if not c.startswith(INTERNAL)]
+    visible = [c for c in classified.columns if not c.startswith(INTERNAL)]
     by_category = {
-        name: kept_rows.where(F.col("category") == name).select(*(column(c) for c in shown))
+        name: kept_rows.where(F.col("category") == name).select(*(column(c) for c in visible))
         for name in CATEGORIES
     }
     agreeing = None if pair_row[1] is None else timedelta(microseconds=int(pair_row[1]))

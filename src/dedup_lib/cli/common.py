@@ -28,6 +28,7 @@ from dedup_lib.spark import (
 from dedup_lib.telemetry.files import has_scheme, is_remote_session, local_path
 from dedup_lib.telemetry.formats import RECORD_FORMATS
 from dedup_lib.telemetry.schema import FORMATS
+from dedup_lib.text import escape, shown
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -130,25 +131,30 @@ def column_mapping(pairs: Sequence[str]) -> dict[str, str]:
     return mapping
 
 
+#: The widest value a table in the terminal shows whole; a longer one is cut, saying how long.
+CELL = 80
+
+
 def _shown(value: object) -> object:
-    return printable(value) if isinstance(value, str) else value
+    return shown(value, CELL) if isinstance(value, str) else value
 
 
 def text_table(df: pd.DataFrame) -> str:
     """``df`` as aligned text: shares as percentages, delays as durations, and data (entity
-    names, MessageIds) escaped by :func:`printable`."""
-    shown = df.copy()
-    shown.columns = [printable(str(name)) for name in shown.columns]
-    for name in shown.columns:
-        if pd.api.types.is_object_dtype(shown[name]) or pd.api.types.is_string_dtype(shown[name]):
-            shown[name] = shown[name].map(_shown)
+    names, MessageIds) as text (:func:`dedup_lib.text.shown`: escaped, over :data:`CELL`
+    characters cut)."""
+    table = df.copy()
+    table.columns = [escape(str(name), "text") for name in table.columns]
+    for name in table.columns:
+        if pd.api.types.is_object_dtype(table[name]) or pd.api.types.is_string_dtype(table[name]):
+            table[name] = table[name].map(_shown)
         if name.startswith("share"):
-            shown[name] = shown[name].map(lambda v: "-" if pd.isna(v) else f"{v:.1%}")
+            table[name] = table[name].map(lambda v: "-" if pd.isna(v) else f"{v:.1%}")
         elif name.endswith(("delay", "caught_from")):
-            shown[name] = shown[name].map(lambda v: format_duration(v, "up"))
+            table[name] = table[name].map(lambda v: format_duration(v, "up"))
         elif name in ("first", "last"):
-            shown[name] = shown[name].map(lambda t: t.strftime("%Y-%m-%d %H:%M:%S"))
-    return shown.to_string(index=False)
+            table[name] = table[name].map(lambda t: t.strftime("%Y-%m-%d %H:%M:%S"))
+    return table.to_string(index=False)
 
 
 def iso_time(text: str) -> str:

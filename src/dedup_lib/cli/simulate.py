@@ -37,6 +37,7 @@ from dedup_lib.spark import spark_errors
 from dedup_lib.sweep.grid import configurable_window
 from dedup_lib.telemetry.files import is_remote_session, output_path, spark_path
 from dedup_lib.telemetry.read import LoadedTelemetry, load_once
+from dedup_lib.text import escape, shown
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -74,7 +75,7 @@ def describe(policy: Policies) -> str:
     if isinstance(policy, DedupPolicy):
         return policy.describe()
     each = [
-        f"{printable(name)} {'detection off' if p is None else p.describe()}"
+        f"{escape(name, 'text')} {'detection off' if p is None else p.describe()}"
         for name, p in sorted(policy.items())
     ]
     return "per-entity settings: " + "; ".join(each)
@@ -171,7 +172,7 @@ def _report(
     unchecked = table[(table["not_checked"] > 0) & (table["entity"] != ALL_ENTITIES)]
     if len(unchecked):
         print(
-            f"Duplicates were not checked on {printable(', '.join(unchecked['entity']))}: "
+            f"Duplicates were not checked on {', '.join(map(shown, unchecked['entity']))}: "
             "detection is off "
             "there, so every send was accepted."
         )

@@ -6,6 +6,12 @@ the plot, where no axis title or label can be under them at any width. Durations
 a log scale labelled in human units (20 s, 10 min, 1 d). A table without rows gives a figure
 that says so in words (``No resends on audit between ...``), its axes hidden: ``scope`` is
 where the table was narrowed to, as words (default: in this selection).
+
+Each builder gives a :data:`~dedup_lib.workbench.figures.Spec` (``*_spec``, what the explorer
+redraws from) or a ``go.Figure`` made by :func:`~dedup_lib.workbench.figures.figure`, whose
+texts are escaped: the hover templates written here never hold data, which comes from the
+trace's name, ``meta`` or ``customdata``, and a value named in a legend is cut to
+:data:`~dedup_lib.text.SHORT` characters.
 """
 
 from __future__ import annotations
@@ -18,10 +24,40 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from dedup_lib.rules.durations import format_duration
+from dedup_lib.text import SHORT, shown
+from dedup_lib.workbench.figures import (
+    ANYWHERE,
+    TEMPLATES,
+    Spec,
+    axis_title,
+    figure,
+    house_layout,
+    safe,
+    say_empty,
+    show,
+)
+
+__all__ = [
+    "ANYWHERE",
+    "TEMPLATES",
+    "Spec",
+    "counts_over_time",
+    "figure",
+    "ids_held",
+    "ids_held_spec",
+    "resend_delays",
+    "resend_delays_spec",
+    "safe",
+    "sends_over_time",
+    "sends_over_time_spec",
+    "sends_per_entity",
+    "show",
+    "window_marker",
+    "window_sweep",
+]
 
 #: Tick positions for duration axes, in seconds, and their labels.
 DURATION_TICKS = [
@@ -51,77 +87,11 @@ CAUSE_LABELS = {
 _CAUSE_ORDER = {cause: n for n, cause in enumerate(CAUSE_LABELS)}
 
 
-def _white() -> dict[str, Any]:
-    """``plotly_white`` as far as bar and scatter charts use it (its layout: colours, axes,
-    fonts; its bar and scatter defaults), with tick labels never hidden. The whole template
-    made each figure larger and slower to build and to draw."""
-    white = pio.templates["plotly_white"]
-    used = (
-        "autotypenumbers", "colorway", "font", "hovermode", "hoverlabel", "paper_bgcolor",
-        "plot_bgcolor", "xaxis", "yaxis", "shapedefaults", "annotationdefaults", "title",
-    )  # fmt: skip
-    template = go.layout.Template(
-        layout={name: white.layout[name] for name in used},
-        data={"bar": white.data.bar, "scatter": white.data.scatter},
-    )
-    # Tick labels past the chart's edge are drawn, not measured one by one to be hidden: the
-    # measuring was a sixth of a redraw, and the margins leave room for the labels.
-    for axis in (template.layout.xaxis, template.layout.yaxis):
-        axis.ticklabeloverflow = "allow"
-    plain: dict[str, Any] = template.to_plotly_json()
-    return plain
-
-
-#: A figure as plotly.js reads it: ``data`` (traces) and ``layout``, built from dicts, lists
-#: and numbers, with numeric columns and times (``datetime64``) as numpy arrays. The explorer's
-#: charts are built this way, not as ``go.Figure``: on every control change plotly's
-#: validation of three figures took 0.1 s, more than the rest of the change.
-Spec = dict[str, Any]
-
-_LAYOUT: dict[str, Any] = {"template": _white(), "hovermode": "closest", "showlegend": True}
-#: Where a table was narrowed to, when the caller does not say.
-ANYWHERE = "in this selection"
-
-
-def figure(spec: Spec) -> go.Figure:
-    """``spec`` as a ``go.Figure`` (validated): what a notebook shows, exports or edits."""
-    return go.Figure(spec)
-
-
-def _layout(title: str, legend: str, **more: Any) -> dict[str, Any]:
-    """A layout with the house template, ``title`` and a vertical legend right of the plot
-    titled ``legend`` (what its colours stand for)."""
-    return {
-        **_LAYOUT,
-        "title": {"text": title},
-        "legend": {"title": {"text": legend}, "orientation": "v", "x": 1.02, "y": 1},
-        **more,
-    }
-
-
-def _title(text: str) -> dict[str, Any]:
-    return {"title": {"text": text}}
-
-
-def _say_empty(spec: Spec, message: str) -> Spec:
-    """``spec`` with every axis hidden and ``message`` in its middle: an empty table drawn as
-    words, never as empty axes with made-up ranges."""
-    layout = spec["layout"]
-    for name in {"xaxis", "yaxis", *(n for n in layout if n.startswith(("xaxis", "yaxis")))}:
-        layout[name] = {**layout.get(name, {}), "visible": False}
-    layout["showlegend"] = False
-    layout.setdefault("annotations", []).append(
-        {"text": message, "x": 0.5, "y": 0.5, "xref": "paper", "yref": "paper",
-         "showarrow": False, "font": {"size": 16}}
-    )  # fmt: skip
-    return spec
-
-
 def _duration_axis(low: float, high: float, title: str) -> dict[str, Any]:
     """A log axis of durations from ``low`` to ``high`` seconds, ticks in human units."""
     ticks = [(s, label) for s, label in DURATION_TICKS if low / 1.5 <= s <= high * 1.5]
     return {
-        **_title(title),
+        **axis_title(title),
         "tickvals": [math.log10(s) for s, _ in ticks],
         "ticktext": [label for _, label in ticks],
     }
@@ -200,18 +170,18 @@ def sends_over_time_spec(
         "y": np.append(duplicates, duplicates[-1:]), "yaxis": "y2", "type": "scatter",
     }  # fmt: skip
     # One time axis under both panels (``xaxis``, as every time chart has), two count axes.
-    layout = _layout(
+    layout = house_layout(
         title or "Sends and duplicates the broker drops, over time",
         "per time bucket",
         bargap=0,
         xaxis={**_TIME_AXIS, "anchor": "y2"},
-        yaxis={**_title(f"sends/{step}"), "domain": [0.45, 1], "rangemode": "tozero"},
-        yaxis2={**_title(f"dropped/{step}"), "domain": [0, 0.36], "anchor": "x",
+        yaxis={**axis_title(f"sends/{step}"), "domain": [0.45, 1], "rangemode": "tozero"},
+        yaxis2={**axis_title(f"dropped/{step}"), "domain": [0, 0.36], "anchor": "x",
                 "rangemode": "tozero"},
     )  # fmt: skip
     spec: Spec = {"data": [sends, dropped], "layout": layout}
     if per_time.empty:
-        return _say_empty(spec, f"No sends {scope}")
+        return say_empty(spec, f"No sends {scope}")
     if not duplicates.any():
         layout["yaxis2"] = {**layout["yaxis2"], "range": [0, 1], "tickvals": [0]}
         layout["annotations"] = [
@@ -242,19 +212,19 @@ def counts_over_time(
     for name, rows in table.groupby(by, sort=True):
         per_time = rows.groupby("time", as_index=False)["sends"].sum()
         data.append(
-            {"hovertemplate": f"%{{x|%Y-%m-%d %H:%M}} UTC<br>%{{y:,}} {what}<br>{name}"
-             "<extra></extra>", "name": str(name), "x": _times(per_time["time"]),
-             "y": per_time["sends"].to_numpy(), "type": "bar"}
+            {"hovertemplate": "%{x|%Y-%m-%d %H:%M} UTC<br>%{y:,} %{meta}<br>%{fullData.name}"
+             "<extra></extra>", "meta": what, "name": shown(name, SHORT),
+             "x": _times(per_time["time"]), "y": per_time["sends"].to_numpy(), "type": "bar"}
         )  # fmt: skip
-    layout = _layout(
+    layout = house_layout(
         title,
         by.replace("_", " "),
         barmode="stack",
         xaxis=_TIME_AXIS,
-        yaxis=_title(f"{what} per {step}"),
+        yaxis=axis_title(f"{what} per {step}"),
     )
     spec: Spec = {"data": data, "layout": layout}
-    return figure(_say_empty(spec, f"No {what} {scope}") if table.empty else spec)
+    return figure(say_empty(spec, f"No {what} {scope}") if table.empty else spec)
 
 
 def _bucket_seconds(times: pd.Series) -> float:
@@ -310,21 +280,21 @@ def resend_delays_spec(
         bar: dict[str, Any] = {
             "customdata": labels,
             "hovertemplate": "%{customdata}<br>%{y:,} sends<extra>%{fullData.name}</extra>",
-            "name": CAUSE_LABELS.get(str(cause), str(cause)),
+            "name": CAUSE_LABELS.get(str(cause)) or shown(cause, SHORT),
             "width": float(edges[1] - edges[0]), "x": centres, "y": counts, "type": "bar",
         }  # fmt: skip
         if str(cause) in CAUSE_COLOURS:
             bar["marker"] = {"color": CAUSE_COLOURS[str(cause)]}
         data.append(bar)
-    layout = _layout(
+    layout = house_layout(
         title or "Delay of each resend after the previous send with the same key",
         "cause" if "cause" in delays else "sends",
         barmode="stack",
-        yaxis=_title("sends"),
+        yaxis=axis_title("sends"),
     )
     spec: Spec = {"data": data, "layout": layout}
     if delays.empty:
-        return _say_empty(spec, f"No resends {scope}: no send reused a key sent before")
+        return say_empty(spec, f"No resends {scope}: no send reused a key sent before")
     layout["xaxis"] = _duration_axis(low, high, "delay after the previous send (log scale)")
     _window_line(spec, window_s)
     return spec
@@ -346,9 +316,10 @@ def _lines_per_entity(
     data = []
     for entity, group in table.groupby("entity"):
         line: dict[str, Any] = {
-            "hovertemplate": f"%{{x|%Y-%m-%d %H:%M}} UTC<br>%{{y:,}} {unit}<extra>{entity}"
-            "</extra>", "mode": "lines", "name": str(entity),
-            "x": _times(group["time"]), "y": group[column].to_numpy(), "type": "scatter",
+            "hovertemplate": "%{x|%Y-%m-%d %H:%M} UTC<br>%{y:,} %{meta}"
+            "<extra>%{fullData.name}</extra>", "meta": unit, "mode": "lines",
+            "name": shown(entity, SHORT), "x": _times(group["time"]),
+            "y": group[column].to_numpy(), "type": "scatter",
         }  # fmt: skip
         if stacked:
             line["stackgroup"] = column
@@ -360,16 +331,16 @@ def ids_held_spec(
     table: pd.DataFrame, window_s: float, *, title: str | None = None, scope: str = ANYWHERE
 ) -> Spec:
     """:func:`ids_held` as a :data:`Spec`."""
-    layout = _layout(
+    layout = house_layout(
         title or f"Ids held in the duplicate history, window {format_duration(window_s)}",
         "entity",
         xaxis=_TIME_AXIS,
-        yaxis=_title("ids held (count)"),
+        yaxis=axis_title("ids held (count)"),
     )
     spec: Spec = {"data": _lines_per_entity(table, "held", "ids held", stacked=True),
                   "layout": layout}  # fmt: skip
     if table.empty:
-        return _say_empty(spec, f"No ids held {scope}: no accepted send with a MessageId")
+        return say_empty(spec, f"No ids held {scope}: no accepted send with a MessageId")
     return spec
 
 
@@ -448,10 +419,12 @@ def window_sweep(
     fig.update_xaxes(_duration_axis(low, high, ""), row=1)
     fig.update_xaxes(_duration_axis(low, high, ""), row=2)
     fig.update_layout(
-        _layout(title or "What each window catches, loses and costs", "share caught", height=750),
+        house_layout(
+            title or "What each window catches, loses and costs", "share caught", height=750
+        ),
         overwrite=True,
     )
-    return fig
+    return figure(fig)
 
 
 def sends_per_entity(
@@ -460,27 +433,11 @@ def sends_per_entity(
     """Sends per time bucket, one line per entity (``entity``, ``time``, ``sends``), from
     :func:`dedup_lib.analysis.summaries.sends_over_time`."""
     step = _bucket_label(table["time"].drop_duplicates()) if len(table) else "bucket"
-    layout = _layout(
+    layout = house_layout(
         title or "Sends over time, per entity",
         "entity",
         xaxis=_TIME_AXIS,
-        yaxis=_title(f"sends per {step}"),
+        yaxis=axis_title(f"sends per {step}"),
     )
     spec: Spec = {"data": _lines_per_entity(table, "sends", "sends"), "layout": layout}
-    return figure(_say_empty(spec, f"No sends {scope}") if table.empty else spec)
-
-
-_EMBEDDED = {"plotly.js": False}
-
-
-def show(fig: go.Figure, *, embed: bool = False) -> None:
-    """Display a figure in a notebook. ``embed=True`` writes it as HTML with plotly.js inlined
-    once per kernel, so a notebook converted to HTML shows its charts offline (reports)."""
-    from IPython.display import HTML, display
-
-    if not embed:
-        fig.show()
-        return
-    include = not _EMBEDDED["plotly.js"]
-    _EMBEDDED["plotly.js"] = True
-    display(HTML(fig.to_html(include_plotlyjs=include, full_html=False)))  # type: ignore[no-untyped-call]
+    return figure(say_empty(spec, f"No sends {scope}") if table.empty else spec)

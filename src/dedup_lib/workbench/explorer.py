@@ -23,6 +23,7 @@ from dedup_lib.errors import InputError
 from dedup_lib.rules.durations import format_duration, format_window, parse_window
 from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy
 from dedup_lib.sweep.views import ReplayCache
+from dedup_lib.text import SHORT, escape, shown
 from dedup_lib.workbench import charts
 from dedup_lib.workbench.live import LiveCharts
 from dedup_lib.workbench.tables import styled
@@ -116,8 +117,11 @@ class WindowExplorer:
             description="partitioning",
         )
         self.preparing = widgets.HTML(layout=widgets.Layout(margin="0 0 0 12px"))
+        # Shown as text (an entity name is data), picked by its value.
         self.entity = widgets.Dropdown(
-            options=self.entities, value=ALL_ENTITIES, description="entity"
+            options=[(shown(e, SHORT), e) for e in self.entities],
+            value=ALL_ENTITIES,
+            description="entity",
         )
         options = _range_options(self.times)
         # The slider's own readout is cut off at any width; the label shows the range in full.
@@ -150,8 +154,8 @@ class WindowExplorer:
         ]
         if self.time_range is not None:
             controls.append(widgets.HBox([self.time_range, self.range_label], layout=wrap))
-        shown = [self.message, self.numbers, self.charts, self.keys]
-        self.widget = widgets.VBox([*controls, *shown])
+        outputs = [self.message, self.numbers, self.charts, self.keys]
+        self.widget = widgets.VBox([*controls, *outputs])
 
     @classmethod
     def from_frame(
@@ -229,15 +233,16 @@ class WindowExplorer:
         if ready:
             self._syncing = True
             try:
-                shown = self.mode.value
+                current = self.mode.value
                 self.mode.options = [m for m, on in MODES.items() if on in caches]
-                self.mode.value = shown
+                self.mode.value = current
             finally:
                 self._syncing = False
         if failed:
             mode, error = failed[0]
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
-            self.preparing.value = f"<b style='color:#b00'>{_mode_name(mode)} failed: {first}</b>"
+            failed_text = escape(f"{_mode_name(mode)} failed: {first}")
+            self.preparing.value = f"<b style='color:#b00'>{failed_text}</b>"
         elif not waiting:
             self.preparing.value = ""
         return caches
@@ -262,7 +267,7 @@ class WindowExplorer:
         try:
             seconds = DedupPolicy(change["new"]).window.total_seconds()
         except (ValueError, TypeError) as exc:
-            self.message.value = f"<b style='color:#b00'>{exc}</b>"
+            self.message.value = f"<b style='color:#b00'>{escape(exc)}</b>"
             return
         self._syncing = True
         try:
@@ -348,12 +353,12 @@ class WindowExplorer:
         )  # fmt: skip
         keys = narrow(cache.top_keys(seconds, n=50), entity)
         label = format_duration(seconds)
-        where = "all entities" if entity == ALL_ENTITIES else entity
+        where = "all entities" if entity == ALL_ENTITIES else shown(entity, SHORT)
         mode = _mode_name(partitioning)
         scope = f"on {where}"
-        shown = self._shown_range(rng)
-        if shown is not None:
-            scope += f" between {_minute(shown[0])} and {_minute(shown[1])} UTC"
+        span = self._shown_range(rng)
+        if span is not None:
+            scope += f" between {_minute(span[0])} and {_minute(span[1])} UTC"
         return View(
             window_s=seconds,
             partitioning=partitioning,
@@ -383,9 +388,9 @@ class WindowExplorer:
         return rng or ((self.times[0], self.times[-1]) if self.times else None)
 
     def _show_range(self, view: View) -> None:
-        shown = self._shown_range(view.time_range)
-        if self.time_range is not None and shown is not None:
-            self.range_label.value = f"{_minute(shown[0])} to {_minute(shown[1])}"
+        span = self._shown_range(view.time_range)
+        if self.time_range is not None and span is not None:
+            self.range_label.value = f"{_minute(span[0])} to {_minute(span[1])}"
 
     def _show_tables(self, view: View) -> None:
         self.numbers.value = _html(view.numbers)

@@ -1,6 +1,6 @@
 """Charts that redraw in place: :class:`LiveCharts`, one widget showing several plotly charts
 that it brings to the state of freshly built figures (``go.Figure`` or
-:data:`~dedup_lib.workbench.charts.Spec`) on every change.
+:data:`~dedup_lib.workbench.figures.Spec`) on every change.
 
 Rebuilding a figure in an ``Output`` widget makes the browser tear down and re-create the
 plot (most of a second per chart). Here the browser keeps each plot and calls
@@ -21,12 +21,14 @@ import numpy as np
 import traitlets
 from _plotly_utils.utils import to_typed_array_spec
 
+from dedup_lib.workbench.figures import safe
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     import plotly.graph_objects as go
 
-    from dedup_lib.workbench.charts import Spec
+    from dedup_lib.workbench.figures import Spec
 
 _RENDER = """
 const Plotly = module.exports;
@@ -160,10 +162,12 @@ def _module() -> str:
 
 def plain(figure: go.Figure | Spec) -> dict[str, Any]:
     """``figure`` as plotly.js reads it: dates as ISO text, numeric arrays as typed-array specs
-    (base64, as plotly writes them). A :data:`~dedup_lib.workbench.charts.Spec` is converted
-    without plotly's validation, which is most of the cost of a ``go.Figure``."""
+    (base64, as plotly writes them). A :data:`~dedup_lib.workbench.figures.Spec` is converted
+    without plotly's validation, which is most of the cost of a ``go.Figure``, and its texts
+    escaped (:func:`~dedup_lib.workbench.figures.safe`; a ``go.Figure`` made by
+    :func:`~dedup_lib.workbench.figures.figure` already is)."""
     data: dict[str, Any] = (
-        _plain(figure) if isinstance(figure, dict) else json.loads(figure.to_json())
+        _plain(safe(figure)) if isinstance(figure, dict) else json.loads(figure.to_json())
     )
     return data
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dedup_lib.analysis.tables import ALL_ENTITIES
 from dedup_lib.errors import DedupLibError, InputError, MissingFileError
 from dedup_lib.spark import log_error, output_to, spark_log_path, spark_message
+from dedup_lib.workbench import csp
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -86,15 +87,44 @@ NOTEBOOK_ONLY = "notebook-only"
 TITLE_KEY = "dedup_lib"
 
 
+def _said(notebook: Any) -> list[dict[str, Any]]:
+    """What the cells of the executed ``notebook`` said to the report in their outputs'
+    metadata (``{"dedup_lib": {...}}``), in cell order."""
+    return [
+        output.get("metadata", {}).get(TITLE_KEY, {})
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+    ]
+
+
 def report_title(notebook: Any, default: str) -> str:
     """The title a cell of the executed ``notebook`` gave in its output's metadata
     (``{"dedup_lib": {"title": ...}}``), else ``default``."""
-    for cell in notebook.cells:
-        for output in cell.get("outputs", []):
-            title = output.get("metadata", {}).get(TITLE_KEY, {}).get("title")
-            if title:
-                return str(title)
-    return default
+    titles = [str(said["title"]) for said in _said(notebook) if said.get("title")]
+    return titles[0] if titles else default
+
+
+def protected(html: str, notebook: Any, exporter: Any) -> str:
+    """The report with its Content-Security-Policy (:mod:`dedup_lib.workbench.csp`): it runs
+    the scripts the notebook's charts listed as theirs and those of the HTML template (those
+    of a notebook without cells), nothing else. A script that is neither is an error: the
+    report is not written with it."""
+    import nbformat
+
+    empty, _ = exporter.from_notebook_node(nbformat.v4.new_notebook())  # type: ignore[no-untyped-call]
+    allowed = set(csp.script_hashes(_without_cdn(empty)))
+    allowed.update(h for said in _said(notebook) for h in said.get(csp.META, []))
+    try:
+        return csp.with_policy(html, allowed)
+    except ValueError as exc:
+        raise ReportError(f"the report is not written: {exc}") from None
+
+
+def _without_cdn(html: str) -> str:
+    """``html`` without the scripts the template loads from a CDN. Offline they fail; online,
+    require.js would make plotly.js register as an AMD module instead of window.Plotly. The
+    report needs neither."""
+    return re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", html)
 
 
 def run_postmortem(
@@ -168,10 +198,7 @@ def run_postmortem(
     notebook_node = nbformat.read(executed, as_version=4)  # type: ignore[no-untyped-call]
     notebook_node.metadata["title"] = report_title(notebook_node, f"Incident postmortem: {name}")
     html, _ = exporter.from_notebook_node(notebook_node)
-    # The template loads require.js and MathJax from a CDN. Offline they fail; online,
-    # require.js would make plotly.js register as an AMD module instead of window.Plotly.
-    # The report needs neither.
-    html = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", html)
+    html = protected(_without_cdn(html), notebook_node, exporter)
     report = out / f"{name}.html"
     report.write_text(html, encoding="utf-8")
     return report

@@ -3,7 +3,9 @@
 :func:`styled` turns a pandas table into a Styler that renders as a rich HTML table in
 JupyterLab, VS Code and the postmortem's HTML report: counts with thousands separators,
 ``share_*`` columns as percentages, durations in seconds as ``10m`` or ``11h50m41s``, times
-to the second, no index. The table itself is not changed.
+to the second, no index. Every other value, and every column label, is data drawn as text
+(:func:`dedup_lib.text.escape`): markup in a MessageId or an entity name shows as its
+characters. The table itself is not changed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pandas.api import types
 from pandas.io.formats.style import Styler
 
 from dedup_lib.rules.durations import format_duration
+from dedup_lib.text import escape
 
 __all__ = ["is_duration", "styled"]
 
@@ -63,13 +66,17 @@ def _time(value: Any) -> str:
     return MISSING if _missing(value) else pd.Timestamp(value).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _formatter(name: object, column: pd.Series[Any]) -> Callable[[Any], str] | None:
+def _text(value: Any) -> str:
+    return MISSING if _missing(value) else escape(value, "html")
+
+
+def _formatter(name: object, column: pd.Series[Any]) -> Callable[[Any], str]:
     if str(name).startswith("share_"):
         return _share
     if is_duration(name) and types.is_numeric_dtype(column) and not types.is_bool_dtype(column):
         return _duration
     if types.is_bool_dtype(column):
-        return None
+        return _text
     if types.is_integer_dtype(column):
         return _count
     if types.is_float_dtype(column):
@@ -77,7 +84,7 @@ def _formatter(name: object, column: pd.Series[Any]) -> Callable[[Any], str] | N
         return _count if len(whole) and bool((whole == whole.round()).all()) else _number
     if types.is_datetime64_any_dtype(column):
         return _time
-    return None
+    return _text
 
 
 def styled(table: pd.DataFrame) -> Styler:
@@ -88,21 +95,24 @@ def styled(table: pd.DataFrame) -> Styler:
     - durations in seconds (:func:`is_duration`): ``20s``, ``10m``, ``11h50m41s``, ``250ms``
       below a second, through :func:`dedup_lib.format_window`;
     - other floats: two decimals; times: to the second; missing values: ``—``;
+    - anything else (names, ids, causes) and the column labels as text, never as markup;
     - the index is hidden (the tables of ``dedup_lib`` carry their keys as columns).
     """
     formatters: dict[Hashable, str | Callable[[object], str] | None] = {}
     numeric: list[Hashable] = []
     for name in table.columns:
-        formatter = _formatter(name, table[name])
-        if formatter is not None:
-            formatters[name] = formatter
-            if formatter is not _time:
-                numeric.append(name)
+        formatters[name] = _formatter(name, table[name])
+        if formatters[name] not in (_time, _text):
+            numeric.append(name)
     styler = table.style.format(formatters, na_rep=MISSING)
-    # Jupyter right-aligns every cell: numbers stay so, text (names, causes) reads from the left.
+    for axis in (0, 1):
+        styler = styler.format_index(_text, axis=axis, level=None)
+    # Jupyter right-aligns every cell: numbers stay so, text (names, causes) reads from the left,
+    # and a long id wraps instead of widening the table past the page.
     text: list[Hashable] = [name for name in table.columns if name not in numeric]
     if numeric:
         styler = styler.set_properties(subset=numeric, **{"text-align": "right"})
     if text:
-        styler = styler.set_properties(subset=text, **{"text-align": "left"})
+        wrap = {"text-align": "left", "overflow-wrap": "anywhere", "max-width": "40em"}
+        styler = styler.set_properties(subset=text, **wrap)
     return styler.hide(axis="index")
