@@ -73,7 +73,7 @@ def test_the_page_gets_its_parameters_from_the_environment(monkeypatch):
         ["explore", "day.parquet", "--window", "PT1M", "--partitioning", "--format", "parquet"]
     )
     args.remote = "sc://spark:15002"
-    env = explore.page_environment(args)
+    env = explore.page_environment(args, "s3cret")
     assert env["DEDUP_EXPLORE_INPUT"] == DAY
     assert env["DEDUP_EXPLORE_LABEL"] == "day.parquet"
     assert env["DEDUP_EXPLORE_WINDOW"] == "PT1M"
@@ -85,6 +85,11 @@ def test_the_page_gets_its_parameters_from_the_environment(monkeypatch):
     assert {"--port=8870", "--Voila.ip=127.0.0.1", "--strip_sources=True", "--no-browser"} <= set(
         command
     )
+    # the token reaches Voila in its environment, which only this user can read, and Voila
+    # takes it (auto_token): not on the command line, which every user of the machine can
+    assert env["JUPYTER_TOKEN"] == "s3cret"
+    assert "--Voila.auto_token=True" in command
+    assert not any("s3cret" in part for part in command)
 
 
 @pytest.mark.parametrize(
@@ -100,7 +105,7 @@ def test_a_path_for_the_cluster_reaches_the_page_as_written(monkeypatch, tmp_pat
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
     args = parser().parse_args(["explore", given])
     args.remote = remote
-    assert explore.page_environment(args)["DEDUP_EXPLORE_INPUT"] == given
+    assert explore.page_environment(args, "t")["DEDUP_EXPLORE_INPUT"] == given
 
 
 def test_the_page_reads_every_parameter_the_command_passes():

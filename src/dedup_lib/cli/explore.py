@@ -6,19 +6,33 @@ The page is a notebook shipped in the package (``resources/explorer.ipynb``). It
 kernels inherit: the notebook stays one fixed, reviewed file (no generated code, no quoting of
 paths into source, nothing temporary to clean up), and ``--master``/``--remote`` reach
 :func:`dedup_lib.spark.get_spark` the same way (``DEDUP_SPARK_MASTER``, ``SPARK_REMOTE``).
+
+Whoever reaches the port runs kernels, so the page takes a token, as Jupyter's do: a new one
+per run, in the URL this command prints and opens, and requests without it are refused. The
+token reaches Voilà as ``JUPYTER_TOKEN`` in its environment, not on its command line, which any
+user of the machine can read. However this command ends (Ctrl-C, SIGTERM from a service manager
+or a container, SIGHUP when its terminal closes, even SIGKILL on Linux), Voilà stops, and with
+it its kernels and their Spark.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
+import ctypes.util
 import importlib.util
 import os
+import secrets
+import signal
 import socket
 import subprocess
 import sys
 import time
 import webbrowser
+from collections.abc import Callable, Iterator
 from importlib.resources import as_file, files
+from types import FrameType
 
 from dedup_lib.cli.common import (
     PROG,
@@ -38,6 +52,12 @@ INSTALL = "pip install 'dedup-lib[explore]'"
 
 #: How long Voilà may take to listen on its port.
 START_SECONDS = 120.0
+
+#: The signals that stop the command as Ctrl-C does: a service manager's or a container's
+#: stop (SIGTERM), a closed terminal (SIGHUP).
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
 EXAMPLES = """\
 examples:
@@ -73,10 +93,10 @@ def voila_installed() -> None:
         raise CommandError(f"explore needs Voilà, which is not installed: {INSTALL}")
 
 
-def page_environment(args: argparse.Namespace) -> dict[str, str]:
-    """The server's environment: this one plus the page's parameters. A local input is made
-    absolute, as the kernel runs in the notebook's folder; a URL, or a path only a remote
-    cluster has, goes as written, for the cluster to resolve."""
+def page_environment(args: argparse.Namespace, token: str) -> dict[str, str]:
+    """The server's environment: this one plus the page's parameters and its ``token``. A
+    local input is made absolute, as the kernel runs in the notebook's folder; a URL, or a path
+    only a remote cluster has, goes as written, for the cluster to resolve."""
     local = local_path(args.input)
     here = local is not None and os.path.exists(local)
     path = args.input if local is None or (remote_cluster(args) and not here) else local
@@ -87,6 +107,7 @@ def page_environment(args: argparse.Namespace) -> dict[str, str]:
         "DEDUP_EXPLORE_WINDOW": args.window,
         "DEDUP_EXPLORE_PARTITIONING": "1" if args.partitioning else "",
         "DEDUP_EXPLORE_FORMAT": args.format or "",
+        "JUPYTER_TOKEN": token,
     }
     if args.master:
         env["DEDUP_SPARK_MASTER"] = args.master
@@ -96,9 +117,10 @@ def page_environment(args: argparse.Namespace) -> dict[str, str]:
 
 
 def voila_command(notebook: str, port: int) -> list[str]:
-    """Voilà on ``notebook``, on localhost ``port`` only, sources stripped, no browser (this
-    command opens it once the server listens), no tracebacks on the page, and the kernels of
-    closed pages (each with its own Spark) stopped."""
+    """Voilà on ``notebook``, on localhost ``port`` only, with the token of ``JUPYTER_TOKEN``
+    (``auto_token``: without it Voilà serves anyone), sources stripped, no browser (this command
+    opens it once the server listens), no tracebacks on the page, and the kernels of closed
+    pages (each with its own Spark) stopped."""
     return [
         sys.executable,
         "-m",
@@ -107,13 +129,16 @@ def voila_command(notebook: str, port: int) -> list[str]:
         f"--port={port}",
         "--Voila.ip=127.0.0.1",
         "--Voila.port_retries=0",
+        "--Voila.auto_token=True",
         "--no-browser",
         "--strip_sources=True",
         "--show_tracebacks=False",
         "--theme=light",
         "--Voila.log_level=WARN",
         # jupytext's lab extension edits notebooks: on a page it fails to load (a console error)
-        '--VoilaConfiguration.extension_denylist=["jupyterlab-jupytext"]',
+        "--VoilaConfiguration.extension_denylist=jupyterlab-jupytext",
+        # kernels on Unix sockets in a private folder, not on TCP ports any local user reaches
+        "--KernelManager.transport=ipc",
         # each visit has its own kernel and Spark: one left by a closed tab goes after 5 idle min
         "--MappingKernelManager.cull_idle_timeout=300",
         "--MappingKernelManager.cull_interval=60",
@@ -142,13 +167,56 @@ def _stop(server: subprocess.Popen[bytes]) -> None:
     """Stop Voilà and its kernels: SIGTERM (it shuts its kernels down), then SIGKILL. Voilà runs
     in its own session, so the terminal's Ctrl-C reaches this command only, not a Voilà that
     would ask for confirmation."""
-    if server.poll() is None:
+    if server.poll() is not None:
+        return
+    # A second Ctrl-C or SIGTERM while Voilà stops its kernels must not leave them running.
+    before = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, *STOP_SIGNALS)}
+    try:
         server.terminate()
         try:
             server.wait(timeout=15)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
+class Stopped(BaseException):
+    """This command was told to stop by a signal (as Ctrl-C raises ``KeyboardInterrupt``)."""
+
+
+@contextlib.contextmanager
+def stopped_by_signals() -> Iterator[None]:
+    """Within: SIGTERM and SIGHUP raise :class:`Stopped`, so the server is stopped as on
+    Ctrl-C; the handlers before are restored after."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise Stopped(signal.Signals(signum).name)
+
+    before = {signum: signal.signal(signum, stop) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """On Linux, a function for the child to run before Voilà starts: the kernel sends it
+    SIGTERM when this command dies, even of SIGKILL, which no handler sees."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    parent = os.getpid()
+
+    def child() -> None:
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the call
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return child
 
 
 def run(args: argparse.Namespace) -> int:
@@ -156,13 +224,15 @@ def run(args: argparse.Namespace) -> int:
     window_policy(args.window, partitioning=args.partitioning)
     voila_installed()
     free_port(args.port)
-    url = f"http://127.0.0.1:{args.port}/"
-    with as_file(EXPLORER) as notebook:
+    token = secrets.token_urlsafe(32)
+    url = f"http://127.0.0.1:{args.port}/?token={token}"
+    with as_file(EXPLORER) as notebook, stopped_by_signals():
         server = subprocess.Popen(
             voila_command(str(notebook), args.port),
-            env=page_environment(args),
+            env=page_environment(args, token),
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=_dies_with_parent(),
         )
         try:
             _wait_listening(server, args.port)
@@ -172,10 +242,11 @@ def run(args: argparse.Namespace) -> int:
             if args.open_browser:
                 webbrowser.open(url)
             status = server.wait()
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Stopped) as stop:
             _stop(server)
             if not args.quiet:
-                print(f"{PROG} explore: stopped", file=sys.stderr)
+                why = f" ({stop})" if isinstance(stop, Stopped) else ""
+                print(f"{PROG} explore: stopped{why}", file=sys.stderr)
             return 0
         finally:
             _stop(server)
@@ -193,9 +264,10 @@ def add_to(
         parents=[common],
         help="serve the window explorer as a web page (Voilà), for people without JupyterLab",
         description="Serve the window explorer on INPUT as a standalone web page with Voilà:\n"
-        "the explorer only, no code. Whoever opens the URL can move the window, switch\n"
+        "the explorer only, no code. Whoever opens the URL printed (it carries a token made\n"
+        "for this run; without it the page is refused) can move the window, switch\n"
         "partitioning, pick an entity or a time range. The server listens on 127.0.0.1 only;\n"
-        f"Ctrl-C stops it. Needs Voilà: {INSTALL}.",
+        f"Ctrl-C, SIGTERM or SIGHUP stops it and its kernels. Needs Voilà: {INSTALL}.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

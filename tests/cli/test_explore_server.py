@@ -1,0 +1,63 @@
+"""``dedup-lib explore`` running: the page only for whoever has the token, and nothing left
+running however the command is stopped (Ctrl-C, SIGTERM, SIGHUP, SIGKILL)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from serve_kit import PROC, Served, get, serve
+
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.skipif(not (PROC / "self" / "environ").exists(), reason="reads /proc (Linux)"),
+]
+
+SENDS = "message_id,send_time,entity\na,2026-11-03T20:00:00Z,q\na,2026-11-03T20:00:05Z,q\n"
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    sends = tmp_path / "sends.csv"
+    sends.write_text(SENDS)
+    with serve(sends) as server:
+        yield server
+
+
+def _page_with_spark(served: Served) -> None:
+    """The page opened with its token: its kernel runs, with its Spark JVM."""
+    status, _, body = get(served.url)
+    assert status == 200
+    assert "Duplicate detection window explorer" in body
+    running = served.processes()
+    assert any("ipykernel" in p for p in running), running
+    assert any("java" in p for p in running), running
+
+
+def _refused_without_its_token(served: Served) -> None:
+    assert "token=" in served.url
+    assert len(served.url.split("token=")[1]) >= 32
+    for url in (served.base, f"{served.base}?token=wrong", f"{served.base}api/kernels"):
+        status, location, _ = get(url)
+        assert status in (302, 403), (url, status)
+        assert status == 403 or "/login" in location
+    assert not any("ipykernel" in p for p in served.processes()), "a kernel ran without the token"
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=str)
+def test_the_page_needs_its_token_and_a_signal_stops_everything(
+    served: Served, stop: signal.Signals
+) -> None:
+    """Without the token: no page, no kernel. With it: the page, its kernel and Spark. Then
+    the signal: the command exits (0 but for SIGKILL, which nothing catches) and Voila, the
+    kernel and its JVM are gone."""
+    _refused_without_its_token(served)
+    _page_with_spark(served)
+    served.process.send_signal(stop)
+    assert served.process.wait(timeout=60) == (-stop if stop == signal.SIGKILL else 0)
+    if stop != signal.SIGKILL:
+        assert f"stopped ({stop.name})" in served.stderr()
+    assert served.left_after() == []
