@@ -12,10 +12,10 @@ measures, in the browser:
 
 After the first chart the rest of the notebook runs (a widget change waits for the kernel)
 and the explorer prepares its other partitioning mode; redraws are timed once both are done.
-With ``--rows``, N sends of the day scenario are
-generated with ``dedup-lib generate`` into a temporary folder and given to the notebook in
-``DEDUP_INPUT``; without, it reads the 200 k-send sample. Targets (issue 18): first chart
-within 15 s on the sample; a redraw under 0.3 s on the sample, under 1 s on 10 M sends.
+With ``--rows``, N sends of the day scenario are generated with ``dedup-lib generate`` into a
+temporary folder and given to the notebook as its ``INPUT`` parameter (set as papermill sets
+it); without, it reads the 200 k-send sample. Targets (issue 18): first chart within 15 s on
+the sample; a redraw under 0.3 s on the sample, under 1 s on 10 M sends.
 
     make bench-browser                      # the 200 k sample
     make bench-browser ROWS=10000000        # 10 M generated sends
@@ -101,10 +101,11 @@ def redraw_seconds(explorer: Any, page: Any, change: Any, quiet: float = 1.0) ->
     raise RuntimeError("the explorer did not redraw within 120 s")
 
 
-def measure(browser: Any, workdir: Path, env: dict[str, str]) -> dict[str, Any]:
-    lab = Lab.start(workdir, env)
+def measure(browser: Any, workdir: Path, parameters: dict[str, Any]) -> dict[str, Any]:
+    lab = Lab.start(workdir)
     try:
-        notebook = Notebook.open(browser, lab, EXPLORER)
+        name = lab.parameterized(EXPLORER, parameters, "bench") if parameters else EXPLORER
+        notebook = Notebook.open(browser, lab, name)
         page = notebook.page
         start = time.perf_counter()
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
@@ -180,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="dedup-bench-browser-") as tmp, sync_playwright() as p:
-        env: dict[str, str] = {}
+        parameters: dict[str, Any] = {}
         if args.rows:
             sends = Path(tmp) / "sends"
             subprocess.run(
@@ -188,11 +189,11 @@ def main(argv: list[str] | None = None) -> int:
                  str(args.rows), "--seed", "1", "--quiet"],
                 check=True,
             )  # fmt: skip
-            env["DEDUP_INPUT"] = str(sends)
+            parameters["INPUT"] = str(sends)
         browser = p.chromium.launch(
             executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
         )
-        figures = measure(browser, Path(tmp), env)
+        figures = measure(browser, Path(tmp), parameters)
         browser.close()
     size = f"{args.rows:,} generated sends" if args.rows else "the 200 k-send sample"
     print(f"\nnotebook 02 in Chromium, {size}")

@@ -16,19 +16,22 @@
 #
 # **What to do next:** if many rows are quarantined, fix the mapping or the source; if ids look
 # reused or constant, expect `02_window_explorer` to show legitimate messages being dropped.
+#
+# Set `INPUT` below to your telemetry (or run it headless: `papermill 01_load_telemetry.ipynb out.ipynb -p INPUT sends.parquet`).
+# It defaults to a day of synthetic sends shipped with the workbench.
+
+# %% tags=["parameters"]
+INPUT = None  # your telemetry, a file or a folder; None: the shipped day sample
 
 # %%
 from dedup_lib import get_spark
 
 spark = get_spark()  # local Spark on all cores; set SPARK_REMOTE to use a Spark Connect server
 
-# %% [markdown]
-# Change `PATH` to your telemetry. It defaults to a day of synthetic sends shipped with the workbench.
-
 # %%
 from dedup_lib import load_telemetry, sample_path
 
-PATH = sample_path("day-azure.csv.gz")
+PATH = INPUT or sample_path("day-azure.csv.gz")
 loaded = load_telemetry(spark, PATH)
 loaded.mapping
 

@@ -24,6 +24,12 @@
 # after the previous send with the same key, with the window drawn (left of the line is caught,
 # right of it reaches consumers again), coloured by cause where the data has ground truth; and
 # the ids held in the duplicate history, the throughput cost of the window.
+#
+# Set `INPUT` below to your telemetry (or run it headless: `papermill 02_window_explorer.ipynb out.ipynb -p INPUT sends.parquet`).
+# It defaults to the 200 k-send day sample.
+
+# %% tags=["parameters"]
+INPUT = None  # your telemetry, a file or a folder; None: the shipped day sample
 
 # %%
 from dedup_lib import get_spark
@@ -31,13 +37,9 @@ from dedup_lib import get_spark
 spark = get_spark()  # local Spark on all cores; set SPARK_REMOTE to use a Spark Connect server
 
 # %%
-import os
-
 from dedup_lib import WindowExplorer, load_telemetry, sample_path
 
-# The 200 k-send sample; DEDUP_INPUT names other sends (`make bench-browser ROWS=...` does).
-INPUT = os.environ.get("DEDUP_INPUT") or sample_path("day.parquet")
-loaded = load_telemetry(spark, INPUT)
+loaded = load_telemetry(spark, INPUT or sample_path("day.parquet"))
 explorer = WindowExplorer.from_frame(loaded.valid, window="PT10M")
 explorer.widget
 

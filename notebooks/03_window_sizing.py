@@ -18,6 +18,13 @@
 #
 # The sweep answers from one Spark pass per mode; its figures are exactly what
 # `detect_duplicates` gives at each window.
+#
+# Set `INPUT` below to your telemetry (or run it headless: `papermill 03_window_sizing.ipynb out.ipynb -p INPUT sends.parquet`).
+# It defaults to the 200 k-send day sample.
+
+# %% tags=["parameters"]
+INPUT = None  # your telemetry, a file or a folder; None: the shipped day sample
+TARGET = 0.99  # share of the catchable resends (same id as an earlier send) to catch
 
 # %%
 from dedup_lib import get_spark
@@ -27,8 +34,7 @@ spark = get_spark()  # local Spark on all cores; set SPARK_REMOTE to use a Spark
 # %%
 from dedup_lib import ReplayCache, load_telemetry, sample_path
 
-TARGET = 0.99  # share of the catchable resends (same id as an earlier send) to catch
-loaded = load_telemetry(spark, sample_path("day.parquet"))
+loaded = load_telemetry(spark, INPUT or sample_path("day.parquet"))
 caches = {mode: ReplayCache.build(loaded.valid, mode) for mode in (False, True)}
 sweeps = {mode: cache.sweep() for mode, cache in caches.items()}
 

@@ -103,7 +103,8 @@ def write_corpus(folder: Path) -> Corpus:
 
 
 #: What the data made of the page: elements carrying a payload's marker, event handlers with
-#: a payload's code, ``javascript:`` links, bidirectional overrides and 10 kB runs in the
+#: a payload's code, ``javascript:`` links, markup plotly.js was given to read (it makes its
+#: own elements of it, without the marker), bidirectional overrides and 10 kB runs in the
 #: text. Shadow roots and same-origin frames are searched too.
 INERT_JS = r"""() => {
     const found = [];
@@ -123,6 +124,12 @@ INERT_JS = r"""() => {
             if (el.tagName === 'IFRAME') {
                 try { if (el.contentDocument) visit(el.contentDocument); } catch (e) {}
             }
+        }
+        // plotly.js keeps each text it drew as given: markup there (but its line break) was
+        // read as plotly's own (<a href>, <b>), even where it made no element of the data's
+        for (const el of root.querySelectorAll('[data-unformatted]')) {
+            const given = el.getAttribute('data-unformatted').replace(/<br>/gi, ' ');
+            if (/<[a-z\/!]/i.test(given)) found.push('plotly given markup: ' + given.slice(0, 99));
         }
         const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
         for (let node = walker.nextNode(); node; node = walker.nextNode()) {

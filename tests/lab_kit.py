@@ -4,7 +4,8 @@
 its own settings and workspace folders, a free port and a token; its kernels import the
 ``src/`` of this checkout (``PYTHONPATH``). ``Notebook`` opens one in Chromium (playwright),
 runs all its cells, waits until every one has run and every widget and chart has drawn, and
-lists what a user would see as broken.
+lists what a user would see as broken. ``Explorer`` drives the window explorer's controls in
+a notebook's page as a person does, and reads what it shows.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -138,6 +141,19 @@ class Lab:
             body = response.read()
         return json.loads(body) if body else None
 
+    def parameterized(self, notebook: str, parameters: dict[str, Any], prefix: str) -> str:
+        """A copy of ``notebook`` beside it, named ``prefix-notebook``, with ``parameters``
+        set after its ``parameters`` cell as papermill sets them (a cell tagged
+        ``injected-parameters``): what a user gets by editing that cell. Its name."""
+        import nbformat
+        from papermill.iorw import load_notebook_node
+        from papermill.parameterize import parameterize_notebook
+
+        source = load_notebook_node(str(self.root / notebook))
+        name = f"{prefix}-{notebook}"
+        nbformat.write(parameterize_notebook(source, parameters), self.root / name)
+        return name
+
     def page_url(self, notebook: str) -> str:
         return f"{self.url}/lab/tree/{notebook}?token={self.token}&reset"
 
@@ -187,13 +203,19 @@ DONE_JS = """() => {
     const failed = cells.some(c => (c.outputs || []).some(o => o.output_type === 'error'));
     return failed || cells.every(c => c.execution_count !== null || !c.source.trim());
 }"""
-# Drawn: no widget still loading, and every plotly chart with at least one trace.
-DRAWN_JS = """() => {
+# A plotly chart drawn: with a trace, or empty by design (its axes hidden, words instead:
+# what dedup_lib's charts draw for a table without rows).
+CHART_DRAWN_JS = """p => !!(p.querySelector('.trace, .bars, .point, .scatterlayer path')
+    || (p.layout && p.layout.xaxis && p.layout.xaxis.visible === false
+        && p.querySelector('.annotation-text')))"""
+# Drawn: no widget still loading, and every plotly chart drawn.
+DRAWN_JS = f"""() => {{
     if (document.body.innerText.includes('Loading widget')) return false;
     const plots = [...document.querySelectorAll('.jp-NotebookPanel .js-plotly-plot')];
-    return plots.every(p => p.querySelector('.trace, .bars, .point, .scatterlayer path'));
-}"""
+    return plots.every({CHART_DRAWN_JS});
+}}"""
 PROBLEMS_JS = """() => {
+    const drawn = CHART_DRAWN;
     const found = [];
     const panel = window.jupyterapp.shell.currentWidget.node;
     const cells = [...panel.querySelectorAll('.jp-Cell')];
@@ -204,7 +226,7 @@ PROBLEMS_JS = """() => {
             if (out.includes(bad)) found.push(`cell ${i}: "${bad}..." left in its output`);
         }
         cell.querySelectorAll('.js-plotly-plot').forEach(p => {
-            if (!p.querySelector('.trace, .bars, .point, .scatterlayer path')) {
+            if (!drawn(p)) {
                 const title = p.querySelector('.gtitle');
                 found.push(`cell ${i}: plotly chart without traces: `
                     + (title ? title.textContent : '(untitled)'));
@@ -215,7 +237,7 @@ PROBLEMS_JS = """() => {
         });
     });
     return found;
-}"""
+}""".replace("CHART_DRAWN", CHART_DRAWN_JS)
 
 
 #: Run All without waiting: the command's promise resolves only when every cell has run.
@@ -346,3 +368,82 @@ def drag(
     if before_release is not None:
         before_release()
     page.mouse.up()
+
+
+STATE_JS = """cell => {
+    const out = cell.querySelector('.jp-Cell-outputWrapper');
+    const plots = [...out.querySelectorAll('.js-plotly-plot')];
+    return {
+        text: out.innerText,
+        titles: plots.map(p => (p.querySelector('.gtitle') || {}).textContent || ''),
+        notes: plots.flatMap(p => [...p.querySelectorAll('.annotation-text')]
+            .map(a => a.textContent)),
+        traces: plots.map(p => p.querySelectorAll('.trace, .bars, .point').length),
+        loading: out.innerText.includes('Loading widget'),
+    };
+}"""
+
+
+@dataclass(frozen=True)
+class State:
+    """What the explorer shows: its output's text, the charts' titles and trace counts."""
+
+    text: str
+    titles: tuple[str, ...]
+    traces: tuple[int, ...]
+    notes: tuple[str, ...]  # the charts' annotations, where an empty chart says why
+
+    def number(self, figure: str) -> int:
+        """A figure of the numbers table, e.g. ``"dropped as duplicates"``."""
+        found = re.search(rf"(?m)^\s*{re.escape(figure)}\s+([\d,]+)\s*$", self.text)
+        assert found, f"no {figure!r} in the explorer's numbers:\n{self.text[:600]}"
+        return int(found.group(1).replace(",", ""))
+
+    def title(self, words: str) -> str:
+        """The chart title containing ``words``."""
+        found = [t for t in self.titles if words in t]
+        assert found, f"no chart title with {words!r}: {self.titles}"
+        return found[0]
+
+
+class Explorer:
+    """The explorer's cell in notebook 02's page."""
+
+    def __init__(self, notebook: Notebook, screenshots: Path) -> None:
+        self.page = notebook.page
+        self.notebook = notebook
+        self.folder = screenshots
+        self.cell = explorer_cell(self.page)
+        self.steps = 0
+
+    def control(self, label: str) -> Any:
+        """The widget whose description label is ``label``."""
+        return control(self.cell, label)
+
+    def state(self) -> State:
+        return self._state(self.cell.evaluate(STATE_JS))
+
+    @staticmethod
+    def _state(raw: dict[str, Any]) -> State:
+        return State(raw["text"], tuple(raw["titles"]), tuple(raw["traces"]), tuple(raw["notes"]))
+
+    def settled(self, before: State, timeout: float = 60) -> State:
+        """The explorer's state once it differs from ``before`` and has not moved for 1 s."""
+        deadline = time.monotonic() + timeout
+        last, since = before, time.monotonic()
+        while time.monotonic() < deadline:
+            self.page.wait_for_timeout(200)
+            raw = self.cell.evaluate(STATE_JS)
+            now = self._state(raw)
+            if now != last or raw["loading"]:
+                last, since = now, time.monotonic()
+            elif now != before and time.monotonic() - since >= 1.0:
+                return now
+        pytest.fail(f"the explorer did not change within {timeout:.0f} s: {before.titles}")
+
+    def shot(self, name: str) -> None:
+        self.steps += 1
+        self.notebook.screenshot(self.folder / f"{self.steps:02d}-{name}.png", self.cell)
+
+    def drag(self, handle: Any, dx: float) -> None:
+        drag(self.page, handle, dx)

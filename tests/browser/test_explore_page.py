@@ -1,29 +1,24 @@
-"""``dedup-lib explore`` as a colleague sees it: the page Voilà serves shows the explorer, no
-code and no error, and its controls change the numbers."""
+"""``dedup-lib explore`` as a colleague sees it, on the hostile corpus (``hostile_kit``): the
+page Voilà serves, opened with the token the command printed, shows the explorer, no code and
+no error; its controls change the numbers; every hostile entity picked and a hostile window
+typed show as text (no dialog, no element or handler from the data, no console error); and
+SIGTERM, as a service manager sends it, stops the command, Voilà, its kernel and its Spark."""
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import dedup_lib
-from lab_kit import free_port
+from dedup_lib.text import SHORT, shown
+from hostile_kit import HOSTILE_ENTITIES, SENDS_NAME, SVG, Corpus, watch
+from serve_kit import serve
 
 pytestmark = pytest.mark.spark
 
-ROOT = Path(__file__).resolve().parents[2]
-#: As a colleague would type it, from the checkout's root.
-SAMPLE = "data/samples/day.parquet"
 #: The page is ready when the kernel has run it: Spark's start and the explorer's build, on a
 #: busy two-core machine several minutes.
 READY_MS = 600_000
@@ -34,42 +29,6 @@ TALL = 2600
 #: What the page may say in the browser's console without it being the page's fault: fonts and
 #: MathJax from a CDN, unreachable offline.
 OFFLINE = re.compile(r"Failed to load resource: net::ERR_(NAME_NOT_RESOLVED|INTERNET_DISCONNECTED)")
-
-
-@pytest.fixture
-def server() -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """``dedup-lib explore`` on the day sample, run with the ``dedup_lib`` under test (its
-    folder first on PYTHONPATH, which Voilà's kernel inherits)."""
-    src = str(Path(dedup_lib.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
-    port = free_port()
-    command = [sys.executable, "-m", "dedup_lib", "explore", SAMPLE, "--port", str(port)]
-    proc = subprocess.Popen(
-        [*command, "--no-browser"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
-    reader.start()
-    deadline = time.monotonic() + 180
-    while not lines and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    try:
-        assert lines, f"no URL printed; stderr: {proc.stderr.read() if proc.poll() else ''}"
-        url = re.search(r"http://\S+", lines[0])
-        assert url, lines[0]
-        yield proc, url.group(0)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 def _numbers(page: Any) -> str:
@@ -91,15 +50,7 @@ def _wait_for_change(page: Any, before: str) -> str:
     return _numbers(page)
 
 
-def test_the_explorer_page_shows_the_explorer_and_its_controls_work(
-    browser: Any, screenshots: Path, server: tuple[subprocess.Popen[str], str]
-) -> None:
-    proc, url = server
-    page = browser.new_page(viewport={"width": 1400, "height": TALL})
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(url, timeout=READY_MS)
+def _loaded(page: Any, screenshots: Path) -> None:
     page.wait_for_selector(".widget-slider, .dedup-explore-error", timeout=READY_MS)
     page.wait_for_function("document.querySelectorAll('table').length > 0", timeout=CHANGE_MS)
     # Voila scrolls inside its own container: a tall viewport shows the whole page
@@ -109,10 +60,12 @@ def test_the_explorer_page_shows_the_explorer_and_its_controls_work(
         page.screenshot(path=str(screenshots / f"1-loaded-{width}.png"))
     page.set_viewport_size({"width": 1400, "height": TALL})
 
+
+def _no_code_and_no_error(page: Any) -> None:
     assert page.title() == "dedup-lib window explorer"
     body = page.inner_text("body")
     assert "Duplicate detection window explorer" in body
-    assert SAMPLE in body
+    assert SENDS_NAME in body  # the lede names the file, as its characters
     # no code: Voilà strips the sources, and no cell's input area is drawn
     assert page.locator(".jp-InputArea, .jp-CodeMirrorEditor, .cm-editor").count() == 0
     for code in ("load_telemetry", "WindowExplorer", "import ", "os.environ"):
@@ -120,11 +73,11 @@ def test_the_explorer_page_shows_the_explorer_and_its_controls_work(
     # no error: no traceback, no stderr block, no error line of the page's own
     assert page.locator(".dedup-explore-error").count() == 0
     assert page.locator('[data-mime-type="application/vnd.jupyter.stderr"]').count() == 0
-    assert "Traceback" not in body
-    assert "There was an error" not in body
-    assert "Error displaying widget" not in body
+    for broken in ("Traceback", "There was an error", "Error displaying widget"):
+        assert broken not in body
 
-    # the controls: window slider and text, partitioning, entity, time range
+
+def _controls_change_the_numbers(page: Any, screenshots: Path) -> None:
     assert page.locator(".widget-hslider").count() >= 1
     assert page.locator(".widget-text input").count() >= 1
     # "enabled" joins the toggle once its replay, built in the background, is ready
@@ -133,20 +86,14 @@ def test_the_explorer_page_shows_the_explorer_and_its_controls_work(
         " && !document.body.innerText.includes('being prepared')",
         timeout=READY_MS,
     )
-    assert page.locator(".widget-dropdown select").count() >= 1
-
     first = _numbers(page)
     assert first
-
     window = page.locator(".widget-text input").first
     window.fill("PT30S")
     window.press("Enter")
     typed = _wait_for_change(page, first)
-    page.screenshot(
-        path=str(screenshots / "2-typed-PT30S.png"),
-    )
+    page.screenshot(path=str(screenshots / "2-typed-PT30S.png"))
     assert typed != first
-
     handle = page.locator(".widget-hslider .noUi-handle").first
     box = handle.bounding_box()
     assert box is not None
@@ -156,15 +103,45 @@ def test_the_explorer_page_shows_the_explorer_and_its_controls_work(
     page.mouse.move(x + 200, y, steps=10)
     page.mouse.up()
     dragged = _wait_for_change(page, typed)
-    page.screenshot(
-        path=str(screenshots / "3-dragged.png"),
-    )
+    page.screenshot(path=str(screenshots / "3-dragged.png"))
     assert dragged != typed
     assert page.locator(".widget-text input").first.input_value() != "30s"
 
-    assert [e for e in errors if not OFFLINE.search(e)] == []
-    page.close()
 
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) == 0
-    assert "stopped" in (proc.stderr.read() if proc.stderr else "")
+def _hostile_entities_and_window(page: Any, screenshots: Path) -> None:
+    entity = page.locator(".widget-dropdown select").first
+    for n, name in enumerate(HOSTILE_ENTITIES):
+        entity.select_option(label=shown(name, SHORT))
+        # the chart's title names the entity picked, as its characters
+        page.wait_for_function(
+            "name => [...document.querySelectorAll('.gtitle')]"
+            ".some(t => t.textContent.includes(`, ${name}, window`))",
+            arg=shown(name, SHORT),
+            timeout=CHANGE_MS,
+        )
+        page.screenshot(path=str(screenshots / f"4-entity-{n}.png"))
+    window = page.locator(".widget-text input").first
+    window.fill(SVG)
+    window.press("Enter")
+    page.wait_for_function("document.body.innerText.includes('<svg data-pwn')")
+    page.screenshot(path=str(screenshots / "5-hostile-window.png"))
+
+
+def test_the_explorer_page_shows_the_explorer_and_hostile_data_as_text(
+    browser: Any, screenshots: Path, hostile: Corpus
+) -> None:
+    with serve(hostile.sends) as served:
+        page = browser.new_page(viewport={"width": 1400, "height": TALL})
+        seen = watch(page, ignore=OFFLINE)
+        page.goto(served.url, timeout=READY_MS)
+        _loaded(page, screenshots)
+        _no_code_and_no_error(page)
+        _controls_change_the_numbers(page, screenshots)
+        _hostile_entities_and_window(page, screenshots)
+        problems = seen.problems(page)
+        page.close()
+        served.process.send_signal(signal.SIGTERM)
+        assert served.process.wait(timeout=60) == 0
+        assert "stopped (SIGTERM)" in served.stderr()
+        assert served.left_after() == []
+    assert problems == []

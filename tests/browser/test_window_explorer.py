@@ -10,104 +10,24 @@ place). A screenshot of the explorer after each step lands in the screenshots fo
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from dedup_lib import DedupPolicy
-from lab_kit import EXPLORER, Notebook, control, drag, explorer_cell
+from lab_kit import EXPLORER, Explorer, Notebook
 
 # The toggle must change the duplicates dropped, not only the titles. It does on today's
 # samples through the batch rule (at 1 h: 24,279 dropped and 74 rejected disabled, 23,907 and
 # 19,361 enabled); set to False only if a sample change leaves partitioning without effect.
 PARTITIONING_CHANGES_NUMBERS = True
 
-STATE_JS = """cell => {
-    const out = cell.querySelector('.jp-Cell-outputWrapper');
-    const plots = [...out.querySelectorAll('.js-plotly-plot')];
-    return {
-        text: out.innerText,
-        titles: plots.map(p => (p.querySelector('.gtitle') || {}).textContent || ''),
-        notes: plots.flatMap(p => [...p.querySelectorAll('.annotation-text')]
-            .map(a => a.textContent)),
-        traces: plots.map(p => p.querySelectorAll('.trace, .bars, .point').length),
-        loading: out.innerText.includes('Loading widget'),
-    };
-}"""
 EMPTY_IN_WORDS = re.compile(r"\b(?:no|none|nothing)\b[^\n]{0,80}\b(?:resends?|duplicates?)\b", re.I)
 
 
 def seconds(window: str) -> float:
     return DedupPolicy(window).window.total_seconds()
-
-
-@dataclass(frozen=True)
-class State:
-    """What the explorer shows: its output's text, the charts' titles and trace counts."""
-
-    text: str
-    titles: tuple[str, ...]
-    traces: tuple[int, ...]
-    notes: tuple[str, ...]  # the charts' annotations, where an empty chart says why
-
-    def number(self, figure: str) -> int:
-        """A figure of the numbers table, e.g. ``"dropped as duplicates"``."""
-        found = re.search(rf"(?m)^\s*{re.escape(figure)}\s+([\d,]+)\s*$", self.text)
-        assert found, f"no {figure!r} in the explorer's numbers:\n{self.text[:600]}"
-        return int(found.group(1).replace(",", ""))
-
-    def title(self, words: str) -> str:
-        """The chart title containing ``words``."""
-        found = [t for t in self.titles if words in t]
-        assert found, f"no chart title with {words!r}: {self.titles}"
-        return found[0]
-
-
-class Explorer:
-    """The explorer's cell in notebook 02's page."""
-
-    def __init__(self, notebook: Notebook, screenshots: Path) -> None:
-        self.page = notebook.page
-        self.notebook = notebook
-        self.folder = screenshots
-        self.cell = explorer_cell(self.page)
-        self.steps = 0
-
-    def control(self, label: str) -> Any:
-        """The widget whose description label is ``label``."""
-        return control(self.cell, label)
-
-    def state(self) -> State:
-        return self._state(self.cell.evaluate(STATE_JS))
-
-    @staticmethod
-    def _state(raw: dict[str, Any]) -> State:
-        return State(raw["text"], tuple(raw["titles"]), tuple(raw["traces"]), tuple(raw["notes"]))
-
-    def settled(self, before: State, timeout: float = 60) -> State:
-        """The explorer's state once it differs from ``before`` and has not moved for 1 s."""
-        deadline = time.monotonic() + timeout
-        last, since = before, time.monotonic()
-        while time.monotonic() < deadline:
-            self.page.wait_for_timeout(200)
-            raw = self.cell.evaluate(STATE_JS)
-            now = self._state(raw)
-            if now != last or raw["loading"]:
-                last, since = now, time.monotonic()
-            elif now != before and time.monotonic() - since >= 1.0:
-                return now
-        pytest.fail(f"the explorer did not change within {timeout:.0f} s: {before.titles}")
-
-    def shot(self, name: str) -> None:
-        self.steps += 1
-        self.notebook.screenshot(self.folder / f"{self.steps:02d}-{name}.png", self.cell)
-
-    def drag(self, handle: Any, dx: float) -> None:
-        drag(self.page, handle, dx)
 
 
 @pytest.fixture(scope="module")
