@@ -12,7 +12,8 @@ CHECK = $(BIN)/dedup-lib doctor
 .PHONY: help install lab test test-fast test-cluster lint bench profile-engine bench-simulate bench-load bench-synth bench-explorer samples notebooks postmortem explore clean
 
 help:
-	@echo "make lab     open JupyterLab on notebooks/ (installs on first use)"
+	@echo "make lab [INPUT=sends.parquet]  open JupyterLab on notebooks/ (installs on first use);"
+	@echo "             INPUT: the telemetry the notebooks read (default: the samples)"
 	@echo "make test    lint, then every test: unit, Spark (classic and Connect), notebooks"
 	@echo "make test-cluster  simulate and a notebook on a standalone Spark + Connect server (127.0.0.1)"
 	@echo "make lint    ruff, mypy and the import contract (lint-imports)"
@@ -41,9 +42,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# INPUT=path: the telemetry every notebook reads when its INPUT parameter is left at None
+# (DEDUP_INPUT, made absolute when it is a local path: the kernels run in notebooks/).
 lab: $(STAMP)
 	@$(CHECK)
-	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_FLAGS)
+	$(if $(INPUT),DEDUP_INPUT="$(if $(wildcard $(INPUT)),$(abspath $(INPUT)),$(INPUT))") \
+		$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_FLAGS)
 
 test: $(STAMP) lint
 	@$(CHECK)

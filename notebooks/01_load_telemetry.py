@@ -17,11 +17,15 @@
 # **What to do next:** if many rows are quarantined, fix the mapping or the source; if ids look
 # reused or constant, expect `02_window_explorer` to show legitimate messages being dropped.
 #
-# Set `INPUT` below to your telemetry (or run it headless: `papermill 01_load_telemetry.ipynb out.ipynb -p INPUT sends.parquet`).
-# It defaults to a day of synthetic sends shipped with the workbench.
+# Point it at your own telemetry in the cell below (`INPUT`, and `FORMAT`, `MAPPING` where
+# they apply), start JupyterLab with `make lab INPUT=sends.parquet`, or run it headless:
+# `papermill 01_load_telemetry.ipynb out.ipynb -p INPUT sends.parquet`. Left at None it reads
+# a day of synthetic sends shipped with the workbench (a CSV with the Azure SDK's names).
 
 # %% tags=["parameters"]
-INPUT = None  # your telemetry, a file or a folder; None: the shipped day sample
+INPUT = None  # a file or folder; None: what `make lab INPUT` names, else the day sample
+FORMAT = None  # parquet, csv, json, otlp, app-insights, sb-explorer; None: recognised
+MAPPING = None  # {"YourColumn": "message_id", ...} for names that are not the Azure SDK's
 
 # %%
 from dedup_lib import get_spark
@@ -29,10 +33,11 @@ from dedup_lib import get_spark
 spark = get_spark()  # local Spark on all cores; set SPARK_REMOTE to use a Spark Connect server
 
 # %%
-from dedup_lib import load_telemetry, sample_path
+from dedup_lib import load_telemetry, notebook_input
 
-PATH = INPUT or sample_path("day-azure.csv.gz")
-loaded = load_telemetry(spark, PATH)
+PATH = notebook_input(INPUT, "day-azure.csv.gz")
+loaded = load_telemetry(spark, PATH, format=FORMAT, mapping=MAPPING)
+sends = loaded.valid.persist()  # parsed once, kept for the cells below
 loaded.mapping
 
 # %% [markdown]
@@ -53,15 +58,13 @@ styled(pd.DataFrame([loaded.counts()]))
 # %%
 styled(loaded.files)
 
-# %%
-styled(loaded.quarantine_reasons())
-
 # %% [markdown]
-# A few quarantined rows, with the reason and the file they came from:
+# The quarantine by reason, then a few quarantined rows with the file they came from:
 
 # %%
-quarantined = loaded.quarantine.select("message_id", "send_time", "reason", "source_file")
-styled(quarantined.limit(5).toPandas())
+from dedup_lib import findings
+
+findings.quarantined(loaded)
 
 # %% [markdown]
 # ### Traffic per entity
@@ -70,7 +73,7 @@ styled(quarantined.limit(5).toPandas())
 # %%
 from dedup_lib import charts, sends_over_time
 
-charts.show(charts.sends_per_entity(sends_over_time(loaded.valid, bucket="PT10M")))
+charts.show(charts.sends_per_entity(sends_over_time(sends, bucket="PT10M")))
 
 # %% [markdown]
 # ### Id quality
@@ -81,46 +84,29 @@ charts.show(charts.sends_per_entity(sends_over_time(loaded.valid, bucket="PT10M"
 # %%
 from dedup_lib import id_quality
 
-styled(id_quality(loaded.valid))
+styled(id_quality(sends))
 
 # %% [markdown]
 # The ids sent most often. A constant id (all zeros) or a small pool of ids is a bug that makes the broker drop different messages silently.
 
 # %%
-from dedup_lib import most_reused_ids
-
-styled(most_reused_ids(loaded.valid, n=5)[["entity", "message_id", "sends"]])
+findings.reused_ids(sends, n=5)
 
 # %% [markdown]
 # ### Telemetry as you may have it
-# Few teams have a clean table of sends. The same three hours of an incident ship here in the
-# shapes telemetry really comes in: OpenTelemetry traces from the Collector's file exporter,
-# Application Insights dependency rows (the portal's CSV and the query API's JSON), and the
-# Parquet the generator wrote. `load_telemetry` recognises each from its content, no mapping
-# needed; `skipped` counts records that are not message sends (HTTP spans, the SDK's send-call
-# spans). Each gives the same sends as the Parquet file, so the same verdicts.
+# Few teams have a clean table of sends. The same three hours of an incident ship with the
+# workbench in the shapes telemetry really comes in: OpenTelemetry traces from the Collector's
+# file exporter, Application Insights dependency rows (the portal's CSV and the query API's
+# JSON), and the Parquet the generator wrote. `load_telemetry` recognises each from its
+# content, no mapping needed; `skipped` counts records that are not message sends (HTTP spans,
+# the SDK's send-call spans). Each gives the same sends as the Parquet file, so the same
+# verdicts. A trace keeps the ids to find each send's trace in your tracing tool (the second
+# table). What the broker **kept** is another source: a Service Bus Explorer export of a queue
+# lists the messages it accepted, never the duplicates it dropped (the third table); the file
+# does not name its queue, so the entity comes from the file name (`orders.json`) or from
+# `entity=`, and notebook `04_incident_postmortem` checks a replay against it.
+#
+# This tour reads the shipped samples; on your own telemetry it is left out.
 
 # %%
-SHAPES = ["incident.parquet", "incident-otlp.jsonl.gz", "incident-app-insights.csv.gz",
-          "incident-app-insights.json.gz"]  # fmt: skip
-shapes = {name: load_telemetry(spark, sample_path(name)) for name in SHAPES}
-styled(pd.DataFrame([{"file": n, "format": s.format, **s.counts()} for n, s in shapes.items()]))
-
-# %% [markdown]
-# A trace keeps the ids to find each send's trace in your tracing tool:
-
-# %%
-traces = shapes["incident-otlp.jsonl.gz"].valid
-styled(
-    traces.select("entity", "message_id", "send_time", "batch_id", "trace_id").limit(5).toPandas()
-)
-
-# %% [markdown]
-# What the broker **kept** is another source: a Service Bus Explorer export of a queue lists
-# the messages it accepted, never the duplicates it dropped. The file does not name its queue,
-# so the entity comes from the file name (`orders.json`) or from `entity=`. Notebook
-# `04_incident_postmortem` checks a replay against it with `reconcile`.
-
-# %%
-kept = load_telemetry(spark, sample_path("incident-kept/orders.json.gz"), format="sb-explorer")
-styled(pd.DataFrame([{"format": kept.format, **kept.counts()}]))
+findings.telemetry_shapes(spark, PATH)

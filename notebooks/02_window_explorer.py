@@ -25,11 +25,20 @@
 # right of it reaches consumers again), coloured by cause where the data has ground truth; and
 # the ids held in the duplicate history, the throughput cost of the window.
 #
-# Set `INPUT` below to your telemetry (or run it headless: `papermill 02_window_explorer.ipynb out.ipynb -p INPUT sends.parquet`).
-# It defaults to the 200 k-send day sample.
+# Point it at your own telemetry in the cell below (`INPUT`, and `FORMAT`, `MAPPING`,
+# `CONTENT`, `ENTITIES` where they apply), start JupyterLab with `make lab INPUT=sends.parquet`,
+# or run it headless: `papermill 02_window_explorer.ipynb out.ipynb -p INPUT sends.parquet`.
+# Left at None it reads the 200 k-send day sample. Sections that need what your telemetry
+# does not have (the generator's ground truth, the messages' content, entity settings) say so
+# in one sentence, and what would provide it.
 
 # %% tags=["parameters"]
-INPUT = None  # your telemetry, a file or a folder; None: the shipped day sample
+INPUT = None  # a file or folder; None: what `make lab INPUT` names, else the day sample
+FORMAT = None  # parquet, csv, json, otlp, app-insights, sb-explorer; None: recognised
+MAPPING = None  # {"YourColumn": "message_id", ...} for names that are not the Azure SDK's
+WINDOW = "PT10M"  # the window shown first and compared below
+CONTENT = None  # the columns that say what a message carries; None: payload_hash, if any
+ENTITIES = None  # entity settings files (ARM, az, emulator); None: the sample's, for the sample
 
 # %%
 from dedup_lib import get_spark
@@ -37,26 +46,31 @@ from dedup_lib import get_spark
 spark = get_spark()  # local Spark on all cores; set SPARK_REMOTE to use a Spark Connect server
 
 # %%
-from dedup_lib import WindowExplorer, load_telemetry, sample_path
+from dedup_lib import Evidence, WindowExplorer, load_telemetry, notebook_input
 
-loaded = load_telemetry(spark, INPUT or sample_path("day.parquet"))
-explorer = WindowExplorer.from_frame(loaded.valid, window="PT10M")
+path = notebook_input(INPUT, "day.parquet")
+loaded = load_telemetry(spark, path, format=FORMAT, mapping=MAPPING)
+sends = loaded.valid.persist()  # parsed once, kept for the sections below
+evidence = Evidence.of(sends, CONTENT)
+explorer = WindowExplorer.from_frame(sends, window=WINDOW)
 explorer.widget
 
 # %% [markdown]
-# The figures at the default window of 10 minutes, partitioning disabled, all entities:
+# The figures at the window given above, partitioning disabled, all entities:
 
 # %%
 from dedup_lib import styled
 
-view = explorer.update(window="PT10M", partitioning=False, entity="(all)", draw=False)
+view = explorer.update(window=WINDOW, partitioning=False, entity="(all)", draw=False)
 styled(view.numbers)
 
 # %% [markdown]
 # The keys with the most dropped sends. A key carrying many different messages (`messages` > 1) is a reused id: those drops are data loss.
 
 # %%
-styled(view.top_keys.head(5))
+from dedup_lib import findings
+
+findings.top_keys(view.top_keys.head(5), WINDOW)
 
 # %% [markdown]
 # ## What the partitioning toggle changes
@@ -64,41 +78,27 @@ styled(view.top_keys.head(5))
 # With partitioning enabled the broker keeps one duplicate history per partition: the key is
 # the effective partition key (SessionId, else PartitionKey, else MessageId) plus the
 # MessageId. The same MessageId sent again under another partition key is then not a
-# duplicate, and reaches consumers again. Two senders of the sample do this: `shipping-svc`
-# derives its partition key from the send time, so each retry and resend lands under another
-# key; `payouts-svc`'s resends after a crash come from another instance, which opens a new
-# session. Enabling partitioning also refuses batches whose messages carry distinct
-# MessageIds (`billing-batch`, `refunds-svc`): they count as `rejected`, and never protect a
-# later send. The two modes at 10 minutes, from the explorer's caches (no Spark job):
+# duplicate, and reaches consumers again. Enabling partitioning also refuses batches whose
+# messages carry distinct MessageIds: they count as `rejected`, and never protect a later
+# send. (On the day sample, `shipping-svc` derives its partition key from the send time and
+# `payouts-svc` resends from a new session; `billing-batch` and `refunds-svc` send mixed
+# batches.) The two modes at the window above, from the explorer's caches (no Spark job):
 
 # %%
-import pandas as pd
-
-figures = ["duplicates", "resends_caught", "extra_deliveries", "messages_lost"]
-modes = {"disabled": False, "enabled": True}
-side_by_side = pd.DataFrame(
-    {name: explorer.caches[mode].sweep(["PT10M"]).iloc[0][figures] for name, mode in modes.items()}
-).astype("int64")
-side_by_side["difference"] = side_by_side["enabled"] - side_by_side["disabled"]
-styled(side_by_side.rename_axis("at 10 minutes").reset_index())
+findings.partitioning_effect(explorer.caches, WINDOW, evidence)
 
 # %% [markdown]
-# Per entity: the resends caught fall where those senders send (`orders`, `payments`), and
-# the resends that reached consumers again rise by the same number.
+# Per entity, the resends caught in each mode (where the rekeyed resends fall, the caught
+# ones fall and the ones reaching consumers again rise by the same number):
 
 # %%
-truth = {name: explorer.caches[mode].truth_summary("PT10M") for name, mode in modes.items()}
-per_entity = truth["disabled"][["entity", "resends", "resends_caught"]].merge(
-    truth["enabled"][["entity", "resends_caught"]], on="entity", suffixes=("", "_partitioned")
-)
-styled(per_entity)
+findings.truth_per_entity(explorer.caches, WINDOW)
 
 # %% [markdown]
 # ## What detection misses, and what it destroys
 #
-# The broker compares MessageIds only, and says nothing either way. Comparing content (here the
-# `payload_hash` column; pass `content=[...]` to name your own columns) shows the two silent
-# failures at 10 minutes:
+# The broker compares MessageIds only, and says nothing either way. Comparing content (the
+# `payload_hash` column, or the columns named in `CONTENT`) shows the two silent failures:
 #
 # - **missed resends**: the same content accepted twice, so it reached consumers twice, with
 #   why: a new MessageId per attempt, no MessageId, another partition key, detection off, or a
@@ -108,57 +108,29 @@ styled(per_entity)
 # This runs Spark again (about half a minute on the sample).
 
 # %%
-from dedup_lib import DedupPolicy, collisions, detect_duplicates, missed_resends
+from dedup_lib import DedupPolicy, detect_duplicates
 
-judged = detect_duplicates(loaded.valid, DedupPolicy("PT10M")).persist()
-misses = missed_resends(judged).persist()
-lost = collisions(judged).persist()
-
-# %%
-from dedup_lib import missed_summary
-
-styled(missed_summary(misses).drop(columns="median_delay"))
+judged = detect_duplicates(sends, DedupPolicy(WINDOW)).persist()
+findings.resends_missed(judged, WINDOW, CONTENT)
 
 # %%
-from dedup_lib import charts, counts_over_time
-
-title = "Missed resends at a 10-minute window, by cause"
-by_cause = counts_over_time(misses, "miss_cause", "PT30M")
-charts.show(charts.counts_over_time(by_cause, "miss_cause", title=title, what="resends"))
-
-# %%
-from dedup_lib import collision_groups
-
-styled(collision_groups(lost))
-
-# %%
-title = "Different messages dropped as duplicates (collisions), by id pattern"
-by_pattern = counts_over_time(lost, "id_pattern", "PT30M")
-charts.show(charts.counts_over_time(by_pattern, "id_pattern", title=title, what="messages lost"))
+findings.collisions_found(judged, WINDOW, CONTENT)
 
 # %% [markdown]
 # ## Replay with the entities' real settings
 #
-# Each entity can have its own window, partitioning, or no detection at all. Point
-# `load_entity_policies` at your Resource Manager template (or Bicep compiled to JSON), at the
-# output of `az servicebus queue show` / `topic show`, or at the emulator's `Config.json`; it
-# checks the settings as the service would. Entities without detection accept everything, and
-# the `not_checked` column says so. On an entity with both partitioning and detection
-# (`payments` here) the service refuses a batch (sends sharing a `batch_id`) whose messages do
-# not share one SessionId, PartitionKey and MessageId: the batches of `billing-batch` and
-# `refunds-svc` are all `rejected`, and never protect a later send.
+# Each entity can have its own window, partitioning, or no detection at all. Point `ENTITIES`
+# at your Resource Manager template (or Bicep compiled to JSON), at the output of
+# `az servicebus queue show` / `topic show`, or at the emulator's `Config.json`; they are
+# checked as the service would. Entities without detection accept everything, and the
+# `not_checked` column says so. On an entity with both partitioning and detection the service
+# refuses a batch (sends sharing a `batch_id`) whose messages do not share one SessionId,
+# PartitionKey and MessageId: those are `rejected`, and never protect a later send.
 
 # %%
-import pandas as pd
+from dedup_lib import shipped_with
 
-from dedup_lib import load_entity_policies, summarize
-
-policies = load_entity_policies(sample_path("entities-arm.json"))
-described = [(n, "detection off" if p is None else p.describe()) for n, p in policies.items()]
-styled(pd.DataFrame(sorted(described), columns=["entity", "settings"]))
-
-# %%
-styled(summarize(detect_duplicates(loaded.valid, policies)))
+findings.entity_settings(sends, ENTITIES or shipped_with(path, "settings"))
 
 # %% [markdown]
 # ## What other brokers would have done
@@ -171,18 +143,15 @@ styled(summarize(detect_duplicates(loaded.valid, policies)))
 #   windows' peak below it.
 
 # %%
-from dedup_lib import by_content, compare_keys
-
-styled(compare_keys(by_content(loaded.valid, DedupPolicy("PT10M"))))
+findings.content_keys(sends, WINDOW, CONTENT)
 
 # %%
 from dedup_lib import count_sweep
 
-styled(count_sweep(loaded.valid, (1_000, 20_000, 100_000)))
+styled(count_sweep(sends, (1_000, 20_000, 100_000)))
 
 # %%
-windows = explorer.caches[False].sweep(["PT1M", "PT10M", "PT1H", "P1D"])
-styled(windows[["window_s", "peak_held", "duplicates", "resends_caught", "messages_lost"]])
+findings.windows_compared(explorer.caches[False], ["PT1M", WINDOW, "PT1H", "P1D"])
 
 # %% [markdown]
 # **What to do next:** note the window where the resends you care about fall left of the line and the ids held stay affordable, then check it with `03_window_sizing`. Missed resends with a new MessageId, and collisions, are fixed in the sender, not by any window.

@@ -19,11 +19,17 @@
 # The sweep answers from one Spark pass per mode; its figures are exactly what
 # `detect_duplicates` gives at each window.
 #
-# Set `INPUT` below to your telemetry (or run it headless: `papermill 03_window_sizing.ipynb out.ipynb -p INPUT sends.parquet`).
-# It defaults to the 200 k-send day sample.
+# Point it at your own telemetry in the cell below (`INPUT`, and `FORMAT`, `MAPPING` where
+# they apply), start JupyterLab with `make lab INPUT=sends.parquet`, or run it headless:
+# `papermill 03_window_sizing.ipynb out.ipynb -p INPUT sends.parquet`. Left at None it reads
+# the 200 k-send day sample. The target is a share of resends, which only ground truth tells:
+# without it the charts still show what each window drops and holds, and the recommendation
+# says why there is none.
 
 # %% tags=["parameters"]
-INPUT = None  # your telemetry, a file or a folder; None: the shipped day sample
+INPUT = None  # a file or folder; None: what `make lab INPUT` names, else the day sample
+FORMAT = None  # parquet, csv, json, otlp, app-insights, sb-explorer; None: recognised
+MAPPING = None  # {"YourColumn": "message_id", ...} for names that are not the Azure SDK's
 TARGET = 0.99  # share of the catchable resends (same id as an earlier send) to catch
 
 # %%
@@ -32,11 +38,12 @@ from dedup_lib import get_spark
 spark = get_spark()  # local Spark on all cores; set SPARK_REMOTE to use a Spark Connect server
 
 # %%
-from dedup_lib import ReplayCache, load_telemetry, sample_path
+from dedup_lib import ReplayCache, WindowSizing, load_telemetry, notebook_input
 
-loaded = load_telemetry(spark, INPUT or sample_path("day.parquet"))
-caches = {mode: ReplayCache.build(loaded.valid, mode) for mode in (False, True)}
-sweeps = {mode: cache.sweep() for mode, cache in caches.items()}
+loaded = load_telemetry(spark, notebook_input(INPUT, "day.parquet"), format=FORMAT, mapping=MAPPING)
+sends = loaded.valid.persist()  # parsed once, kept for both replays
+caches = {mode: ReplayCache.build(sends, mode) for mode in (False, True)}
+sizing = WindowSizing(caches, TARGET)
 
 # %% [markdown]
 # The smallest window of the sweep that reaches the target is a measurement (such as
@@ -46,22 +53,7 @@ sweeps = {mode: cache.sweep() for mode, cache in caches.items()}
 # those of that window.
 
 # %%
-from dedup_lib import configurable_window, smallest_window
-
-recommended = {}
-for mode, sweep in sweeps.items():
-    best = smallest_window(sweep, TARGET)
-    if best is not None:
-        window = configurable_window(best["window_s"])
-        recommended[mode] = (best, window, caches[mode].sweep([window]).iloc[0])
-
-# %%
-from dedup_lib import charts
-
-for mode, sweep in sweeps.items():
-    title = f"Window sweep, partitioning {'enabled' if mode else 'disabled'}"
-    chosen = recommended[mode][1].total_seconds() if mode in recommended else None
-    charts.show(charts.window_sweep(sweep, target=TARGET, chosen_s=chosen, title=title))
+sizing.charts()
 
 # %% [markdown]
 # The recommended window per mode, with what it catches, loses and costs; ten minutes beside it.
@@ -70,48 +62,7 @@ for mode, sweep in sweeps.items():
 # MessageId per message, make replays idempotent downstream).
 
 # %%
-import pandas as pd
-from IPython.display import Markdown
-
-from dedup_lib import format_duration, format_window, styled
-
-lines = []
-for mode in sweeps:
-    where = f"partitioning {'enabled' if mode else 'disabled'}"
-    if mode not in recommended:
-        lines.append(f"- **{where}**: no window up to 7 days catches {TARGET:.0%}.")
-        continue
-    best, window, at = recommended[mode]
-    lines.append(
-        f"- **{where}**: `{format_window(window, 'iso')}` ({format_window(window, 'words')};"
-        f" the sweep's smallest window reaching {TARGET:.0%} is"
-        f" {format_duration(best['window_s'])}): it catches"
-        f" {at['share_catchable_caught']:.1%} of the resends that reuse their id, loses"
-        f" {int(at['messages_lost']):,} messages and holds at most {int(at['peak_held']):,} ids."
-    )
-Markdown("\n".join(lines))
+sizing.recommendation()
 
 # %%
-shown = [
-    "window_s",
-    "setting",
-    "share_catchable_caught",
-    "catchable_resends",
-    "share_resends_caught",
-    "resends",
-    "messages_lost",
-    "peak_held",
-]
-picked = []
-for mode, cache in caches.items():
-    rows = [("10 minutes, for comparison", cache.sweep(["PT10M"]).iloc[0])]
-    if mode in recommended:
-        _, window, at = recommended[mode]
-        rows.insert(0, (f"recommended: {format_window(window, 'words')}", at))
-    for choice, row in rows:
-        setting = format_window(pd.Timedelta(seconds=row["window_s"]), "iso")
-        values = row.to_dict() | {"setting": setting}
-        picked.append(
-            {"partitioning": "enabled" if mode else "disabled", "choice": choice, **values}
-        )
-styled(pd.DataFrame(picked, columns=["partitioning", "choice", *shown]))
+sizing.choices()

@@ -17,6 +17,7 @@ from dedup_lib.analysis.diagnostics import (
     missed_resends,
     missed_summary,
 )
+from dedup_lib.analysis.evidence import Evidence
 from dedup_lib.analysis.reconcile import Reconciliation, reconcile
 from dedup_lib.analysis.selection import narrow
 from dedup_lib.analysis.summaries import (
@@ -40,13 +41,15 @@ from dedup_lib.sweep.views import ReplayCache
 from dedup_lib.synth import generate_telemetry
 from dedup_lib.telemetry.read import LoadedTelemetry, load_telemetry
 from dedup_lib.telemetry.record import AsyncRecordingSender, RecordingSender, record_sends
-from dedup_lib.telemetry.samples import sample_path
+from dedup_lib.telemetry.samples import notebook_input, sample_path, shipped_with
 from dedup_lib.telemetry.schema import BUILTIN_ALIASES, CANONICAL_COLUMNS
 from dedup_lib.telemetry.write import write_telemetry
 from dedup_lib.text import escape
-from dedup_lib.workbench import charts
+from dedup_lib.workbench import charts, findings
 from dedup_lib.workbench.explorer import WindowExplorer
+from dedup_lib.workbench.incident import Incident
 from dedup_lib.workbench.report import run_postmortem
+from dedup_lib.workbench.sizing import WindowSizing
 from dedup_lib.workbench.tables import styled
 
 try:
@@ -60,6 +63,8 @@ __all__ = [
     "AsyncRecordingSender",
     "DedupPolicy",
     "EntityConfigError",
+    "Evidence",
+    "Incident",
     "JavaNotFoundError",
     "JvmKernelUnavailable",
     "LoadedTelemetry",
@@ -67,6 +72,7 @@ __all__ = [
     "RecordingSender",
     "ReplayCache",
     "WindowExplorer",
+    "WindowSizing",
     "__version__",
     "by_content",
     "charts",
@@ -79,6 +85,7 @@ __all__ = [
     "detect_duplicates",
     "detect_duplicates_by_count",
     "escape",
+    "findings",
     "format_duration",
     "format_window",
     "generate_telemetry",
@@ -92,12 +99,14 @@ __all__ = [
     "missed_summary",
     "most_reused_ids",
     "narrow",
+    "notebook_input",
     "parse_window",
     "reconcile",
     "record_sends",
     "run_postmortem",
     "sample_path",
     "sends_over_time",
+    "shipped_with",
     "smallest_window",
     "styled",
     "summarize",

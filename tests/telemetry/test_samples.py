@@ -54,3 +54,28 @@ def test_the_export_is_what_a_one_minute_broker_kept(spark):
     assert timedelta(minutes=1) <= checked.agreeing_window < timedelta(minutes=2)
     advice = " ".join(checked.summary()["what to do"])
     assert "replay at 1m;" in advice  # rounded down: a window at most the bound agrees
+
+
+def test_a_notebook_reads_its_input_else_make_labs_else_the_sample(monkeypatch, tmp_path):
+    from dedup_lib import notebook_input
+    from dedup_lib.telemetry.samples import INPUT_VARIABLE
+
+    monkeypatch.delenv(INPUT_VARIABLE, raising=False)
+    assert notebook_input(None, "day.parquet") == sample_path("day.parquet")
+    monkeypatch.setenv(INPUT_VARIABLE, str(tmp_path / "mine.parquet"))
+    assert notebook_input(None, "day.parquet") == str(tmp_path / "mine.parquet")
+    assert notebook_input("given.csv", "day.parquet") == "given.csv"
+
+
+def test_what_ships_with_a_sample_never_goes_with_other_data(tmp_path):
+    from dedup_lib import shipped_with
+    from dedup_lib.telemetry.samples import is_shipped_sample
+
+    assert shipped_with(sample_path("day.parquet"), "settings") == sample_path("entities-arm.json")
+    assert shipped_with(sample_path("incident.parquet"), "kept").endswith("orders.json.gz")
+    assert shipped_with(sample_path("incident.parquet"), "settings") is None
+    mine = tmp_path / "day.parquet"  # named like the sample, but an analyst's own
+    mine.write_bytes(b"")
+    assert shipped_with(str(mine), "settings") is None
+    assert is_shipped_sample(sample_path("incident-otlp.jsonl.gz"))
+    assert not is_shipped_sample(str(mine))

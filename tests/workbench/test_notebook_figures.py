@@ -24,8 +24,11 @@ import pytest
 
 from dedup_lib import (
     DedupPolicy,
+    Evidence,
+    Incident,
     ReplayCache,
     WindowExplorer,
+    WindowSizing,
     by_content,
     collision_groups,
     collisions,
@@ -33,6 +36,7 @@ from dedup_lib import (
     configurable_window,
     count_sweep,
     detect_duplicates,
+    findings,
     format_duration,
     format_window,
     id_quality,
@@ -121,8 +125,11 @@ def test_01_id_quality(azure_csv):
 
 
 def test_01_most_reused_ids(azure_csv):
-    """Cell `most_reused_ids(loaded.valid, n=5)`."""
-    table = most_reused_ids(azure_csv.valid, n=5)
+    """Cell `findings.reused_ids(sends, n=5)`."""
+    (table,) = findings.reused_ids(azure_csv.valid, n=5).tables
+    pd.testing.assert_frame_equal(
+        table, most_reused_ids(azure_csv.valid, n=5)[["entity", "message_id", "sends"]]
+    )
     assert rows(table, ["entity", "message_id", "sends"]) == [
         ("orders", "00000000-0000-0000-0000-000000000000", 3704),
         ("inventory", "stock/103", 60),
@@ -185,13 +192,17 @@ def test_02_explorer_numbers_and_top_keys(day_caches):
     [(False, (12_203, 3_563, 2_761, 8_640, 63)), (True, (11_619, 2_979, 2_321, 8_640, 17_751))],
     ids=["partitioning-disabled", "enabled"],
 )
-def test_02_partitioning_changes_the_figures(day_caches, mode, expected):
-    """The cells comparing the modes at 10 minutes. `shipping-svc` and `payouts-svc` resend
-    under another partition key or session: dropped without partitioning, delivered with it."""
+def test_02_partitioning_changes_the_figures(day, day_caches, mode, expected):
+    """The cell `findings.partitioning_effect(...)` at 10 minutes. `shipping-svc` and
+    `payouts-svc` resend under another partition key or session: dropped without
+    partitioning, delivered with it."""
     duplicates, caught, extra, lost, rejected = expected
-    row = day_caches[mode].sweep(["PT10M"]).iloc[0]
-    figures = ("duplicates", "resends_caught", "extra_deliveries", "messages_lost")
-    assert tuple(int(row[f]) for f in figures) == (duplicates, caught, extra, lost)
+    section = findings.partitioning_effect(day_caches, "PT10M", Evidence.of(day))
+    assert section.sentences == []  # the sample has ground truth and partition keys
+    (table,) = section.tables
+    shown = table.set_index(table.columns[0])["enabled" if mode else "disabled"]
+    figures = ("duplicates", "resends_caught", "extra_deliveries", "messages_lost", "rejected")
+    assert tuple(int(shown[f]) for f in figures) == (duplicates, caught, extra, lost, rejected)
     view = WindowExplorer(day_caches).update(partitioning=mode, draw=False)
     numbers = dict(rows(view.numbers))
     assert numbers["dropped as duplicates"] == f"{duplicates:,}"
@@ -330,8 +341,9 @@ def test_03_smallest_window_reaching_99_percent(day_caches, mode, expected, reco
     `billing-batch` and `refunds-svc` (SPEC section 3): their resends are no longer
     catchable, and their replays after hours no longer ask for a long window."""
     window_s, shown, share, catchable, share_resends, lost, peak, default_share = expected
-    best = smallest_window(day_caches[mode].sweep(), 0.99)
-    assert best is not None
+    sizing = WindowSizing(day_caches, 0.99)
+    best = sizing.picks[mode].smallest
+    assert best.equals(smallest_window(day_caches[mode].sweep(), 0.99))
     assert round(best["window_s"], 6) == window_s
     assert format_duration(best["window_s"]) == shown
     assert round(best["share_catchable_caught"], 3) == share
@@ -345,9 +357,11 @@ def test_03_smallest_window_reaching_99_percent(day_caches, mode, expected, reco
     assert int(default["messages_lost"]) == 8_640
     # the window recommended: rounded up to one a person configures, its figures at it
     iso, words, share_at, lost_at, peak_at = recommended
-    window = configurable_window(best["window_s"])
+    window = sizing.picks[mode].window
+    assert window == configurable_window(best["window_s"])
     assert (format_window(window, "iso"), format_window(window, "words")) == (iso, words)
-    at = day_caches[mode].sweep([window]).iloc[0]
+    at = sizing.picks[mode].at
+    assert f"`{iso}` ({words}" in sizing.recommendation().sentences[0]
     assert round(at["share_catchable_caught"], 3) == share_at
     assert (int(at["messages_lost"]), int(at["peak_held"])) == (lost_at, peak_at)
 
@@ -389,6 +403,28 @@ def test_04_verdicts_and_ground_truth(incident):
     total = cache.truth_summary(window).iloc[-1]
     assert (total.resends, total.resends_caught) == (3_310, 3_104)
     assert (total.extra_deliveries, total.messages_lost) == (206, 0)
+
+
+def test_04_the_sections_say_these_figures(incident):
+    """Notebook 4's cells, each an `Incident` section: the same figures, in its words."""
+    loaded, _, _ = incident
+    sections = Incident(loaded.valid, DedupPolicy(WINDOW))
+    assert sections.ground_truth().sentences == [
+        "3,310 resends: 3,104 caught, 206 reached consumers again; 0 messages lost"
+    ]
+    resent = sections.resends_missed()
+    (missed,) = resent.tables
+    assert len(resent.figures) == 1
+    assert rows(missed, ["entity", "miss_cause", "resends"]) == [
+        ("notifications", "new MessageId", 206)
+    ]
+    assert sections.messages_lost().sentences == [
+        "No collisions: no message was lost to a reused id."
+    ]
+    summary = sections.summary()
+    assert "**206 resends reached consumers again**" in summary
+    assert "**0 messages were lost**" in summary
+    assert "None of those resends came after the window" in summary
 
 
 def test_04_missed_resends_and_collisions(incident):

@@ -50,9 +50,28 @@ def test_ipynb_is_committed_stripped_and_names_the_kernel(source):
     assert not with_outputs, f"{source.stem}: cells {with_outputs} have outputs; {FIX}"
 
 
-def test_the_postmortem_keeps_its_parameters_cell():
-    """papermill injects the report's parameters after the cell tagged ``parameters``."""
-    nb = jupytext.read(NOTEBOOKS / "04_incident_postmortem.py")
+#: What each notebook lets a user set (issue 33): INPUT everywhere, the others where they apply.
+PARAMETERS = {
+    "01_load_telemetry": {"INPUT", "FORMAT", "MAPPING"},
+    "02_window_explorer": {"INPUT", "FORMAT", "MAPPING", "WINDOW", "CONTENT", "ENTITIES"},
+    "03_window_sizing": {"INPUT", "FORMAT", "MAPPING", "TARGET"},
+    "04_incident_postmortem": {
+        "INPUT", "FORMAT", "MAPPING", "WINDOW", "PARTITIONING", "ENTITY", "START", "END",
+        "CONTENT", "EMBED_CHARTS", "KEPT", "KEPT_FORMAT",
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_each_notebook_starts_with_one_parameters_cell_papermill_reads(source):
+    """papermill injects parameters after the first cell tagged ``parameters``, and reads its
+    names and defaults (a comment it cannot parse would hide a parameter from ``--help``)."""
+    from papermill.translators import PythonTranslator
+
+    nb = jupytext.read(source.with_suffix(".ipynb"))
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code[0].metadata.get("tags") == ["parameters"]
-    assert code[0].source.startswith("INPUT = None")
+    assert sum("parameters" in c.metadata.get("tags", []) for c in code) == 1
+    read = PythonTranslator.inspect(code[0])
+    assert {p.name for p in read} == PARAMETERS[source.stem]
+    assert next(p for p in read if p.name == "INPUT").default == "None"  # the samples

@@ -27,7 +27,7 @@ def test_postmortem_writes_a_self_contained_report(tmp_path):
     cells = re.sub(r"<[^>]+>", " ", html)
     assert re.search(r"notifications\s+new MessageId\s+206", cells)
     assert re.search(r"orders\s+after the window\s+397", cells)
-    assert "no collisions: no message was lost to a reused id" in html
+    assert "No collisions: no message was lost to a reused id" in html
     # checked against the broker: a 20 s replay keeps all a 1 min broker kept, and more
     assert "Every message the broker kept that the telemetry explains agrees with the" in html
     assert "accepted sends are not in the export" in html

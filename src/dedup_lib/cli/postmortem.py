@@ -9,6 +9,8 @@ from dedup_lib.analysis.tables import ALL_ENTITIES
 from dedup_lib.cli.common import (
     TELEMETRY_FORMATS,
     Progress,
+    column_mapping,
+    content_columns,
     entity_name,
     existing_input,
     iso_time,
@@ -26,6 +28,8 @@ def run(args: argparse.Namespace) -> int:
     existing_input(args.input, args)
     window_policy(args.window, partitioning=args.partitioning)
     time_range(args.start, args.end)
+    content = content_columns(args.content)
+    mapping = column_mapping(args.map) or None
     if args.kept is not None:
         existing_input(args.kept, args)
     writable_target("--out-dir", os.path.join(args.out_dir, "report.html"))
@@ -40,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
         out_dir=args.out_dir,
         kept=args.kept,
         kept_format=args.kept_format,
+        format=args.format,
+        mapping=mapping,
+        content=content,
     )
     progress.step("done")
     print(printable(str(report)))
@@ -85,6 +92,24 @@ def add_to(
         "--kept-format",
         choices=TELEMETRY_FORMATS,
         help="the export's format (default: recognised from its content)",
+    )
+    post.add_argument(
+        "--format",
+        choices=TELEMETRY_FORMATS,
+        help="the input's format (default: from the file names and content)",
+    )
+    post.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="SOURCE=CANONICAL",
+        help="rename a column, e.g. --map Id=message_id (repeatable)",
+    )
+    post.add_argument(
+        "--content",
+        metavar="COL,COL,...",
+        help="columns that say what a message carries, for the resends that reached consumers "
+        "again and the messages lost (default: payload_hash when the telemetry has it)",
     )
     post.add_argument("--out-dir", default="reports", help="where to write (default: reports)")
     post.set_defaults(run=run)

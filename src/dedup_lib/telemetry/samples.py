@@ -3,6 +3,7 @@ with :mod:`importlib.resources`, so an installed wheel has them too."""
 
 from __future__ import annotations
 
+import os
 from importlib.resources import as_file, files
 from pathlib import Path
 
@@ -23,3 +24,39 @@ def sample_path(name: str) -> str:
         )
     with as_file(entry) as path:
         return str(Path(path))
+
+
+#: The environment variable through which ``make lab INPUT=...`` names the telemetry every
+#: notebook reads when its ``INPUT`` parameter is left at None.
+INPUT_VARIABLE = "DEDUP_INPUT"
+#: What ships with a sample, by the sample's name: entity settings, an export of what the
+#: broker kept.
+_WITH_SAMPLE = {
+    "day.parquet": {"settings": "entities-arm.json"},
+    "day-azure.csv.gz": {"settings": "entities-arm.json"},
+    "incident.parquet": {"kept": "incident-kept/orders.json.gz"},
+}
+
+
+def notebook_input(given: str | None, sample: str) -> str:
+    """The telemetry a notebook reads: ``given`` (its ``INPUT`` parameter), else what
+    ``make lab INPUT=...`` named (:data:`INPUT_VARIABLE`), else the shipped ``sample``."""
+    return given or os.environ.get(INPUT_VARIABLE) or sample_path(sample)
+
+
+def is_shipped_sample(path: str) -> bool:
+    """Whether ``path`` is one of the shipped samples (a file of them, or their folder)."""
+    with as_file(SAMPLES) as folder:
+        samples = Path(folder).resolve()
+    here = Path(path).resolve()
+    return here == samples or samples in here.parents
+
+
+def shipped_with(path: str, what: str) -> str | None:
+    """The file shipped with the sample ``path`` is (``what``: ``settings`` or ``kept``), or
+    None when ``path`` is not a shipped sample or has none: the samples' settings and export
+    describe the samples, never an analyst's own telemetry."""
+    for name, extras in _WITH_SAMPLE.items():
+        if what in extras and Path(path).resolve() == Path(sample_path(name)).resolve():
+            return sample_path(extras[what])
+    return None

@@ -139,10 +139,15 @@ def run_postmortem(
     kept: str | None = None,
     kept_format: str | None = None,
     notebook: Traversable | Path = POSTMORTEM,
+    format: str | None = None,
+    mapping: dict[str, str] | None = None,
+    content: list[str] | None = None,
 ) -> Path:
     """Execute the postmortem notebook with these parameters; return the HTML report's path.
     ``kept`` is an export of what the broker kept (Service Bus Explorer), to check the
-    replay against (:func:`dedup_lib.reconcile`)."""
+    replay against (:func:`dedup_lib.reconcile`); ``format`` and ``mapping`` are those of
+    :func:`dedup_lib.load_telemetry`, ``content`` the columns that say what a message
+    carries (default: ``payload_hash``, if any)."""
     import nbformat
     import papermill as pm
     from nbconvert import HTMLExporter
@@ -182,6 +187,9 @@ def run_postmortem(
                     "EMBED_CHARTS": True,
                     "KEPT": str(kept_path) if kept_path is not None else None,
                     "KEPT_FORMAT": kept_format,
+                    "FORMAT": format,
+                    "MAPPING": mapping,
+                    "CONTENT": content,
                 },
                 cwd=str(out),
                 progress_bar=False,

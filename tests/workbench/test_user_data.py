@@ -1,0 +1,170 @@
+"""Every notebook on telemetry shaped as analysts have it (``user_corpus``), run as a user runs
+it headless: papermill, ``INPUT`` and the parameters the input needs.
+
+Each cell must run without error; where the input lacks ground truth or content, the notebook
+must say so in words and show no table of the figures it cannot know; and what it showed must
+be what the library's own calls give on the same data: a cell appended to each notebook, run in
+its kernel after the others, computes those calls independently (the engine where the
+notebook used the explorer's caches) and compares. The minimal input runs in JupyterLab in
+Chromium instead (``tests/browser/test_own_data.py``). The four notebooks of an input run in
+one kernel, one after the other (see :func:`_combined`).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from lab_kit import NOTEBOOKS, ROOT
+from user_corpus import UserInput, write_user_corpus
+
+pytestmark = pytest.mark.spark
+
+#: Appended to each notebook: its figures against the library's own calls on the same data.
+CHECKS = {
+    "01_load_telemetry.ipynb": """
+_counts = loaded.counts()
+assert _counts["read"] == _counts["valid"] + _counts["quarantined"] + _counts["skipped"], _counts
+assert _counts["valid"] == sends.count()
+""",
+    "02_window_explorer.ipynb": """
+from dedup_lib import DedupPolicy as _Policy, detect_duplicates as _replay, summarize as _sum
+_numbers = dict(view.numbers.itertuples(index=False))
+for _mode, _name in ((False, "disabled"), (True, "enabled")):
+    _total = _sum(_replay(sends, _Policy(WINDOW, partitioning=_mode))).iloc[-1]
+    _shown = findings.partitioning_effect(explorer.caches, WINDOW, evidence).tables[0]
+    _shown = _shown.set_index(_shown.columns[0])
+    assert _shown.loc["duplicates", _name] == _total.duplicates, (_shown, _total)
+    assert _shown.loc["rejected", _name] == _total.rejected, (_shown, _total)
+    if not _mode:
+        assert _numbers["dropped as duplicates"] == f"{_total.duplicates:,}", _numbers
+        assert _numbers["rejected"] == f"{_total.rejected:,}", _numbers
+""",
+    "03_window_sizing.ipynb": """
+from dedup_lib import DedupPolicy as _Policy, detect_duplicates as _replay, summarize as _sum
+_row = sizing.sweeps[False].iloc[20]
+_total = _sum(_replay(sends, _Policy(_row.window_s))).iloc[-1]
+assert int(_row.duplicates) == int(_total.duplicates), (_row, _total)
+if not caches[False].has_ground_truth:
+    assert sizing.picks == {}
+""",
+    "04_incident_postmortem.ipynb": """
+from dedup_lib import detect_duplicates as _replay, missed_resends as _missed, narrow as _narrow
+from dedup_lib import summarize as _sum
+_total = _sum(_replay(sends, policy)).iloc[-1]
+assert incident.verdicts().tables[0].iloc[-1]["duplicates"] == _total.duplicates
+if incident.evidence.has("content"):
+    _again = _narrow(_missed(_replay(sends, policy)), ENTITY, START, END).count()
+    assert f"**{_again:,} resends reached consumers again**" in incident.summary()
+""",
+}
+#: Run before each notebook of a combined run: forget the previous one's names (not the
+#: kernel's own, nor the dunders pyspark reads off ``__main__``).
+FORGET = "%reset_selective -f ^(?!(In|Out|get_ipython|exit|quit)$)[^_]"
+#: What a notebook says where the input lacks ground truth, or content.
+NO_TRUTH = "no ground truth"
+NO_CONTENT = "no content to compare"
+#: Columns of figures only ground truth gives.
+TRUTH_FIGURES = ("resends_caught", "extra_deliveries", "messages_lost")
+
+
+@pytest.fixture(scope="session")
+def user_corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, UserInput]:
+    return {u.name: u for u in write_user_corpus(tmp_path_factory.mktemp("user-corpus"))}
+
+
+#: The inputs run here; "minimal" runs in the browser test.
+NAMES = [
+    "day without truth or content",
+    "otlp",
+    "app-insights",
+    "Azure SDK names and a mapping",
+    "one entity with 300 sends",
+    "a week",
+    "an entity without any resend",
+]
+
+
+def _said(cells: list[Any]) -> str:
+    """The cells' outputs as text: their sentences and their tables."""
+    texts = []
+    for cell in cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "text/markdown" in data:
+                texts.append(data["text/markdown"])
+            page = data.get("text/html", "")
+            if "<table" in page:
+                texts.append(html.unescape(re.sub(r"<[^>]+>", " ", page)))
+    return " ".join(texts)
+
+
+def _combined(given: UserInput) -> Any:
+    """The four notebooks as one, each with its parameters set as papermill sets them, its
+    check appended, and the previous notebook's names forgotten before it (:data:`FORGET`):
+    one kernel and one Spark for all four, at a quarter of the starts. Each cell says which
+    notebook it came from."""
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    combined = nbformat.v4.new_notebook(metadata={"kernelspec": kernel})
+    for notebook in NOTEBOOKS:
+        part = load_notebook_node(str(ROOT / "notebooks" / notebook))
+        part = parameterize_notebook(part, given.notebook_parameters())
+        cells = [nbformat.v4.new_code_cell(FORGET), *part.cells]
+        cells.append(nbformat.v4.new_code_cell(CHECKS[notebook].strip()))
+        for cell in cells:
+            cell.metadata["dedup_notebook"] = notebook
+        combined.cells += cells
+    return combined
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_notebook_runs_on_the_analysts_own_data(
+    user_corpus: dict[str, UserInput], name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    # The kernel's Spark is its own local one, as a user's kernel starts, whatever session
+    # the tests hold (a local Connect session marks this process's environment as remote).
+    for name_set_by_connect in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE"):
+        monkeypatch.delenv(name_set_by_connect, raising=False)
+    given = user_corpus[name]
+    path = tmp_path / "notebooks.ipynb"
+    nbformat.write(_combined(given), path)
+    try:
+        executed = pm.execute_notebook(
+            str(path), str(tmp_path / "run.ipynb"), kernel_name="python3", cwd=str(tmp_path),
+            progress_bar=False,
+        )  # fmt: skip
+    except PapermillExecutionError as failure:
+        run = nbformat.read(tmp_path / "run.ipynb", as_version=4)
+        where = run.cells[failure.cell_index].metadata.get("dedup_notebook", "?")
+        pytest.fail(f"{where} on {name}: {failure.ename}: {failure.evalue}", pytrace=False)
+    for notebook in NOTEBOOKS:
+        cells = [c for c in executed.cells if c.metadata.get("dedup_notebook") == notebook]
+        _says_what_it_cannot_tell(notebook, given, _said(cells))
+
+
+def _says_what_it_cannot_tell(notebook: str, given: UserInput, text: str) -> None:
+    """Where the input lacks ground truth or content, the notebook says so, and shows none
+    of the figures only they give."""
+    if notebook == "01_load_telemetry.ipynb":
+        return
+    if not given.ground_truth:
+        assert NO_TRUTH in text, f"{notebook} on {given.name} does not say it has no ground truth"
+        shown = [f for f in TRUTH_FIGURES if f in text]
+        assert not shown, f"{notebook} shows {shown} on {given.name}, which has no ground truth"
+    if notebook == "03_window_sizing.ipynb":
+        return
+    if given.content:
+        assert NO_CONTENT not in text, f"{notebook} on {given.name} says it has no content"
+    else:
+        assert NO_CONTENT in text, f"{notebook} on {given.name} does not say it has no content"
