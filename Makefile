@@ -49,23 +49,26 @@ lab: $(STAMP)
 	$(if $(INPUT),DEDUP_INPUT="$(if $(wildcard $(INPUT)),$(abspath $(INPUT)),$(INPUT))") \
 		$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) $(LAB_FLAGS)
 
+# The suite's own cache and log folder (conftest.py sets it for every process the run starts).
+TEST_CACHE := $(CURDIR)/build/test-cache
+
 test: $(STAMP) lint
-	@$(CHECK)
+	@DEDUP_LIB_CACHE=$(TEST_CACHE) $(CHECK)
 	$(BIN)/python -m pytest --nbval-lax --durations=15 --junitxml=build/test-results.xml tests notebooks
 
 # A standalone master, a worker and a Spark Connect server on 127.0.0.1 (tests/cluster_kit.py,
 # logs in build/cluster/): simulate and a notebook against it, verdicts compared with a local
 # run, then everything it started stopped by pid. Minutes, so not part of `make test`.
 test-cluster: $(STAMP)
-	@$(CHECK)
+	@DEDUP_LIB_CACHE=$(TEST_CACHE) $(CHECK)
 	DEDUP_TEST_CLUSTER=1 $(BIN)/python -m pytest tests/cluster -v -s --durations=0
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not spark and not slow"
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks notebooks
-	$(BIN)/ruff format --check src tests benchmarks notebooks
+	$(BIN)/ruff check conftest.py src tests benchmarks notebooks
+	$(BIN)/ruff format --check conftest.py src tests benchmarks notebooks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

@@ -39,10 +39,11 @@ from lab_kit import free_port
 ROOT = Path(__file__).resolve().parents[1]
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 HOST = "127.0.0.1"
-#: Spark's default ports; ``DEDUP_CLUSTER_MASTER_PORT`` and ``DEDUP_CLUSTER_CONNECT_PORT`` move
-#: them when another Spark on the machine holds them (a test run's local Connect server).
-MASTER_PORT = int(os.environ.get("DEDUP_CLUSTER_MASTER_PORT", "7077"))
-CONNECT_PORT = int(os.environ.get("DEDUP_CLUSTER_CONNECT_PORT", "15002"))
+#: Ports found free at run time, unless ``DEDUP_CLUSTER_MASTER_PORT`` or
+#: ``DEDUP_CLUSTER_CONNECT_PORT`` names one: Spark's defaults (7077, 15002) may be held by
+#: another Spark on the machine.
+MASTER_PORT = int(os.environ.get("DEDUP_CLUSTER_MASTER_PORT") or free_port())
+CONNECT_PORT = int(os.environ.get("DEDUP_CLUSTER_CONNECT_PORT") or free_port())
 #: What a start may take on a busy two-core machine.
 START_TIMEOUT = 180.0
 #: Variables of this process that would make a cluster JVM a client, or give its Python

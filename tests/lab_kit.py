@@ -17,7 +17,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from dedup_lib.spark import free_port
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -58,12 +59,6 @@ SETTINGS = {
 WIDGET_AS_TEXT = re.compile(
     r"\b(?:FigureWidget\(|[A-Z]\w*\((?:children|layout|value|options|outputs|description)=)"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -57,10 +57,8 @@ def test_a_notebook_that_starts_spark_has_no_stderr_output(mode, monkeypatch, tm
     monkeypatch.setenv("DEDUP_LOG_DIR", str(tmp_path / "log"))
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     if mode == "connect":
+        # get_spark starts the kernel's local Connect server on a free port.
         monkeypatch.setenv("SPARK_REMOTE", os.environ.get("SPARK_REMOTE", "local[2]"))
-        # The kernel's local Connect server takes an ephemeral port (pyspark's own testing
-        # switch): this run's Connect pass may hold the default 15002.
-        monkeypatch.setenv("SPARK_TESTING", "1")
     else:
         monkeypatch.delenv("SPARK_REMOTE", raising=False)
     notebook = new_notebook(cells=[new_code_cell(source) for source in CELLS])

@@ -15,13 +15,15 @@ import datetime as dt
 import logging
 import os
 import re
+import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import warnings
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from dedup_lib.class_data import archive_options
 from dedup_lib.errors import ToolMissingError
@@ -308,24 +310,84 @@ def get_spark(
             archive = archive_options(cache_dir() / "jvm", java_path, java)
             settings = _with_java_options(settings, [_quoted(o) for o in archive])
 
-    builder = SparkSession.builder.appName(app_name)
-    if remote is not None:
-        builder = builder.remote(remote)
-    else:
-        builder = builder.master(master or os.environ.get("DEDUP_SPARK_MASTER", "local[*]"))
-    for key, value in settings.items():
-        # A remote Connect server (sc://) is already running: it takes SQL settings only. A
-        # local one (local[...]) is started with all of them.
-        if local or key.startswith("spark.sql."):
-            builder = builder.config(key, value)
-    with output_to(log) if starts_jvm else contextlib.nullcontext(), warnings.catch_warnings():
-        # A local Connect server is started with every setting, then the client sets them again
-        # and warns for each static one (CANNOT_MODIFY_CONFIG): noise, not a problem.
-        warnings.filterwarnings("ignore", message="Failed to set .*CANNOT_MODIFY_CONFIG")
-        spark = builder.getOrCreate()
+    with output_to(log) if starts_jvm else contextlib.nullcontext():
+        if remote is not None and local:
+            spark = _local_connect(app_name, remote, settings)
+        else:
+            builder = SparkSession.builder.appName(app_name)
+            if remote is not None:
+                builder = builder.remote(remote)
+            else:
+                builder = builder.master(master or os.environ.get("DEDUP_SPARK_MASTER", "local[*]"))
+            # A remote Connect server (sc://) is already running: it takes SQL settings only.
+            for key, value in settings.items():
+                if local or key.startswith("spark.sql."):
+                    builder = builder.config(key, value)
+            spark = builder.getOrCreate()
     for key in SESSION_SETTINGS:
         spark.conf.set(key, settings[key])
     return spark
+
+
+#: What PySpark's own local Connect mode sets on the session that hosts the server.
+_CONNECT_SERVER = {
+    "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+    "spark.sql.artifact.isolation.enabled": "true",
+    "spark.sql.artifact.isolation.alwaysApplyClassloader": "true",
+}
+
+
+def free_port() -> int:
+    """A TCP port no one listens on now, chosen by the system."""
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        return int(probe.getsockname()[1])
+
+
+def _local_connect(app_name: str, master: str, settings: dict[str, str]) -> SparkSession:
+    """A Spark Connect server in this process on a free port, and a session of it.
+
+    PySpark's ``remote("local[...]")`` always serves on port 15002, so it failed beside any
+    other Connect server on the machine (a cluster's, another notebook's). The server runs
+    in a local session started with ``settings``, as PySpark's does, and needs the token that
+    this process and its children have in ``SPARK_CONNECT_AUTHENTICATE_TOKEN``.
+    """
+    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    if ConnectSession.getActiveSession() is None:
+        port = free_port()
+        os.environ.setdefault("SPARK_CONNECT_AUTHENTICATE_TOKEN", secrets.token_hex(16))
+        # Inherited from a parent's Connect run, these would make the host a Connect client.
+        for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE"):
+            os.environ.pop(name, None)
+        given = os.environ.pop("SPARK_REMOTE", None)
+        try:
+            host = SparkSession.builder.appName(app_name).master(master)
+            server = {**_CONNECT_SERVER, "spark.connect.grpc.binding.port": str(port)}
+            for key, value in {**settings, **server}.items():
+                host = host.config(key, value)
+            host.getOrCreate()
+        finally:
+            if given is not None:
+                os.environ["SPARK_REMOTE"] = given
+        # As PySpark's local mode: stopping the Connect session stops the host too, and the
+        # DataFrame API builds Connect plans in this process.
+        os.environ["SPARK_LOCAL_REMOTE"] = "1"
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+        _LOCAL_SERVERS[master] = f"sc://localhost:{port}"
+    builder = ConnectSession.builder.remote(_LOCAL_SERVERS.get(master, "sc://localhost"))
+    for key, value in settings.items():
+        if key.startswith("spark.sql."):
+            builder = builder.config(key, value)
+    with warnings.catch_warnings():
+        # The client sets the host's settings again, and warns for each static one.
+        warnings.filterwarnings("ignore", message="Failed to set .*CANNOT_MODIFY_CONFIG")
+        return cast("SparkSession", builder.getOrCreate())
+
+
+#: The URL of the local Connect server this process started, by master.
+_LOCAL_SERVERS: dict[str, str] = {}
 
 
 def spark_errors() -> tuple[type[BaseException], ...]:

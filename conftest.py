@@ -1,0 +1,19 @@
+"""Before anything in a test run starts (the tests' Spark sessions, the notebooks' kernels, the
+servers and the command lines they run): folders of the run's own.
+
+The compiled replay kernel, the JVM's class-data archive and Spark's log go to
+``build/test-cache/``, never to the user's ``~/.cache/dedup_lib`` (or a ``DEDUP_LIB_CACHE`` or
+``DEDUP_LOG_DIR`` of theirs), where a notebook or command of theirs may be writing at the same
+time. Set in the environment at import, so every process the run starts inherits it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: The test run's own cache and log folder.
+TEST_CACHE = Path(__file__).resolve().parent / "build" / "test-cache"
+
+os.environ["DEDUP_LIB_CACHE"] = str(TEST_CACHE)
+os.environ.pop("DEDUP_LOG_DIR", None)

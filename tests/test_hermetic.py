@@ -1,0 +1,81 @@
+"""The suite keeps to itself: its own cache and log folder, and a local Connect server on a
+free port, whatever else runs on the machine (``.ci/run`` runs the whole suite beside a
+foreign listener on 15002 and another dedup-lib process on the user's cache)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from dedup_lib.spark import cache_dir, free_port, spark_log_path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_PORT = 15002
+
+
+def test_the_run_writes_its_cache_and_log_under_build_only():
+    ours = ROOT / "build" / "test-cache"
+    assert cache_dir() == ours
+    assert spark_log_path().parent == ours
+    assert os.environ["DEDUP_LIB_CACHE"] == str(ours)
+
+
+def test_a_free_port_is_free():
+    port = free_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+
+
+class Listener:
+    """A foreign server on a port: accepts each connection and closes it, counting them."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen()
+        self.accepted = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+
+@pytest.mark.spark
+def test_a_local_connect_server_beside_a_foreign_one_on_15002(tmp_path):
+    """PySpark's local Connect mode serves and connects on 15002, whoever holds it; the
+    library's picks a free port, and never talks to the one that is there."""
+    try:
+        foreign: Listener | None = Listener(DEFAULT_PORT)
+    except OSError:
+        foreign = None  # held already (CI's neighbour): still foreign to this run
+    script = (
+        "from dedup_lib.spark import get_spark\n"
+        "spark = get_spark('beside', remote='local[1]', config={'spark.ui.enabled': 'false'})\n"
+        "print(spark.range(7).count(), type(spark).__module__)\n"
+        "spark.stop()\n"
+    )
+    env = {**os.environ, "DEDUP_DRIVER_MEMORY": "1g", "DEDUP_LOG_DIR": str(tmp_path)}
+    for name in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE"):
+        env.pop(name, None)
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["7", "pyspark.sql.connect.session"]
+    if foreign is not None:
+        assert foreign.accepted == 0
+        foreign.sock.close()
