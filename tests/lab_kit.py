@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from dedup_lib.cli.explore import dies_with_parent
 from dedup_lib.spark import free_port
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ class Lab:
         with log.open("wb") as out:
             process = subprocess.Popen(
                 command, env=environment, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True, cwd=workdir,
+                start_new_session=True, cwd=workdir, preexec_fn=dies_with_parent(),
             )  # fmt: skip
         lab = cls(f"http://127.0.0.1:{port}", token, root, process, log)
         try:

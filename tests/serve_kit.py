@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import dedup_lib
+from dedup_lib.cli.explore import dies_with_parent
 from lab_kit import free_port
 
 #: Where the processes' environments are read.
@@ -104,6 +105,7 @@ def serve(path: Path, *options: str, cwd: Path | None = None) -> Iterator[Served
             process = subprocess.Popen(
                 [*command, *options, "--port", str(free_port())],
                 env=env, stdout=subprocess.PIPE, stderr=err, text=True, cwd=cwd,
+                preexec_fn=dies_with_parent(),
             )  # fmt: skip
         server = None
         try:

@@ -3,7 +3,10 @@ running however the command is stopped (Ctrl-C, SIGTERM, SIGHUP, SIGKILL)."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,3 +64,33 @@ def test_the_page_needs_its_token_and_a_signal_stops_everything(
     if stop != signal.SIGKILL:
         assert f"stopped ({stop.name})" in served.stderr()
     assert served.left_after() == []
+
+
+#: A test run that starts a server and is then killed, before any teardown runs.
+KILLED_RUN = """
+import sys, time
+from pathlib import Path
+from serve_kit import serve
+with serve(Path(sys.argv[1])) as served:
+    print(served.mark, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_test_run_killed_mid_test_leaves_no_server_behind(tmp_path: Path) -> None:
+    """The kit starts ``explore`` to get SIGTERM when the test run dies, even of SIGKILL:
+    a killed run's teardown never runs, and its server, Voila and kernels stayed."""
+    sends = tmp_path / "sends.csv"
+    sends.write_text(SENDS)
+    tests = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.Popen(
+        [sys.executable, "-c", KILLED_RUN, str(sends)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    mark = (run.stdout.readline() if run.stdout else "").strip()
+    server = Served(run, "", mark, tmp_path / "unused.log")
+    assert mark
+    assert server.processes(), "the server did not start"
+    run.kill()
+    run.wait(timeout=60)
+    assert server.left_after() == []

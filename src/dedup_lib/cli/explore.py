@@ -203,7 +203,7 @@ def stopped_by_signals() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def _dies_with_parent() -> Callable[[], None] | None:
+def dies_with_parent() -> Callable[[], None] | None:
     """On Linux, a function for the child to run before Voilà starts: the kernel sends it
     SIGTERM when this command dies, even of SIGKILL, which no handler sees."""
     if not sys.platform.startswith("linux"):
@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
             env=page_environment(args, token),
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=_dies_with_parent(),
+            preexec_fn=dies_with_parent(),
         )
         try:
             _wait_listening(server, args.port)
