@@ -15,6 +15,7 @@ help:
 	@echo "make lab [INPUT=sends.parquet]  open JupyterLab on notebooks/ (installs on first use);"
 	@echo "             INPUT: the telemetry the notebooks read (default: the samples)"
 	@echo "make test    lint, then every test: unit, Spark (classic and Connect), notebooks"
+	@echo "make test-fast  the tests without Spark, a browser or the wheel (under a minute), for every edit"
 	@echo "make test-cluster  simulate and a notebook on a standalone Spark + Connect server (127.0.0.1)"
 	@echo "make lint    ruff, mypy and the import contract (lint-imports)"
 	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000, DATA=day)"
@@ -64,7 +65,7 @@ test-cluster: $(STAMP)
 	DEDUP_TEST_CLUSTER=1 $(BIN)/python -m pytest tests/cluster -v -s --durations=0
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not spark and not slow"
+	$(BIN)/python -m pytest -m "not spark and not slow and not browser" --durations=10
 
 lint: $(STAMP)
 	$(BIN)/ruff check conftest.py src tests benchmarks notebooks

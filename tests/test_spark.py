@@ -41,6 +41,7 @@ def test_this_machine_has_java_17_or_newer():
     assert check_java() >= 17, os.environ.get("JAVA_HOME")
 
 
+@pytest.mark.spark  # starts Spark in a child process
 def test_a_child_of_a_local_connect_run_still_gets_classic_spark():
     """Kernels started by a test run that holds a local Connect server inherit its variables."""
     import os
@@ -72,6 +73,7 @@ def test_the_session_skips_the_per_row_arrow_batch_size_check(spark):
     assert int(str(value).rstrip("b")) == 2**31 - 1
 
 
+@pytest.mark.spark  # starts Spark in a child process
 @pytest.mark.parametrize(
     ("name", "content"),
     [("bad.parquet", bytes(range(100))), ("sends.csv.gz", b"message_id,send_time\nnot gzip\n")],

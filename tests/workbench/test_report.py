@@ -12,6 +12,7 @@ from dedup_lib import configurable_window, format_window, parse_window, run_post
 from dedup_lib.cli import main
 
 
+@pytest.mark.spark  # starts Spark in a child process
 def test_postmortem_writes_a_self_contained_report(tmp_path):
     kept = sample_path("incident-kept/orders.json.gz")  # what a PT1M broker kept of orders
     report = run_postmortem(
@@ -112,6 +113,7 @@ class _Elements(HTMLParser):
         self.text.append(data)
 
 
+@pytest.mark.spark  # starts Spark in a child process
 def test_hostile_ids_entity_and_file_names_stay_text_in_the_report(hostile_report):
     from dedup_lib.workbench import csp
     from hostile_kit import IMG, SCRIPT
