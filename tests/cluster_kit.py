@@ -34,7 +34,7 @@ from pathlib import Path
 import pyspark
 
 from dedup_lib.class_data import alive
-from lab_kit import free_port
+from dedup_lib.spark import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SPARK_HOME = Path(pyspark.__file__).resolve().parent

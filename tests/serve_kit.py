@@ -25,7 +25,7 @@ from pathlib import Path
 
 import dedup_lib
 from dedup_lib.cli.explore import dies_with_parent
-from lab_kit import free_port
+from dedup_lib.spark import free_port
 
 #: Where the processes' environments are read.
 PROC = Path("/proc")

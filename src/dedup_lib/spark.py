@@ -76,6 +76,10 @@ SESSION_SETTINGS = (
 )
 
 
+#: What PySpark sets in a process that runs its local Connect server: they make the DataFrame
+#: API build Connect plans, and stopping the Connect session stops the host too.
+_CONNECT_MODE = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")
+
 #: Spark's log is started afresh past this size; the previous one is kept as ``spark.log.1``.
 LOG_ROLL_BYTES = 20 * 1024 * 1024
 
@@ -296,7 +300,7 @@ def get_spark(
         # A local Spark Connect server started by a parent process (a test run, a notebook
         # server) leaves these set for its children; they would turn this classic session
         # into a Connect one without a URL (CONNECT_URL_NOT_SET).
-        for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE"):
+        for name in _CONNECT_MODE:
             os.environ.pop(name, None)
     settings = {**LOCAL_DEFAULTS, **(config or {})}
     local = remote is None or not remote.startswith("sc://")
@@ -355,11 +359,12 @@ def _local_connect(app_name: str, master: str, settings: dict[str, str]) -> Spar
     from pyspark.sql import SparkSession
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
+    builder = ConnectSession.builder
     if ConnectSession.getActiveSession() is None:
         port = free_port()
         os.environ.setdefault("SPARK_CONNECT_AUTHENTICATE_TOKEN", secrets.token_hex(16))
         # Inherited from a parent's Connect run, these would make the host a Connect client.
-        for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE"):
+        for name in _CONNECT_MODE:
             os.environ.pop(name, None)
         given = os.environ.pop("SPARK_REMOTE", None)
         try:
@@ -371,12 +376,8 @@ def _local_connect(app_name: str, master: str, settings: dict[str, str]) -> Spar
         finally:
             if given is not None:
                 os.environ["SPARK_REMOTE"] = given
-        # As PySpark's local mode: stopping the Connect session stops the host too, and the
-        # DataFrame API builds Connect plans in this process.
-        os.environ["SPARK_LOCAL_REMOTE"] = "1"
-        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
-        _LOCAL_SERVERS[master] = f"sc://localhost:{port}"
-    builder = ConnectSession.builder.remote(_LOCAL_SERVERS.get(master, "sc://localhost"))
+        os.environ.update(dict.fromkeys(_CONNECT_MODE, "1"))
+        builder = builder.remote(f"sc://localhost:{port}")
     for key, value in settings.items():
         if key.startswith("spark.sql."):
             builder = builder.config(key, value)
@@ -384,10 +385,6 @@ def _local_connect(app_name: str, master: str, settings: dict[str, str]) -> Spar
         # The client sets the host's settings again, and warns for each static one.
         warnings.filterwarnings("ignore", message="Failed to set .*CANNOT_MODIFY_CONFIG")
         return cast("SparkSession", builder.getOrCreate())
-
-
-#: The URL of the local Connect server this process started, by master.
-_LOCAL_SERVERS: dict[str, str] = {}
 
 
 def spark_errors() -> tuple[type[BaseException], ...]:

@@ -112,10 +112,17 @@ class Incident:
     def _window(self) -> str:
         return format_window(self.policy.window, "iso")
 
+    def _judged(self) -> DataFrame:
+        """Every send with its verdict at the policy, replayed once for all the sections."""
+        if "judged" not in self._found:
+            self._found["judged"] = detect_duplicates(self.df, self.policy).persist()
+        judged: DataFrame = self._found["judged"]
+        return judged
+
     def _diagnosed(self) -> tuple[DataFrame, DataFrame, pd.DataFrame, pd.DataFrame]:
         """The missed resends and collisions over the entity and range, with their tables."""
         if "diagnosed" not in self._found:
-            judged = detect_duplicates(self.df, self.policy).persist()
+            judged = self._judged()
             misses = self._narrow(missed_resends(judged, self.evidence.content)).persist()
             lost = self._narrow(collisions(judged, self.evidence.content))
             self._found["diagnosed"] = (
@@ -265,9 +272,8 @@ class Incident:
                 "No export of what the broker kept was given, so the replay is not checked "
                 "against the broker."
             )
-        replayed = detect_duplicates(self.df, self.policy)
         checked = reconcile(
-            replayed, kept, self.policy, entity=self.entity, start=self.start, end=self.end
+            self._judged(), kept, self.policy, entity=self.entity, start=self.start, end=self.end
         )
         contradictions = None
         if checked.counts()["contradictions"]:
