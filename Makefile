@@ -53,13 +53,15 @@ lab: $(STAMP)
 # The suite's own cache and log folder (conftest.py sets it for every process the run starts).
 TEST_CACHE := $(CURDIR)/build/test-cache
 
+# Everything, the cluster tests (tests/cluster, as make test-cluster) included.
 test: $(STAMP) lint
 	@DEDUP_LIB_CACHE=$(TEST_CACHE) $(CHECK)
-	$(BIN)/python -m pytest --nbval-lax --durations=15 --junitxml=build/test-results.xml tests notebooks
+	DEDUP_TEST_CLUSTER=1 $(BIN)/python -m pytest --nbval-lax --durations=15 \
+		--junitxml=build/test-results.xml tests notebooks
 
 # A standalone master, a worker and a Spark Connect server on 127.0.0.1 (tests/cluster_kit.py,
 # logs in build/cluster/): simulate and a notebook against it, verdicts compared with a local
-# run, then everything it started stopped by pid. Minutes, so not part of `make test`.
+# run, then everything it started stopped by pid. Part of `make test`; this runs it alone.
 test-cluster: $(STAMP)
 	@DEDUP_LIB_CACHE=$(TEST_CACHE) $(CHECK)
 	DEDUP_TEST_CLUSTER=1 $(BIN)/python -m pytest tests/cluster -v -s --durations=0

@@ -49,6 +49,7 @@ START_TIMEOUT = 180.0
 #: Variables of this process that would make a cluster JVM a client, or give its Python
 #: workers this checkout's dedup_lib.
 CLIENT_VARIABLES = (
+    "SPARK_CONNECT_AUTHENTICATE_TOKEN",
     "PYTHONPATH",
     "SPARK_REMOTE",
     "SPARK_CONNECT_MODE_ENABLED",

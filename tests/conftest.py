@@ -1,9 +1,12 @@
-"""One Spark session per test run, and each Spark test on both kinds of session.
+"""One Spark session per test run, and each Spark test on the kind of session it needs.
 
-Tests that take the ``spark`` fixture run twice: on a classic local session, then on a local
-Spark Connect server. pytest groups tests by the session-scoped parameter, so the classic
-session is stopped before the Connect one starts (one process cannot hold both).
-``SPARK_REMOTE`` set in the environment runs only the Connect pass, against that server.
+Tests that take the ``spark`` fixture run on a classic local session. Those marked
+``connect`` (an entry point of the public API, or a Spark plan the library builds that no
+other Connect test builds) run again on a local Spark Connect server: what can differ between
+the two kinds of session is checked on both, what cannot (the same plan on other data) once.
+pytest groups tests by the session-scoped parameter, so the classic session is stopped before
+the Connect one starts (one process cannot hold both). ``SPARK_REMOTE`` set in the environment
+runs every Spark test on Connect alone, against that server.
 """
 
 from __future__ import annotations
@@ -76,20 +79,22 @@ def hostile_report(hostile: Corpus, tmp_path_factory: pytest.TempPathFactory) ->
     return report
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    kept, classic_only = [], []
     for item in items:
         callspec = getattr(item, "callspec", None)
         mode = callspec.params.get("spark") if callspec is not None else None
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+        if mode == "connect" and len(MODES) > 1 and item.get_closest_marker("connect") is None:
+            classic_only.append(item)
+            continue
         if mode is not None:
             _PASSES[item.nodeid] = mode
-        only = item.get_closest_marker("classic_only")
-        if only is not None and mode == "connect":
-            why = only.kwargs.get("covered_by") or (only.args[0] if only.args else "")
-            if not why:
-                raise pytest.UsageError(f"{item.nodeid}: classic_only needs covered_by=...")
-            item.add_marker(pytest.mark.skip(reason=f"classic pass only; Connect: {why}"))
+        kept.append(item)
+    if classic_only:
+        config.hook.pytest_deselected(items=classic_only)
+        items[:] = kept
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -88,11 +88,10 @@ def test_it_can_be_turned_off_and_a_folder_that_cannot_be_made_is_no_error(tmp_p
 
 
 def test_the_local_jvm_of_the_test_session_was_started_with_it(spark):
-    from dedup_lib.spark import is_connect
+    from dedup_lib.spark import cache_dir, is_connect
 
     if is_connect(spark):
         pytest.skip("a Connect session's JVM settings are the server's")
-    from dedup_lib.spark import cache_dir
 
     options = spark.conf.get("spark.driver.extraJavaOptions")
     archived = "-XX:SharedArchiveFile=" in options or "-XX:ArchiveClassesAtExit=" in options

@@ -49,6 +49,7 @@ def _leaks(texts: list[str]) -> list[str]:
     return [text for text in texts if LOG_TEXT.search(text)]
 
 
+@pytest.mark.connect
 @pytest.mark.parametrize("mode", ["classic", "connect"])
 def test_a_notebook_that_starts_spark_has_no_stderr_output(mode, monkeypatch, tmp_path):
     # the kernel inherits this environment: the dedup_lib under test, a log of its own, and

@@ -63,6 +63,7 @@ def test_a_child_of_a_local_connect_run_still_gets_classic_spark():
     assert out.stdout.split() == ["False", "3"]
 
 
+@pytest.mark.connect
 def test_the_session_skips_the_per_row_arrow_batch_size_check(spark):
     """Below Int.MaxValue, Spark measures each Arrow batch after every row it adds: that made
     the replay pass cost 0.5x the shuffle-and-sort floor (benchmarks/bench_engine.py)."""
@@ -143,6 +144,7 @@ def test_the_local_jvm_of_the_test_session_was_tuned(spark):
     assert all(option in options for option in JVM_TUNING), options
 
 
+@pytest.mark.connect
 def test_to_pandas_tables_write_to_parquet_on_classic_and_connect(spark, tmp_path):
     """A Spark Connect client leaves the plan's metrics in ``attrs``, which pandas writes as
     JSON into Parquet metadata: a table from the library must write as any other."""

@@ -48,6 +48,7 @@ def by_event(df, *columns):
     return {r["event_id"]: tuple(r[c] for c in columns) for r in df.collect()}
 
 
+@pytest.mark.connect
 def test_each_cause_of_a_missed_resend(spark):
     rows = [
         ("late", 0, "h1", "q", None, None),
@@ -79,6 +80,7 @@ def test_each_cause_of_a_missed_resend(spark):
     assert summary.loc[("q", MISS_AFTER_WINDOW), "longest_caught_from"] == pytest.approx(601.000001)
 
 
+@pytest.mark.connect
 def test_caught_from_is_the_shortest_window_from_which_on_every_window_catches(spark):
     # At a 10 s window 0 is an anchor, 8 a duplicate, 13 and 24 new anchors. The resend at
     # 24 is caught at 12 s by luck (anchors 0 and 13), missed at 24 s, caught from 24 s + 1 us.
@@ -91,6 +93,7 @@ def test_caught_from_is_the_shortest_window_from_which_on_every_window_catches(s
         assert verdicts[3] == (expected,), window
 
 
+@pytest.mark.connect
 def test_content_from_several_columns_and_clear_errors(spark):
     df = frame(spark, [Message("a", at(0), event_id=0), Message("b", at(1), event_id=1)])
     judged = detect_duplicates(df.withColumn("body", F.lit("x")), TEN_MIN)
@@ -105,6 +108,7 @@ def test_content_from_several_columns_and_clear_errors(spark):
         collisions(df)
 
 
+@pytest.mark.connect
 def test_collisions_are_drops_of_different_content(spark):
     rows = [
         (ZERO, 0, "a", "q", None, None),
@@ -130,6 +134,7 @@ def test_collisions_are_drops_of_different_content(spark):
     assert groups["sends_dropped"].tolist() == [1, 1, 1]
 
 
+@pytest.mark.connect
 def test_id_patterns(spark):
     ids = [None, "", ZERO, "{" + ZERO + "}", "7D444840-9DC0-11D1-B245-5FFDCE74FAD2", "ab12cd345"]
     df = spark.createDataFrame([(i,) for i in ids], "message_id string")
@@ -202,6 +207,7 @@ def test_diagnostics_equal_the_ground_truth(spark, sends, window, partitioning):
         judged.unpersist()
 
 
+@pytest.mark.connect
 def test_counts_over_time_and_narrowing(spark):
     rows = [(ZERO, t, f"h{t}", "q", None, None) for t in (0, 10, 70, 130)]
     rows += [(ZERO, 5, "x", "r", None, None), (ZERO, 6, "y", "r", None, None)]

@@ -102,6 +102,7 @@ def test_a_broker_with_the_replays_window_agrees_with_it(spark):
         found.table("kept")  # type: ignore[arg-type]
 
 
+@pytest.mark.connect
 def test_a_shorter_real_window_shows_as_contradictions_and_the_window_that_agrees(spark):
     replayed = DedupPolicy("PT10M")
     kept = kept_by(SHORT, DedupPolicy("PT1M"))
@@ -251,6 +252,7 @@ def test_a_scheduled_message_is_matched_at_its_enqueue_time(spark):
     assert utc(found.explained.first().replay_send_time) == at(0)
 
 
+@pytest.mark.connect
 def test_entities_are_matched_and_named_when_a_frame_has_none(spark):
     sends = numbered(
         [Message("e", at(0), "q1"), Message("e", at(5), "q1"), Message("e", at(5), "q2")]
@@ -275,6 +277,7 @@ def test_entities_are_matched_and_named_when_a_frame_has_none(spark):
     assert adds_up(covering)["accepted"] == 1
 
 
+@pytest.mark.connect
 def test_a_time_range_narrows_what_is_reported_not_how_rows_match(spark):
     kept = kept_by(SHORT, DedupPolicy("PT1M"))
     whole = check(spark, SHORT, kept, DedupPolicy("PT10M"))
@@ -288,6 +291,7 @@ def test_a_time_range_narrows_what_is_reported_not_how_rows_match(spark):
     )
 
 
+@pytest.mark.connect
 def test_bad_input_is_one_clear_error(spark):
     policy = DedupPolicy()
     result = detect_duplicates(frame(spark, SHORT), policy)

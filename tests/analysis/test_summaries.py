@@ -22,6 +22,7 @@ from dedup_lib.testing import Message
 from replay_kit import at, frame
 
 
+@pytest.mark.connect
 def test_summarize_counts_per_entity_and_in_total(spark):
     messages = [
         Message("a", at(0), entity="orders", event_id=0),
@@ -51,6 +52,7 @@ def test_summarize_counts_per_entity_and_in_total(spark):
     )
 
 
+@pytest.mark.connect
 def test_summarize_needs_a_result(spark):
     with pytest.raises(ValueError, match="verdict"):
         summarize(frame(spark, [Message("a", at(0))]))
@@ -63,6 +65,7 @@ def _truth_frame(spark, rows):
     )
 
 
+@pytest.mark.connect
 def test_ground_truth_summary_counts_what_happened_to_each_message(spark):
     rows = [
         # message 1: sent three times, one delivery, two resends caught
@@ -92,6 +95,7 @@ def test_ground_truth_summary_counts_what_happened_to_each_message(spark):
     assert table.loc["(all)"].sends == 10
 
 
+@pytest.mark.connect
 def test_ground_truth_summary_needs_the_truth(spark):
     result = spark.createDataFrame([("q", "accepted")], "entity string, verdict string")
     assert not has_ground_truth(result)
@@ -99,6 +103,7 @@ def test_ground_truth_summary_needs_the_truth(spark):
         ground_truth_summary(result)
 
 
+@pytest.mark.connect
 def test_id_quality_and_most_reused_ids(spark):
     guid = "0f8fad5b-d9cb-469f-a165-70867728950e"
     messages = [

@@ -30,6 +30,7 @@ def with_content(spark, rows):
     return frame(spark, messages).join(hashes, "row")
 
 
+@pytest.mark.connect
 def test_content_key_catches_fresh_ids_and_spares_reused_ones(spark):
     rows = [
         ("guid-1", 0, "a", "q"),
@@ -61,6 +62,7 @@ def test_content_key_catches_fresh_ids_and_spares_reused_ones(spark):
     assert table.loc["q"].tolist() == [6, 1, 1, 0, 1, 1]
 
 
+@pytest.mark.connect
 def test_count_cache_forgets_by_count_not_time(spark):
     rows = [("a", 0), ("b", 1), ("a", 86400 * 30), ("c", 86400 * 31), ("d", 86400 * 32)]
     rows += [("a", 86400 * 33)]
@@ -118,6 +120,7 @@ def test_count_cache_agrees_with_the_obvious_model(spark, case, capacity, partit
             assert r["original_send_time"] is not None
 
 
+@pytest.mark.connect
 def test_count_sweep_against_time_windows(spark):
     sends = generate_telemetry(spark, 3_000, seed=5, scenario=mixed_scenario()).persist()
     try:
@@ -136,6 +139,7 @@ def test_count_sweep_against_time_windows(spark):
         sends.unpersist()
 
 
+@pytest.mark.connect
 def test_by_content_keeps_windows_per_entity(spark):
     rows = [("a", 0, "h", "q"), ("b", 30, "h", "q"), ("a", 0, "h", "r"), ("b", 30, "h", "r")]
     policies = {"q": DedupPolicy("PT20S"), "r": DedupPolicy(timedelta(minutes=1))}

@@ -24,7 +24,6 @@ def _tables(output: str) -> str:
     return output.split("\n", 1)[1]
 
 
-@pytest.mark.classic_only(covered_by="the other simulate tests here, which run on both")
 def test_simulate_gives_identical_verdicts_on_every_sample_format(spark, capsys):
     reports = []
     for name in DAY_SAMPLES:
@@ -39,6 +38,7 @@ def test_simulate_gives_identical_verdicts_on_every_sample_format(spark, capsys)
     assert "unparseable send_time" in report
 
 
+@pytest.mark.connect
 def test_simulate_writes_verdicts_and_honours_the_policy(spark, capsys, tmp_path):
     out = tmp_path / "verdicts.parquet"
     args = ["simulate", str(SAMPLES / "incident.parquet"), "--quiet", "--window", "PT20S"]
@@ -85,6 +85,7 @@ def test_simulate_with_the_entities_settings_and_diagnostics(spark, capsys):
     assert parse_window(iso) >= parse_window(longest)
 
 
+@pytest.mark.connect
 def test_generate_writes_what_it_is_asked(spark, capsys, tmp_path):
     out = tmp_path / "sends.csv"
     columns = "event_id,message_id,send_time"
@@ -177,6 +178,7 @@ def test_samples_are_small_and_documented():
         assert f"`{name}`" in readme
 
 
+@pytest.mark.connect
 def test_simulate_reads_traces_and_says_how_many_spans_were_not_sends(spark, capsys, tmp_path):
     from datetime import UTC, datetime
 

@@ -221,6 +221,7 @@ def test_another_error_in_a_notebook_cell_is_one_line_and_its_traceback_logged(l
     assert "KeyError Traceback\ncell 7, line 3" in log.read_text()
 
 
+@pytest.mark.connect
 def test_postmortem_and_simulate_give_the_same_error_for_the_same_input(
     spark, capsys, tmp_path, log_dir
 ):

@@ -47,6 +47,7 @@ def files(tmp_path):
     return telemetry, kept
 
 
+@pytest.mark.connect
 def test_reconcile_prints_the_categories_and_the_window_that_agrees(spark, capsys, files):
     telemetry, kept = files
     argv = ["reconcile", telemetry, kept, "--entity", "orders", "--quiet"]
@@ -125,6 +126,7 @@ def test_missing_files_and_bad_arguments(no_spark, capsys, files, tmp_path):
     assert "invalid choice: 'xml'" in capsys.readouterr().err
 
 
+@pytest.mark.connect
 def test_a_kept_file_without_message_id_is_one_error(spark, capsys, files, tmp_path):
     telemetry, _ = files
     kept = _jsonl(tmp_path / "times.jsonl", [{"send_time": _at(0)}])

@@ -163,6 +163,7 @@ def test_keys_whose_hashes_collide_are_judged_apart(spark, monkeypatch, collidin
     check(spark, messages, PARTITIONED, expected, kernel=kernel)
 
 
+@pytest.mark.connect
 def test_without_entity_column_everything_is_one_entity(spark):
     messages = sends(("m", at(0)), ("m", at(1)))
     check(spark, messages, TEN_MIN, ["accepted", "duplicate"], with_entity=False)
@@ -180,6 +181,7 @@ def test_key_without_partitioning_is_message_id_alone(spark):
 
 
 # SPEC 2 and 6.3: with partitioning, MessageId + effective partition key.
+@pytest.mark.connect
 def test_key_with_partitioning_uses_effective_partition_key(spark):
     messages = [
         Message("m", at(0), partition_key="p1", event_id=0),
@@ -239,6 +241,7 @@ def test_missing_send_time_is_rejected(spark):
     assert out[2].reason == f"{REASON_MISSING_TIME}; {too_long_reason('MessageId')}"
 
 
+@pytest.mark.connect
 def test_sends_without_message_id_are_accepted_with_a_warning(spark):
     messages = [
         Message(None, at(0), event_id=0),
@@ -316,6 +319,7 @@ def test_batch_rule_needs_partitioning_and_detection(spark):
     check(spark, messages[:2], TEN_MIN, ["accepted", "accepted"])
 
 
+@pytest.mark.connect
 def test_a_mixed_batch_adds_its_reason_after_the_others(spark):
     messages = call({"message_id": "x" * 129}, {"message_id": "m", "send_time": None})
     out = check(spark, messages, PARTITIONED, ["rejected", "rejected"])
@@ -343,6 +347,7 @@ def test_hot_key_over_many_windows(spark, kernel):
 
 
 # The result: every row once, input columns untouched, output columns typed.
+@pytest.mark.connect
 def test_result_keeps_every_row_and_column(spark):
     messages = sends(("a", at(0)), ("a", at(1)), (None, at(2)), ("b", None))
     df = frame(spark, messages).withColumn("payload", F.concat(F.lit("p"), F.col("row")))
@@ -362,6 +367,7 @@ def test_result_keeps_every_row_and_column(spark):
     assert [tuple(r) for r in rows] == [(i, f"p{i}", m.message_id) for i, m in enumerate(messages)]
 
 
+@pytest.mark.connect
 def test_event_id_is_added_when_absent(spark):
     df = frame(spark, sends(("a", at(0)), ("a", at(1))), with_event_id=False)
     out = detect_duplicates(df, TEN_MIN).orderBy("row").collect()
@@ -369,6 +375,7 @@ def test_event_id_is_added_when_absent(spark):
     assert out[1]["original_event_id"] == out[0]["event_id"]
 
 
+@pytest.mark.connect
 def test_string_event_ids_and_timestamp_ntz(spark):
     spark.conf.set("spark.sql.session.timeZone", "America/New_York")
     try:
@@ -394,6 +401,7 @@ def check_ntz(spark):
     assert dict(detect_duplicates(df, TEN_MIN).dtypes)["send_time"] == "timestamp_ntz"
 
 
+@pytest.mark.connect
 def test_column_names_with_dots_ride_along(spark):
     df = frame(spark, sends(("a", at(0)), ("a", at(1)))).withColumn("payload.v", F.col("row"))
     out = detect_duplicates(df, TEN_MIN)
@@ -401,6 +409,7 @@ def test_column_names_with_dots_ride_along(spark):
     assert sorted(r[0] for r in out.select(F.col("`payload.v`")).collect()) == [0, 1]
 
 
+@pytest.mark.connect
 def test_integer_message_ids(spark):
     df = spark.createDataFrame(
         [
@@ -416,6 +425,7 @@ def test_integer_message_ids(spark):
 
 
 # Bad input: clear errors that name the column.
+@pytest.mark.connect
 def test_collated_ids_are_refused(spark):
     df = frame(spark, sends(("a", at(0)))).withColumn(
         "message_id", F.col("message_id").cast("string collate UTF8_LCASE")
@@ -424,18 +434,21 @@ def test_collated_ids_are_refused(spark):
         detect_duplicates(df, TEN_MIN)
 
 
+@pytest.mark.connect
 def test_missing_required_column_is_named(spark):
     df = spark.createDataFrame([("a",)], "message_id string")
     with pytest.raises(ValueError, match=r"missing required column\(s\) send_time"):
         detect_duplicates(df, TEN_MIN)
 
 
+@pytest.mark.connect
 def test_send_time_must_be_a_timestamp(spark):
     df = spark.createDataFrame([("a", "2024-01-01")], "message_id string, send_time string")
     with pytest.raises(TypeError, match="send_time must be a timestamp, got string"):
         detect_duplicates(df, TEN_MIN)
 
 
+@pytest.mark.connect
 def test_result_columns_in_the_input_are_refused(spark):
     df = frame(spark, sends(("a", at(0)))).withColumn("Verdict", F.lit("x"))
     with pytest.raises(ValueError, match=r"already has column.*Verdict"):
@@ -445,6 +458,7 @@ def test_result_columns_in_the_input_are_refused(spark):
 
 
 # Per-entity settings: each entity replays with its own window and mode.
+@pytest.mark.connect
 def test_each_entity_uses_its_own_window_and_mode(spark):
     policies = {
         "orders": DedupPolicy("PT20S"),
@@ -477,6 +491,7 @@ def test_each_entity_uses_its_own_window_and_mode(spark):
     assert out[4].key == ("p2", "m")
 
 
+@pytest.mark.connect
 def test_per_entity_policies_are_checked(spark):
     df = frame(spark, sends(("a", at(0))))
     with pytest.raises(TypeError, match=r"entity 'orders'.*DedupPolicy or None"):

@@ -60,12 +60,14 @@ def test_compile_error_names_the_source_and_shows_javac(cache, tmp_path, monkeyp
     assert not list(cache.glob("*.jar"))
 
 
+@pytest.mark.connect
 def test_unknown_kernel_is_refused(spark):
     df = frame(spark, [Message("a", at(0), event_id=0)])
     with pytest.raises(ValueError, match="kernel: expected one of auto, jvm, python, got 'java'"):
         detect_duplicates(df, TEN_MIN, kernel="java")  # type: ignore[arg-type]
 
 
+@pytest.mark.connect
 def test_auto_falls_back_to_python_with_a_warning(spark, cache, monkeypatch):
     monkeypatch.setattr(jvm, "_javac", lambda: None)
     monkeypatch.setattr(engine, "_warned", set())
@@ -133,6 +135,7 @@ def test_a_failed_build_is_not_tried_again(cache, tmp_path, monkeypatch):
     assert calls.read_text().splitlines() == ["run"]
 
 
+@pytest.mark.connect
 def test_auto_with_a_jdk_warns_nothing(spark, recwarn):
     messages = [Message("a", at(i * 100), event_id=i) for i in range(10)]
     assert engine_verdicts(spark, messages, TEN_MIN, kernel="auto") == oracle_verdicts(
@@ -141,6 +144,7 @@ def test_auto_with_a_jdk_warns_nothing(spark, recwarn):
     assert not [w for w in recwarn if "replay kernel" in str(w.message)]
 
 
+@pytest.mark.connect
 def test_a_session_that_cannot_register_falls_back(spark, monkeypatch):
     def refuse(*args, **kwargs):
         raise RuntimeError("functions are disabled here")
@@ -159,6 +163,7 @@ def test_a_session_that_cannot_register_falls_back(spark, monkeypatch):
 
 
 # The original's time crosses back from microseconds: before 1970 too, to the microsecond.
+@pytest.mark.connect
 def test_times_before_1970_come_back_exactly(spark):
     from datetime import UTC, datetime, timedelta
 
@@ -171,6 +176,7 @@ def test_times_before_1970_come_back_exactly(spark):
 
 # A Spark Connect plan finds its function by name only when it runs: a later result with
 # another event id type registers another function and leaves the earlier one alone.
+@pytest.mark.connect
 def test_an_earlier_result_still_runs_after_another_event_id_type(spark):
     messages = [Message(f"k{i % 2}", at(i * 100), event_id=i) for i in range(12)]
     df = frame(spark, messages)
@@ -186,6 +192,7 @@ def test_an_earlier_result_still_runs_after_another_event_id_type(spark):
 
 # Two results in one task (a cross join without an exchange between them) share the
 # function's object: each must still start its own stream with no anchor.
+@pytest.mark.connect
 def test_a_cross_join_of_two_results_keeps_each_verdict(spark):
     messages = [Message("hot", at(i * 100), event_id=i) for i in range(8)]
     result = detect_duplicates(frame(spark, messages), TEN_MIN, kernel="jvm")

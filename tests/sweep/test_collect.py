@@ -70,6 +70,7 @@ def test_the_driver_groups_as_the_spark_passes_do(spark, sends, partitioning, pa
     assert_same(driver, passes)
 
 
+@pytest.mark.connect
 def test_an_input_over_the_limit_takes_the_spark_passes(spark, sends, passes_run):
     rows = sends.count()
     over = collect(sends, True, carry=("cause",), local_rows=rows - 1)
@@ -79,6 +80,7 @@ def test_an_input_over_the_limit_takes_the_spark_passes(spark, sends, passes_run
     assert passes_run == [1]
 
 
+@pytest.mark.connect
 def test_an_event_id_the_driver_cannot_order_as_spark_goes_to_the_passes(spark, sends, passes_run):
     df = sends.withColumn("event_id", F.struct(F.col("event_id").alias("n")))
     collect(df)

@@ -70,6 +70,7 @@ def test_entities_whose_codes_coincide_are_counted_together(spark, sends, measur
     assert found.by_entity == {together: len(repeated)}
 
 
+@pytest.mark.connect
 def test_the_bytes_are_near_what_the_build_holds(spark, sends, measured):
     built = collect(sends, False, carry=("cause",), local_rows=0, allowed=ROOMY)
     (found,) = measured
@@ -95,6 +96,7 @@ def test_spark_refusing_the_result_gets_the_same_refusal():
     assert footprint.too_large(RuntimeError("disk full"), found, limit) is None
 
 
+@pytest.mark.connect
 def test_over_the_result_limit_the_build_is_refused_before_the_passes(
     spark, sends, measured, monkeypatch
 ):
@@ -124,6 +126,7 @@ def test_over_the_memory_available_the_build_is_refused(spark, sends):
         collect(sends, True, local_rows=0, allowed=short)
 
 
+@pytest.mark.connect
 def test_within_budget_the_build_goes_on(spark, sends):
     roomy = Budget(2**30, "spark.driver.maxResultSize=1g", 2**33, "8.0 GiB available")
     assert len(collect(sends, True, local_rows=0, allowed=roomy).repeated) > 500
@@ -171,6 +174,7 @@ def test_spark_sizes(text, size):
     assert size_in_bytes(text) == size
 
 
+@pytest.mark.connect
 def test_the_session_budget_reads_the_result_limit(spark):
     allowed = footprint.budget(spark)
     assert allowed.result_bytes == 2**30

@@ -96,6 +96,7 @@ def test_mixed_batches_are_rejected_only_with_partitioning(spark, partitioning):
     assert sorted(cache.repeated["row"]) == ([3, 4] if partitioning else [0, 1, 2, 3, 4])
 
 
+@pytest.mark.connect
 def test_boundary_is_half_open_and_duplicates_do_not_extend(spark):
     messages = [
         Message("a", at(0), event_id=1),
@@ -110,11 +111,13 @@ def test_boundary_is_half_open_and_duplicates_do_not_extend(spark):
     assert list(cache.anchors("PT20S").accepted) == [True, True, False, True, False, True]
 
 
+@pytest.mark.connect
 def test_carry_names_missing_columns(spark):
     with pytest.raises(ValueError, match=r"carry names column.*colour"):
         ReplayCache.build(frame(spark, [Message("a", at(0))]), carry=("colour",))
 
 
+@pytest.mark.connect
 def test_truth_summary_needs_ground_truth(spark):
     cache = ReplayCache.build(frame(spark, [Message("a", at(0)), Message("a", at(1))]))
     assert not cache.has_ground_truth
@@ -122,6 +125,7 @@ def test_truth_summary_needs_ground_truth(spark):
         cache.truth_summary("PT1M")
 
 
+@pytest.mark.connect
 def test_held_ids_resend_delays_and_the_smallest_window(spark):
     messages = [
         Message("a", at(0), event_id=1),

@@ -70,6 +70,7 @@ def _firsts(sends: pd.DataFrame) -> pd.DataFrame:
     return firsts.rename(columns={"time": "first_time"})
 
 
+@pytest.mark.connect
 def test_columns_and_identity(sends: pd.DataFrame) -> None:
     assert tuple(c for c in sends.columns if c != "time") == SYNTH_COLUMNS
     assert sends.event_id.is_unique
@@ -190,6 +191,7 @@ def test_quiet_hours_carry_less_traffic(sends: pd.DataFrame) -> None:
     assert abs(quiet / busy - STATS.quiet_factor) < 0.03
 
 
+@pytest.mark.connect
 def test_malformed_times_are_quarantined_by_the_loader(
     spark: object, sends: pd.DataFrame, tmp_path: object
 ) -> None:
@@ -346,6 +348,7 @@ def test_rekeying_senders_resend_under_another_partition_key(spark: object) -> N
     sends.unpersist()
 
 
+@pytest.mark.connect
 def test_same_seed_same_rows_on_any_partitioning(spark: object) -> None:
     def rows(partitions: int, seed: int = 5) -> pd.DataFrame:
         frame = generate_telemetry(  # type: ignore[arg-type]

@@ -88,6 +88,7 @@ def test_the_command_line_gives_the_same_one_line(
     assert_one_clear_line(lines[0], case)
 
 
+@pytest.mark.connect
 def test_the_command_line_says_what_it_read_and_skipped(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -135,6 +135,7 @@ def _server_directory(spark: Any) -> Path:
     return Path(row[0])
 
 
+@pytest.mark.connect
 def test_a_path_the_cluster_does_not_find_names_it_and_the_urls_it_reads(
     spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -150,6 +151,7 @@ def test_a_path_the_cluster_does_not_find_names_it_and_the_urls_it_reads(
     assert raised.value.__suppress_context__
 
 
+@pytest.mark.connect
 def test_a_relative_path_this_machine_lacks_is_resolved_by_the_cluster(
     spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -166,6 +168,7 @@ def test_a_relative_path_this_machine_lacks_is_resolved_by_the_cluster(
     assert loaded.files["file"].tolist() == [str(ROOT / "data/samples/incident.parquet")]
 
 
+@pytest.mark.connect
 def test_files_listed_here_that_the_cluster_lacks_are_named(
     spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -176,6 +179,7 @@ def test_files_listed_here_that_the_cluster_lacks_are_named(
         read_sources(spark, files, "parquet", "load_telemetry")
 
 
+@pytest.mark.connect
 def test_a_remote_session_writes_a_relative_path_where_this_machine_means_it(
     spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -124,6 +124,7 @@ def test_parquet_round_trip_keeps_other_columns(spark: Any, tmp_path: Path) -> N
     assert checked_counts(loaded) == {"read": 2, "valid": 2, "quarantined": 0, "skipped": 0}
 
 
+@pytest.mark.connect
 @pytest.mark.spark
 def test_csv_with_azure_sdk_names(spark: Any, tmp_path: Path) -> None:
     path = write_text(
@@ -195,6 +196,7 @@ def test_json_lines_types(spark: Any, tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.connect
 @pytest.mark.spark
 def test_folder_of_partitioned_parquet(spark: Any, tmp_path: Path) -> None:
     folder = tmp_path / "telemetry"
@@ -289,6 +291,7 @@ def test_entity_fills_rows_that_name_none(spark: Any, tmp_path: Path) -> None:
     assert entities(bare) == {"c": "payments"}
 
 
+@pytest.mark.connect
 @pytest.mark.spark
 def test_format_and_path_errors(spark: Any, tmp_path: Path) -> None:
     notes = write_text(tmp_path / "notes.txt", "hello\n")
@@ -309,6 +312,7 @@ def test_format_and_path_errors(spark: Any, tmp_path: Path) -> None:
         load_telemetry(spark, str(mixed))
 
 
+@pytest.mark.connect
 @pytest.mark.spark
 def test_unreadable_parquet_names_the_file(spark: Any, tmp_path: Path) -> None:
     text = write_text(tmp_path / "text.parquet", "message_id,send_time\n" * 20)
@@ -332,6 +336,7 @@ def test_pandas_nanosecond_parquet_gets_a_hint(spark: Any, tmp_path: Path) -> No
         load_telemetry(spark, str(path))
 
 
+@pytest.mark.connect
 @pytest.mark.spark
 @pytest.mark.usefixtures("new_york")
 def test_time_text_is_utc_whatever_the_session_zone(spark: Any, tmp_path: Path) -> None:
@@ -358,6 +363,7 @@ def test_time_text_is_utc_whatever_the_session_zone(spark: Any, tmp_path: Path) 
     assert times_by_id(loaded) == {key: micros(utc) for key, (_, utc) in cases.items()}
 
 
+@pytest.mark.connect
 @pytest.mark.spark
 @pytest.mark.usefixtures("new_york")
 def test_epoch_numbers_in_json(spark: Any, tmp_path: Path) -> None:
@@ -401,6 +407,7 @@ def test_text_times_are_matched_once_per_row(spark: Any, tmp_path: Path) -> None
     assert times_by_id(loaded, "scheduled_enqueue_time") == {"a": micros("2024-01-01T10:00:00")}
 
 
+@pytest.mark.connect
 @pytest.mark.spark
 @pytest.mark.usefixtures("new_york")
 def test_timestamp_ntz_parquet_is_a_utc_wall_clock(spark: Any, tmp_path: Path) -> None:
@@ -430,6 +437,7 @@ def test_timestamp_ntz_parquet_is_a_utc_wall_clock(spark: Any, tmp_path: Path) -
     }
 
 
+@pytest.mark.connect
 @pytest.mark.spark
 def test_csv_quarantine_reasons(spark: Any, tmp_path: Path) -> None:
     path = write_text(
@@ -489,6 +497,7 @@ def test_csv_quarantine_reasons(spark: Any, tmp_path: Path) -> None:
     assert_reasons_counted_alike(loaded)
 
 
+@pytest.mark.connect
 @pytest.mark.spark
 def test_json_quarantine_reasons(spark: Any, tmp_path: Path) -> None:
     path = write_text(
@@ -555,6 +564,7 @@ def test_write_telemetry_round_trips_through_load(spark, tmp_path, name, fmt, na
     assert list(got.partition_key.fillna("")) == list(want.partition_key.fillna(""))
 
 
+@pytest.mark.connect
 def test_write_telemetry_writes_a_folder_and_refuses_to_overwrite(spark, tmp_path):
     path = str(tmp_path / "out")
     write_telemetry(_sends(spark), path)

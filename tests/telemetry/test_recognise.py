@@ -40,6 +40,7 @@ def test_traces_are_recognised_and_plain_lines_are_not(tmp_path: Path) -> None:
     assert recognise(None, files(plain), "load_telemetry") is None  # type: ignore[arg-type]
 
 
+@pytest.mark.connect
 def test_a_remote_head_comes_through_spark(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

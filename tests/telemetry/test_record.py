@@ -390,6 +390,7 @@ def test_a_call_refused_before_sending(link: Link) -> None:
     assert link.sends == []
 
 
+@pytest.mark.connect
 def test_the_recording_replays_without_a_mapping(spark: Any, link: Link, tmp_path: Path) -> None:
     path = tmp_path / "sends.jsonl"
     with path.open("a") as out:

@@ -27,9 +27,6 @@ def expected(spark):
     return _verdicts(spark, "incident.parquet")
 
 
-@pytest.mark.classic_only(
-    covered_by="each reader's own Connect tests in tests/telemetry/formats and test_corpus.py"
-)
 @pytest.mark.parametrize(
     "name",
     ["incident-otlp.jsonl.gz", "incident-app-insights.csv.gz", "incident-app-insights.json.gz"],
@@ -39,6 +36,7 @@ def test_each_shape_of_the_incident_gives_the_parquet_verdicts(spark, expected, 
     assert {row[4] for row in expected} == {"accepted", "duplicate", "rejected"}
 
 
+@pytest.mark.connect
 def test_the_export_is_what_a_one_minute_broker_kept(spark):
     sends = load_telemetry(spark, sample_path("incident.parquet")).valid
     kept = load_telemetry(spark, sample_path("incident-kept/orders.json.gz"), format="sb-explorer")

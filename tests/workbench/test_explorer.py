@@ -60,6 +60,7 @@ def test_entity_and_time_range_narrow_the_view(explorer):
         ex.update(entity="nope", draw=False)
 
 
+@pytest.mark.connect
 def test_the_controls_drive_update(explorer):
     ex, _ = explorer
     ex.update(window="PT10M", entity="(all)", draw=False)
@@ -72,6 +73,7 @@ def test_the_controls_drive_update(explorer):
     ex.window_text.value = "PT5S"
     assert "between 00:00:20" in ex.message.value
     assert ex.view.window_s == pytest.approx(3600)
+    assert set(ex.caches) == {False, True}  # the toggle offers a mode once it is built
     ex.mode.value = "enabled"
     assert ex.view.partitioning
 
@@ -110,6 +112,7 @@ def _whole(ex):
     return ex.times[0], ex.times[-1]
 
 
+@pytest.mark.connect
 def test_the_other_mode_is_built_in_the_background(spark, capsys):
     from dedup_lib import generate_telemetry
 
@@ -145,6 +148,7 @@ def test_an_empty_selection_says_so_in_words(explorer):
     ex.update(entity="(all)", time_range=_whole(ex), draw=False)
 
 
+@pytest.mark.connect
 def test_the_charts_widget_exists_before_spark_works(spark, monkeypatch):
     """The browser loads plotly.js when the charts' widget is made: made before the replay,
     that load overlaps Spark's work instead of delaying the first chart (about a second)."""
@@ -172,7 +176,6 @@ def test_the_charts_widget_exists_before_spark_works(spark, monkeypatch):
     assert ex.charts.figures
 
 
-@pytest.mark.classic_only(covered_by="test_update_agrees_with_the_engine (the build, on both)")
 def test_hostile_names_are_text_in_every_widget(spark):
     """Entity names and MessageIds are drawn in the explorer's own HTML (its tables, its
     messages), its entity list and its charts: as text everywhere."""

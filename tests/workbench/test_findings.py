@@ -53,6 +53,7 @@ def _said(section: Any) -> str:
     return " ".join(section.sentences)
 
 
+@pytest.mark.connect
 def test_partitioning_effect_with_ground_truth_is_the_engines_figures(sends):
     section = findings.partitioning_effect(_caches(sends), WINDOW, Evidence.of(sends))
     (table,) = section.tables
@@ -66,6 +67,7 @@ def test_partitioning_effect_with_ground_truth_is_the_engines_figures(sends):
     assert "ground truth" not in _said(section)
 
 
+@pytest.mark.connect
 def test_without_ground_truth_the_figures_it_has_and_a_sentence(bare):
     caches = _caches(bare)
     section = findings.partitioning_effect(caches, WINDOW, Evidence.of(bare))
@@ -117,6 +119,7 @@ def test_without_content_each_content_section_is_one_sentence(bare):
     assert "(Body) are not in the input" in _said(named)
 
 
+@pytest.mark.connect
 def test_content_named_by_the_analyst_is_compared(sends):
     renamed = sends.withColumnRenamed("payload_hash", "body_sha")
     judged = detect_duplicates(renamed, DedupPolicy(WINDOW))
@@ -147,6 +150,7 @@ def test_entity_settings_from_files_or_how_to_give_them(sends):
     assert list(verdicts.columns)[:3] == ["entity", "sends", "accepted"]
 
 
+@pytest.mark.connect
 def test_the_quarantine_or_that_there_is_none(spark, tmp_path):
     from dedup_lib import load_telemetry
 

@@ -31,6 +31,7 @@ def sends(spark) -> Any:
     frame.unpersist()
 
 
+@pytest.mark.connect
 def test_the_summary_says_the_diagnostics_figures(sends):
     incident = Incident(sends, POLICY, entity="q1")
     heading = incident.heading()
@@ -50,6 +51,7 @@ def test_the_summary_says_the_diagnostics_figures(sends):
     assert int(table["resends"].sum()) == again
 
 
+@pytest.mark.connect
 def test_without_content_and_ground_truth_sentences_not_zeros(sends):
     bare = sends.drop("logical_id", "attempt", "payload_hash")
     incident = Incident(bare, POLICY)

@@ -5,11 +5,11 @@ numbers that cell showed when the notebooks kept them as text outputs checked by
 notebooks now show them as styled tables, and nbval only checks that they run
 (``pytest --nbval-lax``); a change to any of these figures fails here instead.
 
-The incident sample (30 k sends) and the CSV load of notebook 1 run on classic Spark and on
-Spark Connect. The day sample's replays (notebooks 2 and 3: two cache builds, three replays
-and a count cache over 200 k sends) run on the classic pass only: the engine's tests already
-check that both kinds of session give the same verdicts, and once is enough for the figures.
-Each module-scoped fixture computes its frames once per session kind.
+The figures run on the classic pass. Four run on Spark Connect too (``connect``): the CSV load
+and id quality of notebook 1, the incident's verdicts and the sections that say them; the
+engine's and the readers' own Connect tests check that both kinds of session give the same
+verdicts, and once is enough for the rest of the figures. Each module-scoped fixture computes
+its frames once per session kind.
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ from dedup_lib import (
     smallest_window,
     summarize,
 )
-from dedup_lib.spark import is_connect
 
 
 def rows(table: pd.DataFrame, columns: list[str] | None = None) -> list[tuple[Any, ...]]:
@@ -74,11 +73,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _classic_only(spark: Any) -> None:
-    if is_connect(spark):
-        pytest.skip("day sample figures: checked on the classic pass only (see module docstring)")
-
-
 # -- 01_load_telemetry: the Azure-named CSV export of the day sample -------------------------
 
 
@@ -87,6 +81,7 @@ def azure_csv(spark):
     return load_telemetry(spark, sample_path("day-azure.csv.gz"))
 
 
+@pytest.mark.connect
 def test_01_rows_read_loaded_and_quarantined(azure_csv):
     """Cells `loaded.counts()` and `loaded.quarantine_reasons()`."""
     assert azure_csv.counts() == {
@@ -101,6 +96,7 @@ def test_01_rows_read_loaded_and_quarantined(azure_csv):
     ]
 
 
+@pytest.mark.connect
 def test_01_id_quality(azure_csv):
     """Cell `id_quality(loaded.valid)`."""
     table = id_quality(azure_csv.valid)
@@ -139,12 +135,11 @@ def test_01_most_reused_ids(azure_csv):
     ]
 
 
-# -- 02_window_explorer and 03_window_sizing: the day sample (classic pass only) --------------
+# -- 02_window_explorer and 03_window_sizing: the day sample --------------------------------
 
 
 @pytest.fixture(scope="module")
 def day(spark):
-    _classic_only(spark)
     return load_telemetry(spark, sample_path("day.parquet")).valid
 
 
@@ -389,6 +384,7 @@ def test_04_input_and_policy(incident):
     assert DedupPolicy(WINDOW, partitioning=False).describe() == "window 10m, partitioning disabled"
 
 
+@pytest.mark.connect
 def test_04_verdicts_and_ground_truth(incident):
     """Cells `cache.summary(policy.window)` and the total of `cache.truth_summary`."""
     _, cache, _ = incident
@@ -405,6 +401,7 @@ def test_04_verdicts_and_ground_truth(incident):
     assert (total.extra_deliveries, total.messages_lost) == (206, 0)
 
 
+@pytest.mark.connect
 def test_04_the_sections_say_these_figures(incident):
     """Notebook 4's cells, each an `Incident` section: the same figures, in its words."""
     loaded, _, _ = incident

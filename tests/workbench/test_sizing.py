@@ -24,6 +24,7 @@ def _caches(frame: Any) -> dict[bool, ReplayCache]:
     return {mode: ReplayCache.build(frame, mode) for mode in (False, True)}
 
 
+@pytest.mark.connect
 def test_with_ground_truth_the_smallest_window_reaching_the_target_configured(sends):
     caches = _caches(sends)
     sizing = WindowSizing(caches, 0.9)
@@ -42,6 +43,7 @@ def test_with_ground_truth_the_smallest_window_reaching_the_target_configured(se
     assert "share_catchable_caught" in choices
 
 
+@pytest.mark.connect
 def test_without_ground_truth_no_window_is_picked_and_the_sentence_says_why(sends):
     bare = sends.drop("logical_id", "attempt")
     sizing = WindowSizing(_caches(bare), 0.99)

@@ -147,6 +147,7 @@ def _by_dependency(frame: Any) -> dict[str, Any]:
     return {r["dependency_id"]: r for r in frame.collect()}
 
 
+@pytest.mark.connect
 def test_workspace_csv_with_bom(spark: Any, tmp_path: Path) -> None:
     got = _by_dependency(
         records(spark, APP_INSIGHTS, [_write(tmp_path / "d.csv", WORKSPACE, bom=True)])
@@ -181,6 +182,7 @@ def test_workspace_csv_with_bom(spark: Any, tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.connect
 def test_classic_csv_names(spark: Any, tmp_path: Path) -> None:
     path = _write(tmp_path / "classic.csv.gz", CLASSIC)
     got = _by_dependency(records(spark, APP_INSIGHTS, [path]))
@@ -193,6 +195,7 @@ def test_classic_csv_names(spark: Any, tmp_path: Path) -> None:
     assert rows(parsed, "send_time") == [(micros("2026-11-03T21:00:00.250"),)]
 
 
+@pytest.mark.connect
 def test_query_api_json(spark: Any, tmp_path: Path) -> None:
     path = _write(tmp_path / "result.json", QUERY_API)
     got = _by_dependency(records(spark, APP_INSIGHTS, [path]))
@@ -242,6 +245,7 @@ def test_entity_argument_fills_targets_without_one(spark: Any, tmp_path: Path) -
     assert got["k-1"]["entity"] == "fallback"
 
 
+@pytest.mark.connect
 def test_damaged_files(spark: Any, tmp_path: Path) -> None:
     cut = _write(tmp_path / "cut.json", QUERY_API[:200])
     got = records(spark, APP_INSIGHTS, [cut, _write(tmp_path / "ok.json", QUERY_API)]).collect()
@@ -348,6 +352,7 @@ def test_write_refuses_a_send_without_time(spark: Any, tmp_path: Path, generated
     assert not path.exists()
 
 
+@pytest.mark.connect
 def test_portal_times_ignore_the_session_time_zone(spark: Any, tmp_path: Path) -> None:
     path = _write(tmp_path / "classic.csv", CLASSIC)
     before = spark.conf.get("spark.sql.session.timeZone")

@@ -262,6 +262,7 @@ def test_it_is_registered_and_recognises_only_traces() -> None:
     assert not OTLP.recognise("message_id,send_time\nresourceSpans,1\n")
 
 
+@pytest.mark.connect
 def test_sends_are_message_spans_and_the_rest_is_skipped_with_reasons(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -330,6 +331,7 @@ def test_sends_are_message_spans_and_the_rest_is_skipped_with_reasons(
     assert scheduled["old-1"] == (int(datetime(2023, 11, 14, 23, tzinfo=UTC).timestamp() * 10**6),)
 
 
+@pytest.mark.connect
 def test_gzip_and_the_format_recognised_from_the_content(spark: Any, tmp_path: Path) -> None:
     loaded = load_telemetry(spark, str(sample(tmp_path / "traces.json.gz")))
     assert loaded.format == "otlp"
@@ -512,6 +514,7 @@ def test_a_batch_is_one_send_call(spark: Any, tmp_path: Path) -> None:
     assert loaded.counts()["skipped"] == 4  # two send calls, two HTTP requests
 
 
+@pytest.mark.connect
 def test_zstd_files_are_written_recognised_and_read(spark: Any, tmp_path: Path) -> None:
     at = datetime(2026, 11, 3, 21, 0, 0, 1, tzinfo=UTC)
     frame = spark.createDataFrame(

@@ -92,6 +92,7 @@ def test_a_single_object_as_documented(spark: Any, tmp_path: Path) -> None:
     assert parsed[0] == micros("2014-12-03T16:39:48.495847+00:00")
 
 
+@pytest.mark.connect
 def test_an_array_with_property_entries_and_sentinels(spark: Any, tmp_path: Path) -> None:
     path = _write(tmp_path / "billing.eu.json.gz", json.dumps(ARRAY, indent=2))
     got = sends(records(spark, SB_EXPLORER, [path]))
@@ -133,6 +134,7 @@ def test_keys_can_name_application_properties(spark: Any, tmp_path: Path) -> Non
     assert label["partition_key"] == "Service Bus Explorer"
 
 
+@pytest.mark.connect
 def test_a_damaged_file_is_one_corrupt_record(spark: Any, tmp_path: Path) -> None:
     good = _write(tmp_path / "orders.json", json.dumps(ARRAY))
     cut = _write(tmp_path / "payments.json", json.dumps(ARRAY)[:150])
@@ -161,6 +163,7 @@ def test_dotnet_time() -> None:
     assert dotnet_time(micros("2014-12-03T16:39:48")) == "2014-12-03T16:39:48Z"
 
 
+@pytest.mark.connect
 def test_round_trip_gives_the_same_sends_and_verdicts(spark: Any, tmp_path: Path) -> None:
     generated = generate_telemetry(spark, 3_000, seed=4)
     entity = generated.groupBy("entity").count().orderBy(F.desc("count")).first()
