@@ -99,7 +99,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Where the run's time went, by folder and Spark pass (setup and teardown included): the
-    whole suite has a 30-minute budget, and the slowest tests alone do not say what to cut."""
+    whole suite has a 15-minute budget, and the slowest tests alone do not say what to cut."""
     spent: Counter[tuple[str, str]] = Counter()
     for reports in terminalreporter.stats.values():
         for report in reports:
