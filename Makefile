@@ -14,9 +14,9 @@ CHECK = $(BIN)/dedup-lib doctor
 help:
 	@echo "make lab [INPUT=sends.parquet]  open JupyterLab on notebooks/ (installs on first use);"
 	@echo "             INPUT: the telemetry the notebooks read (default: the samples)"
-	@echo "make test    lint, then every test: unit, Spark (classic and Connect), notebooks"
+	@echo "make test    lint, then every test: unit, Spark (classic and Connect), notebooks, browser, wheel, cluster"
 	@echo "make test-fast  the tests without Spark, a browser or the wheel (under a minute), for every edit"
-	@echo "make test-cluster  simulate and a notebook on a standalone Spark + Connect server (127.0.0.1)"
+	@echo "make test-cluster  make test's cluster tests alone: simulate and a notebook on a standalone Spark + Connect server"
 	@echo "make lint    ruff, mypy and the import contract (lint-imports)"
 	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000, DATA=day)"
 	@echo "make profile-engine  where the engine's time goes: SQL metrics and JFR, narrow and wide rows"
