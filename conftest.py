@@ -4,7 +4,8 @@ servers and the command lines they run): folders of the run's own.
 The compiled replay kernel, the JVM's class-data archive and Spark's log go to
 ``build/test-cache/``, never to the user's ``~/.cache/dedup_lib`` (or a ``DEDUP_LIB_CACHE`` or
 ``DEDUP_LOG_DIR`` of theirs), where a notebook or command of theirs may be writing at the same
-time. Set in the environment at import, so every process the run starts inherits it.
+time. Spark reads the run's own ``spark-defaults.conf``, not the user's. Set in the environment
+at import, so every process the run starts inherits it.
 """
 
 from __future__ import annotations
@@ -15,5 +16,9 @@ from pathlib import Path
 #: The test run's own cache and log folder.
 TEST_CACHE = Path(__file__).resolve().parent / "build" / "test-cache"
 
+#: Spark's defaults for the run's JVMs (its ``spark-defaults.conf`` says which, and why).
+SPARK_CONF = Path(__file__).resolve().parent / "tests" / "spark-conf"
+
 os.environ["DEDUP_LIB_CACHE"] = str(TEST_CACHE)
+os.environ["SPARK_CONF_DIR"] = str(SPARK_CONF)
 os.environ.pop("DEDUP_LOG_DIR", None)

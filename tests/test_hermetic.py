@@ -26,6 +26,11 @@ def test_the_run_writes_its_cache_and_log_under_build_only():
     assert os.environ["DEDUP_LIB_CACHE"] == str(ours)
 
 
+def test_spark_reads_the_runs_own_defaults(spark):
+    assert os.environ["SPARK_CONF_DIR"] == str(ROOT / "tests" / "spark-conf")
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+
+
 def test_a_free_port_is_free():
     port = free_port()
     with socket.socket() as sock:
