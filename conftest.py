@@ -13,11 +13,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent
+
 #: The test run's own cache and log folder.
-TEST_CACHE = Path(__file__).resolve().parent / "build" / "test-cache"
+TEST_CACHE = ROOT / "build" / "test-cache"
 
 #: Spark's defaults for the run's JVMs (its ``spark-defaults.conf`` says which, and why).
-SPARK_CONF = Path(__file__).resolve().parent / "tests" / "spark-conf"
+SPARK_CONF = ROOT / "tests" / "spark-conf"
 
 os.environ["DEDUP_LIB_CACHE"] = str(TEST_CACHE)
 os.environ["SPARK_CONF_DIR"] = str(SPARK_CONF)
