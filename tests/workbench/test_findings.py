@@ -24,6 +24,7 @@ from dedup_lib import (
     sample_path,
     summarize,
 )
+from dedup_lib.spark import is_connect
 from replay_kit import mixed_scenario
 
 WINDOW = "PT10M"
@@ -162,3 +163,22 @@ def test_the_quarantine_or_that_there_is_none(spark, tmp_path):
     reasons, rows = findings.quarantined(load_telemetry(spark, str(bad))).tables
     assert int(reasons["count"].sum()) == 1
     assert list(rows["message_id"]) == ["b"]
+
+
+@pytest.mark.connect
+def test_the_tour_loads_every_shipped_shape_of_the_incident_alike(spark):
+    """Its loads run side by side, on threads of one session: each shape still gives the
+    incident's sends, every record read accounted for, and the export its own counts."""
+    if not is_connect(spark):
+        pytest.skip("on classic, notebook 01 runs the tour in JupyterLab (tests/browser)")
+    counts, traces, kept = findings.telemetry_shapes(spark, sample_path("day.parquet")).tables
+    assert list(counts["file"]) == list(findings.SHAPES)
+    assert list(counts["format"]) == ["parquet", "otlp", "app-insights", "app-insights"]
+    assert counts["valid"].nunique() == 1
+    assert counts["valid"].iloc[0] > 0
+    accounted = counts["valid"] + counts["quarantined"] + counts["skipped"]
+    assert (accounted == counts["read"]).all(), counts
+    assert len(traces) == 5
+    assert traces["trace_id"].notna().all()
+    assert kept["format"].tolist() == ["sb-explorer"]
+    assert int(kept["valid"].iloc[0]) > 0
