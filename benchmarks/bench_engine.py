@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dedup_lib import DedupPolicy, detect_duplicates, get_spark
-from dedup_lib.replay.engine import KERNELS
+from dedup_lib.replay.kernels import KERNELS
 from dedup_lib.synth import day_scenario, generate_telemetry
 
 DAY_SECONDS = 86_400

@@ -165,6 +165,26 @@ def test_help_documents_every_option_with_examples():
             assert option in text
 
 
+#: What answering ``--help`` must not load: a typo or a question answers at once.
+HEAVY = ("pyspark", "pandas", "numpy", "pyarrow", "plotly", "ipywidgets", "anywidget")
+COMMANDS = ("simulate", "generate", "postmortem", "reconcile", "explore", "doctor")
+
+
+@pytest.mark.parametrize("argv", [["--help"], *([c, "--help"] for c in COMMANDS)], ids=str)
+def test_help_loads_no_spark_pandas_or_widgets(argv):
+    probe = (
+        "import json, sys\n"
+        "from dedup_lib.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]), file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *argv], capture_output=True, text=True, check=True
+    )
+    assert "usage: dedup-lib" in done.stdout
+    assert done.stderr.splitlines()[-1] == "[]", done.stderr
+
+
 def test_samples_are_small_and_documented():
     files = sorted(p for p in SAMPLES.rglob("*") if p.is_file() and p.name != "README.md")
     names = [p.relative_to(SAMPLES).as_posix() for p in files]

@@ -37,3 +37,11 @@ def test_a_local_session_refuses_an_input_this_machine_lacks(
         existing_input("no/such.parquet", args)
     with pytest.raises(CommandError, match=r"^no/such\.parquet does not exist$"):
         existing_input("no/such.parquet")
+
+
+def test_the_format_choices_are_the_loaders_formats():
+    from dedup_lib.cli.common import TELEMETRY_FORMATS
+    from dedup_lib.telemetry.formats import RECORD_FORMATS
+    from dedup_lib.telemetry.schema import FORMATS
+
+    assert (*FORMATS, *RECORD_FORMATS) == TELEMETRY_FORMATS

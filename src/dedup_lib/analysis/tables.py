@@ -8,16 +8,13 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from pyspark.sql import functions as F
 
+from dedup_lib.analysis import ALL_ENTITIES as ALL_ENTITIES
+from dedup_lib.analysis import NO_ENTITY as NO_ENTITY
 from dedup_lib.errors import InputError, excerpt
 from dedup_lib.rules.durations import parse_window
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
-
-#: The total row of a per-entity table, and the choice "every entity" in filters and controls.
-ALL_ENTITIES = "(all)"
-#: The entity of sends that name none.
-NO_ENTITY = "(none)"
 
 
 def entity_column(df: DataFrame) -> Column:

@@ -13,8 +13,6 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from dedup_lib.errors import DedupLibError, excerpt, printable
 from dedup_lib.rules.durations import format_duration
 from dedup_lib.spark import (
@@ -26,18 +24,18 @@ from dedup_lib.spark import (
     spark_message,
 )
 from dedup_lib.telemetry.files import has_scheme, is_remote_session, local_path
-from dedup_lib.telemetry.formats import RECORD_FORMATS
-from dedup_lib.telemetry.schema import FORMATS
+from dedup_lib.telemetry.schema import FORMATS, RECORD_FORMAT_NAMES
 from dedup_lib.text import escape, shown
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
+    import pandas as pd
     from pyspark.sql import SparkSession
 
 PROG = "dedup-lib"
 #: Every format the loader reads and the generator writes: the choices of each ``--format``.
-TELEMETRY_FORMATS: tuple[str, ...] = (*FORMATS, *RECORD_FORMATS)
+TELEMETRY_FORMATS: tuple[str, ...] = (*FORMATS, *RECORD_FORMAT_NAMES)
 
 #: The most rows ``generate`` is asked for: beyond, a typo (an extra zero or three) would run
 #: for days.
@@ -143,6 +141,8 @@ def text_table(df: pd.DataFrame) -> str:
     """``df`` as aligned text: shares as percentages, delays as durations, and data (entity
     names, MessageIds) as text (:func:`dedup_lib.text.shown`: escaped, over :data:`CELL`
     characters cut)."""
+    import pandas as pd
+
     table = df.copy()
     table.columns = [escape(str(name), "text") for name in table.columns]
     for name in table.columns:
@@ -159,6 +159,8 @@ def text_table(df: pd.DataFrame) -> str:
 
 def iso_time(text: str) -> str:
     """An ISO 8601 time for ``--start``/``--end``, checked and passed on as written."""
+    import pandas as pd
+
     try:
         pd.Timestamp(dt.datetime.fromisoformat(text.strip()))
     except (ValueError, OverflowError):
@@ -172,6 +174,8 @@ def time_range(start: str | None, end: str | None) -> None:
     """``--end`` after ``--start``, both read as UTC when they name no offset."""
     if start is None or end is None:
         return
+    import pandas as pd
+
     first, last = (pd.Timestamp(t) for t in (start, end))
     first, last = (t.tz_localize("UTC") if t.tzinfo is None else t for t in (first, last))
     if last <= first:

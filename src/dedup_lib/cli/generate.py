@@ -20,11 +20,9 @@ from dedup_lib.cli.common import (
     writable_target,
 )
 from dedup_lib.errors import InputError, excerpt, printable
-from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.rules.policy import ACCEPTED, DedupPolicy
-from dedup_lib.synth import SCENARIOS, SYNTH_COLUMNS, generate_telemetry, plan_telemetry
-from dedup_lib.telemetry.formats import RECORD_FORMATS
-from dedup_lib.telemetry.write import NAMING_STYLES, write_telemetry
+from dedup_lib.synth import SCENARIOS, SYNTH_COLUMNS
+from dedup_lib.telemetry.schema import NAMING_STYLES
 
 GENERATE_EXAMPLES = """\
 examples:
@@ -38,6 +36,11 @@ examples:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dedup_lib.replay.engine import detect_duplicates
+    from dedup_lib.synth import generate_telemetry, plan_telemetry
+    from dedup_lib.telemetry.formats import RECORD_FORMATS
+    from dedup_lib.telemetry.write import write_telemetry
+
     progress = Progress(args.quiet)
     wanted = _columns(args.columns)
     if os.path.exists(args.out) and not args.overwrite:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from dedup_lib.analysis.tables import ALL_ENTITIES
+from dedup_lib.analysis import ALL_ENTITIES
 from dedup_lib.cli.common import (
     TELEMETRY_FORMATS,
     Progress,

@@ -4,9 +4,9 @@ what the broker kept, and print the categories and what they say about the entit
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from dedup_lib.analysis.reconcile import Name, parse_tolerance, reconcile
-from dedup_lib.analysis.tables import ALL_ENTITIES
+from dedup_lib.analysis import ALL_ENTITIES
 from dedup_lib.cli.common import (
     TELEMETRY_FORMATS,
     CommandError,
@@ -20,8 +20,10 @@ from dedup_lib.cli.common import (
 )
 from dedup_lib.cli.simulate import window_policy
 from dedup_lib.errors import InputError, excerpt, printable
-from dedup_lib.replay.engine import detect_duplicates
-from dedup_lib.telemetry.read import LoadedTelemetry, load_telemetry
+
+if TYPE_CHECKING:
+    from dedup_lib.analysis.reconcile import Name
+    from dedup_lib.telemetry.read import LoadedTelemetry
 
 RECONCILE_EXAMPLES = """\
 examples:
@@ -34,6 +36,10 @@ SHOWN = 10
 
 
 def run(args: argparse.Namespace) -> int:
+    from dedup_lib.analysis.reconcile import parse_tolerance, reconcile
+    from dedup_lib.replay.engine import detect_duplicates
+    from dedup_lib.telemetry.read import load_telemetry
+
     progress = Progress(args.quiet)
     existing_input(args.telemetry, args)
     existing_input(args.kept, args)

@@ -7,15 +7,6 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from dedup_lib.analysis.diagnostics import (
-    MISS_AFTER_WINDOW,
-    collision_groups,
-    collisions,
-    missed_resends,
-    missed_summary,
-)
-from dedup_lib.analysis.summaries import ground_truth_summary, has_ground_truth, summarize
-from dedup_lib.analysis.tables import ALL_ENTITIES
 from dedup_lib.cli.common import (
     TELEMETRY_FORMATS,
     CommandError,
@@ -29,18 +20,18 @@ from dedup_lib.cli.common import (
     writable_target,
 )
 from dedup_lib.errors import excerpt, printable
-from dedup_lib.replay.engine import KERNELS, detect_duplicates
+from dedup_lib.replay.kernels import KERNELS
 from dedup_lib.rules.durations import format_duration, format_window
 from dedup_lib.rules.policy import WINDOW_BOUNDS, Bounds, DedupPolicy, Policies
 from dedup_lib.settings.load import load_entity_policies
 from dedup_lib.spark import spark_errors
-from dedup_lib.sweep.grid import configurable_window
 from dedup_lib.telemetry.files import is_remote_session, output_path, spark_path
-from dedup_lib.telemetry.read import LoadedTelemetry, load_once
 from dedup_lib.text import escape, shown
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from dedup_lib.telemetry.read import LoadedTelemetry
 
 SIMULATE_EXAMPLES = """\
 examples:
@@ -82,6 +73,9 @@ def describe(policy: Policies) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dedup_lib.replay.engine import detect_duplicates
+    from dedup_lib.telemetry.read import load_once
+
     progress = Progress(args.quiet)
     existing_input(args.input, args)
     policy = _policies(args)
@@ -145,6 +139,9 @@ def _report(
     result: DataFrame,
     progress: Progress,
 ) -> None:
+    from dedup_lib.analysis.summaries import ground_truth_summary, has_ground_truth, summarize
+    from dedup_lib.analysis.tables import ALL_ENTITIES
+
     counts = loaded.counts()
     print(
         f"{printable(loaded.path)}: {counts['read']:,} rows read, {counts['valid']:,} replayed, "
@@ -203,6 +200,15 @@ def _not_sends(loaded: LoadedTelemetry) -> str:
 
 
 def _diagnose(result: DataFrame, content: list[str] | None, progress: Progress) -> None:
+    from dedup_lib.analysis.diagnostics import (
+        MISS_AFTER_WINDOW,
+        collision_groups,
+        collisions,
+        missed_resends,
+        missed_summary,
+    )
+    from dedup_lib.sweep.grid import configurable_window
+
     progress.step("looking for missed resends: the same content accepted twice")
     misses = missed_resends(result, content)
     print()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql import Column
@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dedup_lib.errors import InputError
-from dedup_lib.replay.kernels import jvm
+from dedup_lib.replay.kernels import KERNELS, Kernel, jvm
 from dedup_lib.replay.kernels import python as arrow_kernel
 from dedup_lib.replay.passes import (
     JUDGED,
@@ -43,9 +43,6 @@ if TYPE_CHECKING:
 _SECOND_HASH_SEED = 0x5EED
 
 
-#: Which replay kernel runs the pass; see :func:`detect_duplicates`.
-Kernel = Literal["auto", "jvm", "python"]
-KERNELS: tuple[str, ...] = get_args(Kernel)
 #: The reasons the JVM kernel was unavailable that this process already warned about.
 _warned: set[str] = set()
 

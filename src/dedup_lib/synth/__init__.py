@@ -25,8 +25,9 @@ The parts: :mod:`~dedup_lib.synth.scenario` (senders, outages, the shipped scena
 
 from __future__ import annotations
 
-from dedup_lib.synth.frame import generate_telemetry
-from dedup_lib.synth.plan import TelemetryPlan, plan_telemetry
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from dedup_lib.synth.scenario import (
     ACK_LOST_RETRY,
     CAUSES,
@@ -45,6 +46,18 @@ from dedup_lib.synth.scenario import (
     day_scenario,
     incident_scenario,
 )
+
+if TYPE_CHECKING:
+    from dedup_lib.synth.frame import generate_telemetry
+    from dedup_lib.synth.plan import TelemetryPlan, plan_telemetry
+
+#: What needs numpy or Spark, imported when first used (PEP 562): the command line lists the
+#: scenarios without loading either.
+_LAZY = {
+    "generate_telemetry": "dedup_lib.synth.frame",
+    "TelemetryPlan": "dedup_lib.synth.plan",
+    "plan_telemetry": "dedup_lib.synth.plan",
+}
 
 __all__ = [
     "ACK_LOST_RETRY",
@@ -67,3 +80,11 @@ __all__ = [
     "incident_scenario",
     "plan_telemetry",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'dedup_lib.synth' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value

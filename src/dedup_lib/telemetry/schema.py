@@ -38,6 +38,32 @@ SUPPORTED_FORMATS = (
     "Parquet (.parquet), CSV with a header row (.csv, .csv.gz), "
     "JSON Lines (.jsonl, .ndjson, .json, and their .gz)"
 )
+#: The formats with a structure of their own, in the order content is recognised: their readers
+#: are :data:`dedup_lib.telemetry.formats.RECORD_FORMATS`, named here for whoever needs only the
+#: names (the command line's choices), without Spark.
+RECORD_FORMAT_NAMES = ("otlp", "app-insights", "sb-explorer")
+#: Column names per naming style for :func:`write_telemetry`: ``azure`` as in the Service Bus
+#: REST API's ``BrokerProperties`` (and the older .NET SDK), ``python`` as in azure-servicebus.
+#: Both are among the names :func:`load_telemetry` maps back without being told.
+NAMING_STYLES: dict[str, dict[str, str]] = {
+    "canonical": {},
+    "azure": {
+        "message_id": "MessageId",
+        "send_time": "EnqueuedTimeUtc",
+        "entity": "EntityPath",
+        "partition_key": "PartitionKey",
+        "session_id": "SessionId",
+        "scheduled_enqueue_time": "ScheduledEnqueueTimeUtc",
+        "event_id": "EventId",
+        "batch_id": "BatchId",
+    },
+    "python": {
+        "send_time": "enqueued_time_utc",
+        "entity": "entity_path",
+        "scheduled_enqueue_time": "scheduled_enqueue_time_utc",
+    },
+}
+
 #: Format names a user may give, to the reader Spark uses for each.
 FORMAT_NAMES = {
     "parquet": "parquet",

@@ -7,32 +7,12 @@ from typing import TYPE_CHECKING
 from dedup_lib.columns import column
 from dedup_lib.errors import ExistingFileError, InputError
 from dedup_lib.telemetry.files import output_path
-from dedup_lib.telemetry.schema import FORMAT_NAMES, FORMATS, TEXT_TIME_FORMAT
+from dedup_lib.telemetry.schema import FORMAT_NAMES, FORMATS, NAMING_STYLES, TEXT_TIME_FORMAT
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-#: Column names per naming style for :func:`write_telemetry`: ``azure`` as in the Service Bus
-#: REST API's ``BrokerProperties`` (and the older .NET SDK), ``python`` as in azure-servicebus.
-#: Both are among the names :func:`load_telemetry` maps back without being told.
-NAMING_STYLES: dict[str, dict[str, str]] = {
-    "canonical": {},
-    "azure": {
-        "message_id": "MessageId",
-        "send_time": "EnqueuedTimeUtc",
-        "entity": "EntityPath",
-        "partition_key": "PartitionKey",
-        "session_id": "SessionId",
-        "scheduled_enqueue_time": "ScheduledEnqueueTimeUtc",
-        "event_id": "EventId",
-        "batch_id": "BatchId",
-    },
-    "python": {
-        "send_time": "enqueued_time_utc",
-        "entity": "entity_path",
-        "scheduled_enqueue_time": "scheduled_enqueue_time_utc",
-    },
-}
+__all__ = ["NAMING_STYLES", "write_telemetry"]
 
 
 def write_telemetry(

@@ -1,1 +1,9 @@
 """What walks each key's sends after the sort: a Java function (the default) or Arrow in Python."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+#: Which replay kernel runs the pass; see :func:`dedup_lib.detect_duplicates`.
+Kernel = Literal["auto", "jvm", "python"]
+KERNELS: tuple[str, ...] = get_args(Kernel)

@@ -67,5 +67,5 @@ from dedup_lib.telemetry.formats.app_insights import APP_INSIGHTS  # noqa: E402
 from dedup_lib.telemetry.formats.otlp import OTLP  # noqa: E402
 from dedup_lib.telemetry.formats.sb_explorer import SB_EXPLORER  # noqa: E402
 
-#: The structured formats by name, in the order content is recognised.
+#: The structured formats by name, in the order content is recognised (``RECORD_FORMAT_NAMES``).
 RECORD_FORMATS: dict[str, RecordFormat] = {f.name: f for f in (OTLP, APP_INSIGHTS, SB_EXPLORER)}
