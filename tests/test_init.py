@@ -45,3 +45,8 @@ def test_an_unknown_name_is_an_attribute_error_that_names_it():
         dedup_lib.no_such_name  # noqa: B018
     with pytest.raises(ImportError):
         from dedup_lib import no_such_name  # noqa: F401
+
+
+def test_the_lazy_table_lists_the_public_names_and_no_other():
+    lazy = {*dedup_lib._WHERE, *dedup_lib._MODULES, "__version__"}
+    assert lazy == set(dedup_lib.__all__)

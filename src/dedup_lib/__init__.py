@@ -10,9 +10,10 @@ pandas, plotly or widgets; a name loads its module when it is first used.
 
 from __future__ import annotations
 
-import importlib
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dedup_lib.lazy import lazy_names
 
 if TYPE_CHECKING:
     from dedup_lib.analysis.diagnostics import (
@@ -178,16 +179,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported when first asked for (PEP 562)."""
-    if name in _MODULES:
-        value = importlib.import_module(_MODULES[name])
-    elif name in _WHERE:
-        value = getattr(importlib.import_module(_WHERE[name]), name)
-    else:
-        raise AttributeError(f"module 'dedup_lib' has no attribute {name!r}")
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE, _MODULES)
 
 
 def __dir__() -> list[str]:

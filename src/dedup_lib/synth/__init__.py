@@ -25,9 +25,9 @@ The parts: :mod:`~dedup_lib.synth.scenario` (senders, outages, the shipped scena
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from dedup_lib.lazy import lazy_names
 from dedup_lib.synth.scenario import (
     ACK_LOST_RETRY,
     CAUSES,
@@ -82,9 +82,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'dedup_lib.synth' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)
