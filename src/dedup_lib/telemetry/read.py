@@ -407,7 +407,7 @@ def _tally(
             F.when(~skipped & column(CORRUPT).isNull(), F.lit("send")),
             F.when(~skipped & column(CORRUPT).isNull() & identified, F.lit("identified")),
         ]
-    every = F.explode(F.filter(F.array(*kinds), lambda k: k.isNotNull()))
+    every = F.explode(F.array_compact(F.array(*kinds)))
     nothing = F.lit(None).cast("string")
     parts = [
         read.select(column(SOURCE_FILE), F.lit("read"), nothing, F.lit(0).cast("long")),

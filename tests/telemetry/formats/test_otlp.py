@@ -414,6 +414,34 @@ def test_the_mapping_names_the_keys_read(spark: Any, tmp_path: Path) -> None:
         )
 
 
+def test_an_attribute_is_its_first_entry_as_text_else_the_resources(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A key given twice is read from its first entry; a number's value as its text; a key
+    the span lacks from the resource; a key neither has is null."""
+    t = T0
+    twice = span(
+        PY_TRACE, "a000000000000001", "send", 4, t, t, {**SB, "messaging.message.id": "first"}
+    )
+    twice["attributes"] += [attr("messaging.message.id", "second"), attr("tenant", 7)]
+    bare = span(
+        PY_TRACE, "a000000000000002", "send", 4, t, t, {**SB, "messaging.message.id": "bare"}
+    )
+    data = json.loads(traces("orders-api", "my.app", [twice, bare]))
+    data["resourceSpans"][0]["resource"]["attributes"] += [
+        attr("messaging.destination.name", "from-resource"),
+        attr("tenant", "resource-tenant"),
+    ]
+    path = tmp_path / "attributes.json"
+    path.write_text(json.dumps(data) + "\n")
+    mapping = {"tenant": "tenant", "region": "region"}
+    loaded = load_telemetry(spark, str(path), format="otlp", mapping=mapping)
+    assert by_id(loaded, "entity", "tenant", "region") == {
+        "first": ("from-resource", "7", None),
+        "bare": ("from-resource", "resource-tenant", None),
+    }
+
+
 def test_entity_fills_spans_that_name_none_and_never_replaces_one(
     spark: Any, tmp_path: Path
 ) -> None:
