@@ -55,6 +55,17 @@ SETTINGS = {
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
 }
 
+#: What Spark's and Java's log looks like: log4j lines (``26/11/24 05:00:03 WARN Utils: ...``),
+#: the JVM's ``WARNING:`` lines, Spark's banner lines, a Java stack frame, a Python warning.
+LOG_TEXT = re.compile(
+    r"\b(TRACE|DEBUG|INFO|WARN|ERROR)\s+[\w.$]+:"
+    r"|^WARNING: "
+    r"|log4j|NativeCodeLoader|Setting default log level|setLogLevel"
+    r"|^\s+at [\w.$]+\(|Exception in thread"
+    r"|\b\w+Warning: ",
+    re.MULTILINE,
+)
+
 # Rendered text that means a widget did not become a control: its repr, as in
 # "VBox(children=(...))" or "FigureWidget({...})".
 WIDGET_AS_TEXT = re.compile(

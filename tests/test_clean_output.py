@@ -5,7 +5,6 @@ pandas) belongs in :func:`dedup_lib.spark.spark_log_path` only."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,22 +15,12 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
 import dedup_lib
+from lab_kit import LOG_TEXT
 
 pytestmark = pytest.mark.spark
 
 SRC = str(Path(dedup_lib.__file__).resolve().parents[1])
 ROOT = Path(__file__).resolve().parents[1]
-
-#: What Spark's and Java's log looks like: log4j lines (``26/11/24 05:00:03 WARN Utils: ...``),
-#: the JVM's ``WARNING:`` lines, Spark's banner lines, a Java stack frame, a Python warning.
-LOG_TEXT = re.compile(
-    r"\b(TRACE|DEBUG|INFO|WARN|ERROR)\s+[\w.$]+:"
-    r"|^WARNING: "
-    r"|log4j|NativeCodeLoader|Setting default log level|setLogLevel"
-    r"|^\s+at [\w.$]+\(|Exception in thread"
-    r"|\b\w+Warning: ",
-    re.MULTILINE,
-)
 
 #: A notebook's first cells as a user writes them: start Spark, load, show rows, aggregate;
 #: the last cell waits, so output the JVM writes late still lands in a cell.
@@ -49,19 +38,17 @@ def _leaks(texts: list[str]) -> list[str]:
     return [text for text in texts if LOG_TEXT.search(text)]
 
 
-@pytest.mark.connect
-@pytest.mark.parametrize("mode", ["classic", "connect"])
-def test_a_notebook_that_starts_spark_has_no_stderr_output(mode, monkeypatch, tmp_path):
+def test_a_notebook_on_a_local_connect_server_has_no_stderr_output(monkeypatch, tmp_path):
+    """On Spark Connect: a kernel that starts its own local Connect server. The same on a
+    classic session is checked on every notebook on each of the analysts' inputs
+    (``test_user_data.py``) and in JupyterLab (``tests/browser``)."""
     # the kernel inherits this environment: the dedup_lib under test, a log of its own, and
     # for the Connect pass a local Connect server started by get_spark
     monkeypatch.setenv("PYTHONPATH", SRC)
     monkeypatch.setenv("DEDUP_LOG_DIR", str(tmp_path / "log"))
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
-    if mode == "connect":
-        # get_spark starts the kernel's local Connect server on a free port.
-        monkeypatch.setenv("SPARK_REMOTE", os.environ.get("SPARK_REMOTE", "local[2]"))
-    else:
-        monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    # get_spark starts the kernel's local Connect server on a free port.
+    monkeypatch.setenv("SPARK_REMOTE", os.environ.get("SPARK_REMOTE", "local[2]"))
     notebook = new_notebook(cells=[new_code_cell(source) for source in CELLS])
     client = NotebookClient(
         notebook,

@@ -1,7 +1,9 @@
 """Every notebook on telemetry shaped as analysts have it (``user_corpus``), run as a user runs
 it headless: papermill, ``INPUT`` and the parameters the input needs.
 
-Each cell must run without error; where the input lacks ground truth or content, the notebook
+Each cell must run without error, and write nothing to stderr and no Spark or Java log text
+anywhere (that goes to Spark's log file, which the kernel's Spark must have written); where
+the input lacks ground truth or content, the notebook
 must say so in words and show no table of the figures it cannot know; and what it showed must
 be what the library's own calls give on the same data: a cell appended to each notebook, run in
 its kernel after the others, computes those calls independently (the engine where the
@@ -16,12 +18,13 @@ import html
 import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 
-from lab_kit import NOTEBOOKS, ROOT
+from lab_kit import LOG_TEXT, NOTEBOOKS, ROOT
 from user_corpus import UserInput, write_user_corpus
 
 pytestmark = pytest.mark.spark
@@ -142,13 +145,20 @@ def _combined(given: UserInput) -> Any:
 
 
 @pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def kernel_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder the kernel's Spark logs to."""
+    return tmp_path_factory.mktemp("kernel-log")
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory, kernel_log: Path) -> Iterator[Any]:
     """One kernel, and so one Spark, for every input: the kernel's Spark is its own local one,
     as a user's kernel starts, whatever session the tests hold (a local Connect session marks
     this process's environment as remote)."""
     from jupyter_client.manager import KernelManager
 
     env = {k: v for k, v in os.environ.items() if k not in CONNECT_VARIABLES}
+    env["DEDUP_LOG_DIR"] = str(kernel_log)
     manager = KernelManager(kernel_name="python3")
     manager.start_kernel(env=env, cwd=str(tmp_path_factory.mktemp("kernel")))
     try:
@@ -159,7 +169,7 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_notebook_runs_on_the_analysts_own_data(
-    user_corpus: dict[str, UserInput], name: str, kernel: Any
+    user_corpus: dict[str, UserInput], name: str, kernel: Any, kernel_log: Path
 ) -> None:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
@@ -171,12 +181,28 @@ def test_every_notebook_runs_on_the_analysts_own_data(
     except CellExecutionError as failure:
         where = next((c.metadata.get("dedup_notebook") for c in executed.cells if _failed(c)), "?")
         pytest.fail(f"{where} on {name}: {failure.ename}: {failure.evalue}", pytrace=False)
+    _nothing_on_stderr_nor_log_text(executed, name)
+    assert (kernel_log / "spark.log").is_file(), "the kernel's Spark logged nowhere"
     for notebook in NOTEBOOKS:
         cells = [c for c in executed.cells if c.metadata.get("dedup_notebook") == notebook]
         text = _said(cells)
         _says_what_it_cannot_tell(notebook, given, text)
         missing = [words for words in SAID.get(name, {}).get(notebook, []) if words not in text]
         assert not missing, f"{notebook} on {name} does not say: {missing}"
+
+
+def _nothing_on_stderr_nor_log_text(executed: Any, name: str) -> None:
+    """No cell wrote to stderr, and no output carries Spark's or Java's log text."""
+    found = []
+    for cell in executed.cells:
+        where = cell.metadata.get("dedup_notebook")
+        for output in cell.get("outputs", []):
+            if output.get("name") == "stderr":
+                found.append(f"{where}: stderr: {''.join(output.get('text', ''))[:300]}")
+            for value in [output.get("text", ""), *output.get("data", {}).values()]:
+                if LOG_TEXT.search(str(value)):
+                    found.append(f"{where}: log text: {str(value)[:300]}")
+    assert not found, f"on {name}:\n" + "\n".join(found)
 
 
 def _failed(cell: Any) -> bool:
