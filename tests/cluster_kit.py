@@ -203,7 +203,8 @@ def start(
     memory: str = "4g",
 ) -> Cluster:
     """Start master, worker and Connect server, each waited for; on any failure what was
-    started is stopped and the error names the log to read."""
+    started is stopped and the error names the log to read. The worker and the Connect server
+    start side by side once the master listens: neither needs the other to start."""
     connect_jar()
     _no_leftovers(folder)
     for port in (master_port, connect_port):
@@ -233,12 +234,6 @@ def start(
              "--webui-port", str(free_port()), "--work-dir", str(folder / "work")],
             env,
         )  # fmt: skip
-        _wait(
-            cluster,
-            "worker",
-            lambda: "Successfully registered with master" in _text(cluster.log("worker")),
-            "registration with the master",
-        )
         _start(
             cluster,
             "connect",
@@ -254,6 +249,12 @@ def start(
              "--driver-memory", "2g"],
             env,
         )  # fmt: skip
+        _wait(
+            cluster,
+            "worker",
+            lambda: "Successfully registered with master" in _text(cluster.log("worker")),
+            "registration with the master",
+        )
         _wait(cluster, "connect", lambda: _port_open(connect_port), f"port {connect_port}")
     except BaseException:
         cluster.stop()
@@ -269,9 +270,9 @@ def _no_leftovers(folder: Path) -> None:
         pids: dict[str, int] = json.loads(pids_file.read_text())
     except (OSError, ValueError):
         return
-    alive = {name: pid for name, pid in pids.items() if alive(pid)}
-    if alive:
-        listed = ", ".join(f"{name} {pid}" for name, pid in alive.items())
+    left = {name: pid for name, pid in pids.items() if alive(pid)}
+    if left:
+        listed = ", ".join(f"{name} {pid}" for name, pid in left.items())
         raise ClusterError(
             f"a previous run left {listed} running ({pids_file}): stop them "
             "(kill -- -PID) and delete that file"
