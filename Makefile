@@ -9,15 +9,16 @@ LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 # Java 17+, the JVM replay kernel built (or why the Python one will run), the Jupyter kernel.
 CHECK = $(BIN)/dedup-lib doctor
 
-.PHONY: help install lab test test-fast test-cluster lint bench profile-engine bench-simulate bench-load bench-synth bench-explorer samples notebooks postmortem explore clean
+.PHONY: help install lab test test-fast test-cluster lint docs bench profile-engine bench-simulate bench-load bench-synth bench-explorer samples notebooks postmortem explore clean
 
 help:
 	@echo "make lab [INPUT=sends.parquet]  open JupyterLab on notebooks/ (installs on first use);"
 	@echo "             INPUT: the telemetry the notebooks read (default: the samples)"
-	@echo "make test    lint, then every test: unit, Spark (classic and Connect), notebooks, browser, wheel, cluster"
+	@echo "make test    lint, the docs, then every test: unit, Spark (classic and Connect), notebooks, browser, wheel, cluster"
 	@echo "make test-fast  the tests without Spark, a browser or the wheel (under a minute), for every edit"
 	@echo "make test-cluster  make test's cluster tests alone: simulate and a notebook on a standalone Spark + Connect server"
 	@echo "make lint    ruff, mypy and the import contract (lint-imports)"
+	@echo "make docs    the documentation site (Sphinx), warnings as errors: build/docs/index.html"
 	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000, DATA=day)"
 	@echo "make profile-engine  where the engine's time goes: SQL metrics and JFR, narrow and wide rows"
 	@echo "make bench-simulate [ROWS=...] [REPEAT=2]  simulate with its diagnostics against its replay alone (10 M)"
@@ -54,7 +55,7 @@ lab: $(STAMP)
 TEST_CACHE := $(CURDIR)/build/test-cache
 
 # Everything, the cluster tests (tests/cluster, as make test-cluster) included.
-test: $(STAMP) lint
+test: $(STAMP) lint docs
 	@DEDUP_LIB_CACHE=$(TEST_CACHE) $(CHECK)
 	DEDUP_TEST_CLUSTER=1 $(BIN)/python -m pytest --nbval-lax --durations=15 \
 		--junitxml=build/test-results.xml tests notebooks
@@ -70,10 +71,14 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not spark and not slow and not browser" --durations=10
 
 lint: $(STAMP)
-	$(BIN)/ruff check conftest.py src tests benchmarks notebooks
-	$(BIN)/ruff format --check conftest.py src tests benchmarks notebooks
+	$(BIN)/ruff check conftest.py src tests benchmarks notebooks docs
+	$(BIN)/ruff format --check conftest.py src tests benchmarks notebooks docs
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+# The site from docs/ and the docstrings; a warning (a broken link, bad markup) fails it.
+docs: $(STAMP)
+	$(BIN)/sphinx-build -q -W --keep-going -b html docs build/docs
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py --rows $(or $(ROWS),10000000) $(if $(DATA),--data $(DATA))

@@ -1,0 +1,29 @@
+"""Sphinx configuration of the documentation site (``make docs``).
+
+Sphinx rather than MkDocs because the docstrings are reStructuredText (``:func:`` roles,
+double-backquoted literals), which autodoc renders as written; the guide pages are Markdown
+(MyST). The PyData theme, as the PyData projects use. Nothing is fetched from the network
+(no intersphinx): the build runs on machines without it.
+"""
+
+from __future__ import annotations
+
+import dedup_lib
+
+project = "dedup-lib"
+author = "dedup-lib"
+release = dedup_lib.__version__
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.autosummary"]
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+exclude_patterns = ["_build", "api/generated/**.tmp"]
+myst_heading_anchors = 4
+myst_enable_extensions = ["colon_fence"]
+autosummary_generate = True
+autodoc_typehints = "signature"
+autodoc_member_order = "bysource"
+autodoc_default_options = {"members": True, "show-inheritance": False}
+html_theme = "pydata_sphinx_theme"
+html_title = "dedup-lib"
+html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
+html_show_sourcelink = False
+html_static_path: list[str] = []
