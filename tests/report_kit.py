@@ -7,7 +7,8 @@ from __future__ import annotations
 import html as markup
 import re
 
-from dedup_lib import configurable_window, format_window, parse_window
+from dedup_lib.rules.durations import format_window, parse_window
+from dedup_lib.sweep.grid import configurable_window
 
 #: The report's arguments: the incident sample at 20 s, checked against what a PT1M broker
 #: kept of orders.

@@ -6,8 +6,7 @@ import os
 
 import pytest
 
-from dedup_lib import JavaNotFoundError
-from dedup_lib.spark import check_java, java_version
+from dedup_lib.spark import JavaNotFoundError, check_java, java_version
 from fakes import fake_java
 
 

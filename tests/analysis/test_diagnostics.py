@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry, narrow
+from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry
 from dedup_lib.analysis.diagnostics import (
     ALL_ZERO_GUID,
     GUID,
@@ -25,6 +25,7 @@ from dedup_lib.analysis.diagnostics import (
     missed_resends,
     missed_summary,
 )
+from dedup_lib.analysis.selection import narrow
 from dedup_lib.testing import Message
 from replay_kit import at, frame, mixed_scenario
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dedup_lib import narrow
+from dedup_lib.analysis.selection import narrow
 
 
 @pytest.fixture

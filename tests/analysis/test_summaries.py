@@ -6,17 +6,9 @@ import math
 
 import pytest
 
-from dedup_lib import (
-    DedupPolicy,
-    detect_duplicates,
-    ground_truth_summary,
-    id_quality,
-    most_reused_ids,
-    sends_over_time,
-    summarize,
-)
-from dedup_lib.analysis.summaries import has_ground_truth
-from dedup_lib.analysis.tables import bucket_seconds
+from dedup_lib import DedupPolicy, detect_duplicates, id_quality, sends_over_time, summarize
+from dedup_lib.analysis.summaries import ground_truth_summary, has_ground_truth, most_reused_ids
+from dedup_lib.analysis.totals import bucket_seconds
 from dedup_lib.errors import InputError
 from dedup_lib.testing import Message
 from replay_kit import at, frame

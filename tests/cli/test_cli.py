@@ -202,7 +202,7 @@ def test_samples_are_small_and_documented():
 def test_simulate_reads_traces_and_says_how_many_spans_were_not_sends(spark, capsys, tmp_path):
     from datetime import UTC, datetime
 
-    from dedup_lib.telemetry.formats.otlp import OTLP
+    from dedup_lib.synth.exports import write_otlp
 
     at = datetime(2026, 11, 3, 21, 0, tzinfo=UTC)
     frame = spark.createDataFrame(
@@ -210,7 +210,7 @@ def test_simulate_reads_traces_and_says_how_many_spans_were_not_sends(spark, cap
         "message_id string, send_time timestamp, entity string, event_id long",
     )
     path = tmp_path / "traces.json"
-    OTLP.write(frame, str(path))
+    write_otlp(frame, str(path))
     argv = ["simulate", str(path), "--quiet", "--format", "otlp", "--entity", "payments"]
     assert main(argv, spark=spark) == 0
     out = capsys.readouterr().out

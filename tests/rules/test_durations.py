@@ -5,9 +5,14 @@ from datetime import timedelta
 
 import pytest
 
-from dedup_lib import format_window, parse_window
 from dedup_lib.errors import InputError, InputTypeError, excerpt
-from dedup_lib.rules.durations import MAX_WINDOW, format_duration, parse_azure_window
+from dedup_lib.rules.durations import (
+    MAX_WINDOW,
+    format_duration,
+    format_window,
+    parse_azure_window,
+    parse_window,
+)
 
 
 def test_format_window_is_exact():

@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from dedup_lib import DedupPolicy, parse_window
+from dedup_lib import DedupPolicy
 from dedup_lib.errors import InputError, InputTypeError
-from dedup_lib.rules.durations import MAX_WINDOW
+from dedup_lib.rules.durations import MAX_WINDOW, parse_window
 from dedup_lib.rules.policy import (
     REASON_KEY_MISMATCH,
     REASON_MISSING_TIME,

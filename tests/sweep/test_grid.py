@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dedup_lib import configurable_window, format_window, parse_window
 from dedup_lib.errors import InputError
+from dedup_lib.rules.durations import format_window, parse_window
 from dedup_lib.rules.policy import WINDOW_BOUNDS
-from dedup_lib.sweep.grid import WINDOW_STEPS
+from dedup_lib.sweep.grid import WINDOW_STEPS, configurable_window
 
 LOW, HIGH, _ = WINDOW_BOUNDS["service"]
 measured = st.floats(min_value=0, max_value=HIGH.total_seconds(), allow_nan=False)

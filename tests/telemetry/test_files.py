@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from dedup_lib import load_telemetry, write_telemetry
+from dedup_lib import load_telemetry
 from dedup_lib.errors import ClusterPathError, InputError, MissingFileError
 from dedup_lib.spark import is_connect
 from dedup_lib.telemetry.files import (
@@ -23,6 +23,7 @@ from dedup_lib.telemetry.files import (
     output_path,
 )
 from dedup_lib.telemetry.sources import read_failure, read_sources
+from dedup_lib.telemetry.write import write_telemetry
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = "data/samples/day.parquet"

@@ -153,7 +153,7 @@ def test_the_charts_widget_exists_before_spark_works(spark, monkeypatch):
     """The browser loads plotly.js when the charts' widget is made: made before the replay,
     that load overlaps Spark's work instead of delaying the first chart (about a second)."""
     from dedup_lib import generate_telemetry
-    from dedup_lib.sweep.views import ReplayCache
+    from dedup_lib.sweep.cache import ReplayCache
     from dedup_lib.workbench import explorer as module
 
     events: list[str] = []

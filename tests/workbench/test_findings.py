@@ -14,16 +14,15 @@ from dedup_lib import (
     Evidence,
     ReplayCache,
     by_content,
-    collision_groups,
     collisions,
-    compare_keys,
     detect_duplicates,
     findings,
     missed_resends,
-    missed_summary,
     sample_path,
     summarize,
 )
+from dedup_lib.analysis.diagnostics import collision_groups, missed_summary
+from dedup_lib.analysis.whatif import compare_keys
 from dedup_lib.spark import is_connect
 from replay_kit import mixed_scenario
 

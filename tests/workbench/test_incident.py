@@ -8,15 +8,8 @@ from typing import Any
 
 import pytest
 
-from dedup_lib import (
-    DedupPolicy,
-    Incident,
-    collision_groups,
-    collisions,
-    detect_duplicates,
-    missed_resends,
-    missed_summary,
-)
+from dedup_lib import DedupPolicy, Incident, collisions, detect_duplicates, missed_resends
+from dedup_lib.analysis.diagnostics import collision_groups, missed_summary
 from replay_kit import mixed_scenario
 
 POLICY = DedupPolicy("PT10M")

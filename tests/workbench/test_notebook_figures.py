@@ -30,26 +30,23 @@ from dedup_lib import (
     WindowExplorer,
     WindowSizing,
     by_content,
-    collision_groups,
     collisions,
-    compare_keys,
-    configurable_window,
     count_sweep,
     detect_duplicates,
     findings,
-    format_duration,
-    format_window,
     id_quality,
     load_entity_policies,
     load_telemetry,
     missed_resends,
-    missed_summary,
-    most_reused_ids,
-    narrow,
     sample_path,
-    smallest_window,
     summarize,
 )
+from dedup_lib.analysis.diagnostics import collision_groups, missed_summary
+from dedup_lib.analysis.selection import narrow
+from dedup_lib.analysis.summaries import most_reused_ids
+from dedup_lib.analysis.whatif import compare_keys
+from dedup_lib.rules.durations import format_duration, format_window
+from dedup_lib.sweep.grid import configurable_window, smallest_window
 
 
 def rows(table: pd.DataFrame, columns: list[str] | None = None) -> list[tuple[Any, ...]]:

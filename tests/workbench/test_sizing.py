@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from dedup_lib import ReplayCache, WindowSizing, configurable_window, format_window, smallest_window
+from dedup_lib import ReplayCache, WindowSizing
+from dedup_lib.rules.durations import format_window
+from dedup_lib.sweep.grid import configurable_window, smallest_window
 from replay_kit import mixed_scenario
 
 

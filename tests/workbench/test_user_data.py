@@ -58,7 +58,8 @@ if not caches[False].has_ground_truth:
     assert sizing.picks == {}
 """,
     "04_incident_postmortem.ipynb": """
-from dedup_lib import detect_duplicates as _replay, missed_resends as _missed, narrow as _narrow
+from dedup_lib import detect_duplicates as _replay, missed_resends as _missed
+from dedup_lib.analysis.selection import narrow as _narrow
 from dedup_lib import summarize as _sum
 _total = _sum(_replay(sends, policy)).iloc[-1]
 assert incident.verdicts().tables[0].iloc[-1]["duplicates"] == _total.duplicates

@@ -21,7 +21,7 @@ import pandas as pd
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
-from dedup_lib.analysis.tables import NO_ENTITY, bucket_seconds, entity_column
+from dedup_lib.analysis.totals import NO_ENTITY, bucket_seconds, entity_column
 from dedup_lib.errors import InputError
 from dedup_lib.rules.policy import (
     ACCEPTED,

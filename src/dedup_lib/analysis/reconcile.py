@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dedup_lib.analysis.selection import narrow
-from dedup_lib.analysis.tables import ALL_ENTITIES, entity_column
+from dedup_lib.analysis.totals import ALL_ENTITIES, entity_column
 from dedup_lib.columns import column, count_where, utc_wall_clock
 from dedup_lib.errors import InputError, InputTypeError, excerpt
 from dedup_lib.replay.sql_rules import INTERNAL, OUTPUT_COLUMNS, is_set, sql_rules
@@ -284,7 +284,8 @@ def _replay_at(bound: timedelta) -> str:
 
 
 def parse_tolerance(value: timedelta | int | float | str) -> timedelta:
-    """A matching tolerance: anything :func:`dedup_lib.parse_window` reads, zero allowed."""
+    """A matching tolerance: anything :func:`~dedup_lib.rules.durations.parse_window` reads,
+    zero allowed."""
     try:
         return parse_window(value)
     except InputError as exc:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 import pandas as pd
 from pyspark.sql import functions as F
 
-from dedup_lib.analysis.tables import ALL_ENTITIES
+from dedup_lib.analysis.totals import ALL_ENTITIES
 from dedup_lib.errors import InputError
 
 if TYPE_CHECKING:

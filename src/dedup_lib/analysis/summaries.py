@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from pyspark.sql import functions as F
 
-from dedup_lib.analysis.tables import ALL_ENTITIES, bucket_seconds, entity_column, with_total
+from dedup_lib.analysis.totals import ALL_ENTITIES, bucket_seconds, entity_column, with_total
 from dedup_lib.columns import count_where
 from dedup_lib.errors import InputError
 from dedup_lib.rules.policy import (

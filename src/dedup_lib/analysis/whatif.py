@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from dedup_lib.analysis.diagnostics import content_key
 from dedup_lib.analysis.summaries import ground_truth_summary, has_ground_truth, summarize
-from dedup_lib.analysis.tables import ALL_ENTITIES, entity_column, with_total
+from dedup_lib.analysis.totals import ALL_ENTITIES, entity_column, with_total
 from dedup_lib.columns import count_where
 from dedup_lib.replay.by_count import detect_duplicates_by_count
 from dedup_lib.replay.engine import detect_duplicates

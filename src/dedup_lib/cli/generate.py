@@ -38,7 +38,7 @@ examples:
 def run(args: argparse.Namespace) -> int:
     from dedup_lib.replay.engine import detect_duplicates
     from dedup_lib.synth import generate_telemetry, plan_telemetry
-    from dedup_lib.telemetry.formats import RECORD_FORMATS
+    from dedup_lib.synth.exports import WRITERS
     from dedup_lib.telemetry.write import write_telemetry
 
     progress = Progress(args.quiet)
@@ -72,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
     if wanted:
         df = df.select(*wanted)
     order = tuple(c for c in ("send_time", "event_id") if c in df.columns)
-    if args.format in RECORD_FORMATS:
-        RECORD_FORMATS[args.format].write(df.orderBy(*order), args.out)
+    if args.format in WRITERS:
+        WRITERS[args.format](df.orderBy(*order), args.out)
     else:
         write_telemetry(
             df,

@@ -140,7 +140,7 @@ def _report(
     progress: Progress,
 ) -> None:
     from dedup_lib.analysis.summaries import ground_truth_summary, has_ground_truth, summarize
-    from dedup_lib.analysis.tables import ALL_ENTITIES
+    from dedup_lib.analysis.totals import ALL_ENTITIES
 
     counts = loaded.counts()
     print(

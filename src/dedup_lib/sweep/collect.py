@@ -29,7 +29,7 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dedup_lib.analysis.tables import NO_ENTITY
+from dedup_lib.analysis.totals import NO_ENTITY
 from dedup_lib.columns import utc_wall_clock
 from dedup_lib.errors import InputError
 from dedup_lib.replay.passes import POS, with_position

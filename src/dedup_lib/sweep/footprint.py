@@ -1,4 +1,4 @@
-"""How much of the driver's memory a :class:`~dedup_lib.sweep.views.ReplayCache` would take,
+"""How much of the driver's memory a :class:`~dedup_lib.sweep.cache.ReplayCache` would take,
 known before it is built, and a refusal that says what to narrow when it would not fit.
 
 The cache holds in the driver every send of a key sent more than once, and with ground truth
@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from dedup_lib.analysis.tables import NO_ENTITY
+from dedup_lib.analysis.totals import NO_ENTITY
 from dedup_lib.errors import InputError, printable
 from dedup_lib.spark import spark_errors
 

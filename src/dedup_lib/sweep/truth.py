@@ -3,7 +3,8 @@
 With ``logical_id`` and ``attempt`` in the input, each repeated send belongs to a message.
 The numbering of messages and what does not depend on the window are computed once
 (:func:`truth_codes`); a window's accepted sends then give the table of
-:func:`dedup_lib.ground_truth_summary` with a few ``bincount`` calls (:func:`truth_table`).
+:func:`~dedup_lib.analysis.summaries.ground_truth_summary` with a few ``bincount`` calls
+(:func:`truth_table`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dedup_lib.analysis.summaries import TRUTH_SUMMARY_COLUMNS
-from dedup_lib.analysis.tables import NO_ENTITY, with_total
+from dedup_lib.analysis.totals import NO_ENTITY, with_total
 
 
 @dataclass(frozen=True)
@@ -96,9 +97,9 @@ def _per_entity(
 
 
 def truth_table(m: TruthCodes, accepted: np.ndarray) -> pd.DataFrame:
-    """:func:`dedup_lib.ground_truth_summary` when the repeated sends ``accepted`` are the
-    ones a window accepts: per entity and in total, resends caught, extra deliveries,
-    messages lost and first sends dropped."""
+    """:func:`~dedup_lib.analysis.summaries.ground_truth_summary` when the repeated sends
+    ``accepted`` are the ones a window accepts: per entity and in total, resends caught, extra
+    deliveries, messages lost and first sends dropped."""
     duplicate = ~accepted
     entities = len(m.entities)
 

@@ -18,15 +18,15 @@ import pandas as pd
 from tqdm.auto import tqdm  # type: ignore[import-untyped]
 
 from dedup_lib.analysis.selection import narrow
-from dedup_lib.analysis.tables import ALL_ENTITIES
+from dedup_lib.analysis.totals import ALL_ENTITIES
 from dedup_lib.errors import InputError
 from dedup_lib.rules.durations import format_duration, format_window, parse_window
 from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy
-from dedup_lib.sweep.views import ReplayCache
+from dedup_lib.sweep.cache import ReplayCache
 from dedup_lib.text import SHORT, escape, shown
 from dedup_lib.workbench import charts
 from dedup_lib.workbench.live import LiveCharts
-from dedup_lib.workbench.tables import styled
+from dedup_lib.workbench.style import styled
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -32,7 +32,7 @@ from dedup_lib.rules.durations import format_duration, parse_window
 from dedup_lib.rules.policy import DedupPolicy
 from dedup_lib.settings.load import load_entity_policies
 from dedup_lib.spark import to_pandas
-from dedup_lib.sweep.views import ReplayCache
+from dedup_lib.sweep.cache import ReplayCache
 from dedup_lib.telemetry.read import load_telemetry
 from dedup_lib.telemetry.samples import is_shipped_sample, sample_path
 from dedup_lib.workbench import charts

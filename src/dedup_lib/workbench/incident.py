@@ -29,12 +29,12 @@ from dedup_lib.analysis.diagnostics import (
 from dedup_lib.analysis.evidence import Evidence
 from dedup_lib.analysis.reconcile import reconcile
 from dedup_lib.analysis.selection import narrow
-from dedup_lib.analysis.tables import ALL_ENTITIES
+from dedup_lib.analysis.totals import ALL_ENTITIES
 from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.rules.durations import format_duration, format_window
 from dedup_lib.rules.policy import DedupPolicy
+from dedup_lib.sweep.cache import ReplayCache
 from dedup_lib.sweep.grid import SERVICE_HIGH_S, configurable_window
-from dedup_lib.sweep.views import ReplayCache
 from dedup_lib.text import escape
 from dedup_lib.workbench import charts
 from dedup_lib.workbench.section import Section

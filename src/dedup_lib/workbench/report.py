@@ -13,7 +13,7 @@ from importlib.resources import as_file, files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from dedup_lib.analysis.tables import ALL_ENTITIES
+from dedup_lib.analysis.totals import ALL_ENTITIES
 from dedup_lib.errors import DedupLibError, InputError, MissingFileError
 from dedup_lib.spark import log_error, output_to, spark_log_path, spark_message
 from dedup_lib.workbench import csp

@@ -1,7 +1,7 @@
 """What one section of a notebook or report shows: its tables, charts and sentences, in order.
 
 A section is what a library function found in the data, ready to display as a cell's last
-expression: tables through :func:`~dedup_lib.workbench.tables.styled`, charts through
+expression: tables through :func:`~dedup_lib.workbench.style.styled`, charts through
 :func:`~dedup_lib.workbench.figures.show`, sentences as markdown. Where the data cannot say
 what a section is about, its one part is the sentence saying so (see
 :class:`~dedup_lib.analysis.evidence.Evidence`). Tests read the same parts (:attr:`tables`,
@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dedup_lib.workbench.figures import show
-from dedup_lib.workbench.tables import styled
+from dedup_lib.workbench.style import styled
 
 __all__ = ["Section"]
 

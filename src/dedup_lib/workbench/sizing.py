@@ -18,8 +18,8 @@ import pandas as pd
 
 from dedup_lib.analysis.evidence import Evidence
 from dedup_lib.rules.durations import format_duration, format_window
+from dedup_lib.sweep.cache import ReplayCache
 from dedup_lib.sweep.grid import configurable_window, smallest_window
-from dedup_lib.sweep.views import ReplayCache
 from dedup_lib.workbench import charts
 from dedup_lib.workbench.section import Section
 

@@ -14,8 +14,9 @@ from pyspark.sql import functions as F
 
 from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry
 from dedup_lib.errors import InputError
+from dedup_lib.synth.exports.app_insights import portal_text, write_app_insights
 from dedup_lib.telemetry.formats import NOT_SEND
-from dedup_lib.telemetry.formats.app_insights import APP_INSIGHTS, portal_text
+from dedup_lib.telemetry.formats.app_insights import APP_INSIGHTS
 from dedup_lib.telemetry.sources import CORRUPT
 from telemetry.formats.record_kit import canonical, micros, records, rows, sends
 
@@ -307,7 +308,7 @@ def generated(spark: Any) -> Any:
 @pytest.mark.parametrize("name", ["export.csv.gz", "result.json"])
 def test_round_trip(spark: Any, tmp_path: Path, generated: Any, name: str) -> None:
     path = tmp_path / name
-    APP_INSIGHTS.write(generated, str(path))
+    write_app_insights(generated, str(path))
     if name.endswith(".csv.gz"):
         assert gzip.decompress(path.read_bytes()).startswith('\ufeff"TimeGenerated [UTC]"'.encode())
     read = records(spark, APP_INSIGHTS, [path]).persist()
@@ -348,7 +349,7 @@ def test_write_refuses_a_send_without_time(spark: Any, tmp_path: Path, generated
     timeless = generated.limit(3).withColumn("send_time", F.lit(None).cast("timestamp"))
     path = tmp_path / "x.json"
     with pytest.raises(InputError, match=r"has no parseable send_time, which .*x\.json cannot"):
-        APP_INSIGHTS.write(timeless, str(path))
+        write_app_insights(timeless, str(path))
     assert not path.exists()
 
 

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry, load_telemetry
 from dedup_lib.errors import InputError
+from dedup_lib.synth.exports import write_otlp
 from dedup_lib.telemetry.formats import RECORD_FORMATS
 from dedup_lib.telemetry.formats.otlp import OTLP
 from dedup_lib.telemetry.write import write_telemetry
@@ -481,7 +482,7 @@ def test_written_traces_replay_exactly_like_the_same_sends_from_parquet(
 ) -> None:
     sends = generate_telemetry(spark, 3_000, seed=5)
     write_telemetry(sends, str(tmp_path / "sends.parquet"), single_file=True)
-    OTLP.write(sends, str(tmp_path / "traces.json.gz"))
+    write_otlp(sends, str(tmp_path / "traces.json.gz"))
     lines = gzip.decompress((tmp_path / "traces.json.gz").read_bytes()).decode().splitlines()
     assert all(json.loads(line)["resourceSpans"] for line in lines)
 
@@ -532,7 +533,7 @@ def test_a_batch_is_one_send_call(spark: Any, tmp_path: Path) -> None:
         "message_id string, send_time timestamp, entity string, batch_id string, event_id long",
     )
     path = tmp_path / "batch.json"
-    OTLP.write(frame, str(path))
+    write_otlp(frame, str(path))
     loaded = load_telemetry(spark, str(path))
     got = by_id(loaded, "batch_id", "send_span_id", F.unix_micros("send_time"))
     assert got["a"][0] == got["b"][0] == "b1"
@@ -550,7 +551,7 @@ def test_zstd_files_are_written_recognised_and_read(spark: Any, tmp_path: Path) 
         "message_id string, send_time timestamp, entity string, event_id long",
     )
     path = tmp_path / "traces.json.zst"
-    OTLP.write(frame, str(path))
+    write_otlp(frame, str(path))
     assert path.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"  # the zstd frame's magic number
     loaded = load_telemetry(spark, str(path))
     assert loaded.format == "otlp"

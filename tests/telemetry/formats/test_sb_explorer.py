@@ -13,9 +13,10 @@ from pyspark.sql import functions as F
 
 from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry
 from dedup_lib.errors import InputError
+from dedup_lib.synth.exports import write_sb_explorer
+from dedup_lib.synth.exports.single_file import dotnet_time
 from dedup_lib.telemetry.formats import NOT_SEND
 from dedup_lib.telemetry.formats.sb_explorer import SB_EXPLORER
-from dedup_lib.telemetry.formats.single_file import dotnet_time
 from dedup_lib.telemetry.sources import CORRUPT
 from telemetry.formats.record_kit import canonical, micros, records, rows, sends
 
@@ -171,7 +172,7 @@ def test_round_trip_gives_the_same_sends_and_verdicts(spark: Any, tmp_path: Path
     typed = canonical(generated.where(F.col("entity") == entity[0]))
     one = typed.where(F.col("send_time").isNotNull()).persist()
     path = tmp_path / f"{entity[0]}.json.gz"
-    SB_EXPLORER.write(one, str(path))
+    write_sb_explorer(one, str(path))
     back = sends(records(spark, SB_EXPLORER, [path])).persist()
     columns = ("message_id", "entity", "partition_key", "session_id")
     times = ("send_time", "scheduled_enqueue_time")
@@ -187,4 +188,4 @@ def test_round_trip_gives_the_same_sends_and_verdicts(spark: Any, tmp_path: Path
 def test_write_refuses_several_entities(spark: Any, tmp_path: Path) -> None:
     generated = generate_telemetry(spark, 2_000, seed=4)
     with pytest.raises(InputError, match="one file per entity"):
-        SB_EXPLORER.write(generated, str(tmp_path / "all.json"))
+        write_sb_explorer(generated, str(tmp_path / "all.json"))

@@ -4,6 +4,8 @@ per message, in canonical column names, which :func:`dedup_lib.load_telemetry` t
 tallies like any other file.
 
 A format module provides a :class:`RecordFormat`; :data:`RECORD_FORMATS` lists them by name.
+Readers only read: the writers of these formats, for the samples and the tests, are
+:mod:`dedup_lib.synth.exports`.
 """
 
 from __future__ import annotations
@@ -54,11 +56,6 @@ class RecordFormat(Protocol):
         (column -> source key; a column that is not canonical is carried as an extra one);
         ``entity`` is the user's: it fills the entity of records whose file does not name one,
         and never replaces a name the file gives."""
-        ...
-
-    def write(self, frame: DataFrame, path: str) -> None:
-        """Write canonical telemetry (Spark DataFrame) as one file in this format, gzip when
-        ``path`` ends in ``.gz``: how the samples and the tests make files of this format."""
         ...
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dedup_lib.analysis.summaries import SUMMARY_COLUMNS
-from dedup_lib.analysis.tables import NO_ENTITY, with_total
+from dedup_lib.analysis.totals import NO_ENTITY, with_total
 from dedup_lib.errors import InputError
 from dedup_lib.sweep.anchors import Anchors, KeyedSends, walk_anchors
 from dedup_lib.sweep.collect import collect
@@ -155,7 +155,8 @@ class ReplayCache:
         return table[list(SUMMARY_COLUMNS)]
 
     def truth_summary(self, window: timedelta | float | str) -> pd.DataFrame:
-        """:func:`dedup_lib.ground_truth_summary` of ``detect_duplicates`` at ``window``."""
+        """:func:`~dedup_lib.analysis.summaries.ground_truth_summary` of ``detect_duplicates``
+        at ``window``."""
         if self.truth_fixed is None:
             raise InputError(
                 "truth_summary: the input has no ground truth columns (logical_id, attempt)"

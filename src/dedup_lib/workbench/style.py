@@ -93,7 +93,7 @@ def styled(table: pd.DataFrame) -> Styler:
     - integer counts (and float columns holding whole numbers only): ``199,839``;
     - columns named ``share_*``: percentages with one decimal, ``6.6%``;
     - durations in seconds (:func:`is_duration`): ``20s``, ``10m``, ``11h50m41s``, ``250ms``
-      below a second, through :func:`dedup_lib.format_window`;
+      below a second, through :func:`dedup_lib.rules.durations.format_window`;
     - other floats: two decimals; times: to the second; missing values: ``—``;
     - anything else (names, ids, causes) and the column labels as text, never as markup;
     - the index is hidden (the tables of ``dedup_lib`` carry their keys as columns).

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from dedup_lib import styled
-from dedup_lib.workbench.tables import is_duration
+from dedup_lib.workbench.style import is_duration
 
 
 def _cells(table: pd.DataFrame) -> list[list[str]]:

@@ -9,7 +9,7 @@ broker: that is how a lost acknowledgement shows up). See docs/instrumentation.m
 This module runs inside applications, so it imports the standard library only (the SDK's
 classes lazily, when a call needs them) and nothing else from ``dedup_lib``: it can be copied
 into an application as this one file (Python 3.11+, ``azure-servicebus`` 7.11+), without
-installing ``dedup_lib``, whose package imports PySpark.
+installing ``dedup_lib`` and its Spark dependencies.
 """
 
 from __future__ import annotations
