@@ -158,15 +158,21 @@ def _value(entry: Column) -> Column:
 
 def _lookups(attributes: Column, keys: list[str]) -> Column:
     """The values of ``keys`` in an OTLP attribute list, as text (the first entry of a key
-    that is repeated): a struct with field ``k<i>`` for ``keys[i]``. Each key is found with
-    ``array_position`` in the list's keys, not with a lambda per entry: higher-order functions
-    run interpreted, and one over the list cost the OTLP load most of its time."""
+    that is repeated): a struct with field ``k<i>`` for ``keys[i]``. Each entry's value is made
+    text once (one lambda over the list), then each key is found with ``array_position`` in
+    the list's keys. Measured on the incident sample's 80,586 spans against one lambda that
+    builds the whole struct per entry: 1.3x faster with Spark's generated code (what users
+    run), 1.15x slower interpreted (the tests' setting); finding each key's entry and reading
+    its value fields separately was 2x faster compiled but 2.3x slower interpreted, where the
+    repeated lookups are not shared."""
+    texts = F.transform(attributes, _value)
     names = attributes.getField("key")
-
-    def found(key: str) -> Column:
-        return _value(F.get(attributes, F.array_position(names, F.lit(key)) - 1))
-
-    return F.struct(*(found(k).alias(f"k{i}") for i, k in enumerate(keys)))
+    return F.struct(
+        *(
+            F.get(texts, F.array_position(names, F.lit(k)) - 1).alias(f"k{i}")
+            for i, k in enumerate(keys)
+        )
+    )
 
 
 def _kind(value: Column) -> Column:
