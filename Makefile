@@ -77,9 +77,10 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 # The site from docs/ and the docstrings; a warning (a broken link, bad markup) fails it.
-# docs/generated/ (a page per API name) is made afresh: a name dropped must not linger.
+# docs/generated/ (a page per API name) and the site are made afresh: a name dropped must not
+# linger.
 docs: $(STAMP)
-	rm -rf docs/generated
+	rm -rf docs/generated build/docs
 	$(BIN)/sphinx-build -q -W --keep-going -b html docs build/docs
 
 bench: $(STAMP)
