@@ -433,10 +433,10 @@ def classify(held: DataFrame, sends: DataFrame, tol_us: int) -> tuple[DataFrame,
 
 
 def accepted_sends(sends: DataFrame, matches: DataFrame) -> DataFrame:
-    """The sends the replay accepted, with :data:`MATCHED` set where a kept message took them."""
+    """The sends the replay accepted, with :data:`MATCHED` true where a kept message took them
+    (null where none did)."""
     taken = matches.select(F.col(_SROW), F.lit(True).alias(MATCHED))
-    joined = sends.join(taken, _SROW, "left").where(F.col("verdict") == ACCEPTED)
-    return joined.withColumn(MATCHED, F.coalesce(F.col(MATCHED), F.lit(False)))
+    return sends.join(taken, _SROW, "left").where(F.col("verdict") == ACCEPTED)
 
 
 def pair_and_send_counts(
@@ -447,7 +447,7 @@ def pair_and_send_counts(
     pair_row = pairs.agg(
         F.count(F.lit(1)), F.min(F.round(F.col("gap_s") * _MICROS)).cast("long")
     ).first()
-    sends_row = accepted.agg(F.count(F.lit(1)), count_where(~F.col(MATCHED))).first()
+    sends_row = accepted.agg(F.count(F.lit(1)), count_where(F.col(MATCHED).isNull())).first()
     assert pair_row is not None
     assert sends_row is not None
     agreeing = None if pair_row[1] is None else timedelta(microseconds=int(pair_row[1]))

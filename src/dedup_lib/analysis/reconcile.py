@@ -322,7 +322,7 @@ def reconcile(
     in_range = narrow(classified, None, start, end)
     pairs_in_range = narrow(pairs(classified, policy.window_micros), None, start, end)
     accepted = narrow(accepted_sends(sends, matches), None, start, end)
-    not_kept = accepted.where(~F.col(MATCHED)).select(*public(result.columns))
+    not_kept = accepted.where(F.col(MATCHED).isNull()).select(*public(result.columns))
 
     counted, shortest_gap = tally(in_range)
     counted["pairs"], agreeing, counted["accepted"], counted["not_kept"] = pair_and_send_counts(
