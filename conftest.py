@@ -4,8 +4,10 @@ servers and the command lines they run): folders of the run's own.
 The compiled replay kernel, the JVM's class-data archive and Spark's log go to
 ``build/test-cache/``, never to the user's ``~/.cache/dedup_lib`` (or a ``DEDUP_LIB_CACHE`` or
 ``DEDUP_LOG_DIR`` of theirs), where a notebook or command of theirs may be writing at the same
-time. Spark reads the run's own ``spark-defaults.conf``, not the user's. Set in the environment
-at import, so every process the run starts inherits it.
+time. Spark reads the run's own ``spark-defaults.conf``, not the user's. The kernels' IPython
+history and the Jupyter connection files stay there too, out of ``~/.ipython`` and
+``~/.local/share/jupyter``. Set in the environment at import, so every process the run
+starts inherits it.
 """
 
 from __future__ import annotations
@@ -24,3 +26,6 @@ SPARK_CONF = ROOT / "tests" / "spark-conf"
 os.environ["DEDUP_LIB_CACHE"] = str(TEST_CACHE)
 os.environ["SPARK_CONF_DIR"] = str(SPARK_CONF)
 os.environ.pop("DEDUP_LOG_DIR", None)
+# The kernels' IPython history database and the Jupyter servers' and kernels' connection files.
+os.environ["IPYTHONDIR"] = str(TEST_CACHE / "ipython")
+os.environ["JUPYTER_RUNTIME_DIR"] = str(TEST_CACHE / "jupyter-runtime")

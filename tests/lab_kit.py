@@ -39,6 +39,11 @@ EXPLORER = "02_window_explorer.ipynb"
 CHROMIUM = os.environ.get("DEDUP_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 INSTALL_LAB = "jupyterlab is not installed: pip install -e '.[test]' (or `make install`)"
 VIEWPORT = {"width": 1400, "height": 1000}
+#: The notebooks' kernelspec (``make install`` installs it into the venv).
+KERNEL = "dedup-lib"
+#: Forget what earlier notebooks in the same kernel defined (not the kernel's own names, nor
+#: the dunders pyspark reads off ``__main__``), as a fresh kernel would not have it.
+FORGET = "%reset_selective -f ^(?!(In|Out|get_ipython|exit|quit)$)[^_]"
 
 # Settings a fresh user would not notice, set so a run is quiet and complete: every cell stays
 # in the page (no windowing, so checks and full-page screenshots see all of them), no blank
@@ -140,9 +145,12 @@ class Lab:
                 time.sleep(0.3)
         raise RuntimeError(f"JupyterLab did not answer within {timeout:.0f} s; log: {self.log}")
 
-    def api(self, method: str, path: str) -> Any:
+    def api(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         request = urllib.request.Request(
-            f"{self.url}/{path}", method=method, headers={"Authorization": f"token {self.token}"}
+            f"{self.url}/{path}",
+            method=method,
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+            data=None if body is None else json.dumps(body).encode(),
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
@@ -163,6 +171,17 @@ class Lab:
 
     def page_url(self, notebook: str) -> str:
         return f"{self.url}/lab/tree/{notebook}?token={self.token}&reset"
+
+    def start_kernel(self) -> str:
+        """A kernel of the notebooks' kernelspec in their folder, for :meth:`attach`; its id."""
+        return str(self.api("POST", "api/kernels", {"name": KERNEL, "path": ""})["id"])
+
+    def attach(self, notebook: str, kernel: str) -> None:
+        """Make ``kernel`` the one ``notebook`` connects to when it is opened (JupyterLab
+        joins a running session of the notebook's path), as "Change Kernel" to a running one
+        does."""
+        session = {"path": notebook, "name": notebook, "type": "notebook", "kernel": {"id": kernel}}
+        self.api("POST", "api/sessions", session)
 
     def shutdown(self, notebook: str) -> None:
         """End the session (and kernel, and its Spark) of one notebook."""
@@ -247,6 +266,23 @@ PROBLEMS_JS = """() => {
 }""".replace("CHART_DRAWN", CHART_DRAWN_JS)
 
 
+#: The kernel's names forgotten, its widgets closed, its outputs released and its cells counted
+#: from 1 again, run silently in it; the reply's status.
+RESET = "\n".join(
+    [
+        FORGET,
+        "__import__('ipywidgets').Widget.close_all()",
+        "get_ipython().history_manager.reset()",  # a new history session: its lines from 1
+        "get_ipython().execution_count = 1",
+    ]
+)
+RESET_JS = f"""async () => {{
+    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+    const code = {json.dumps(RESET)};
+    const reply = await kernel.requestExecute({{code, silent: true, store_history: false}}).done;
+    return reply.content.status === 'ok' ? 'ok' : JSON.stringify(reply.content);
+}}"""
+
 #: Run All without waiting: the command's promise resolves only when every cell has run.
 RUN_ALL_JS = "() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }"
 
@@ -261,7 +297,11 @@ class Notebook:
     seconds: float = 0.0
 
     @classmethod
-    def open(cls, browser: Any, lab: Lab, name: str) -> Notebook:
+    def open(cls, browser: Any, lab: Lab, name: str, kernel: str | None = None) -> Notebook:
+        """``name`` opened in a new page, in its own new kernel or in the running ``kernel``:
+        then with the names and widgets of what ran there before gone (:data:`RESET_JS`)."""
+        if kernel is not None:
+            lab.attach(name, kernel)
         page = browser.new_page(viewport=VIEWPORT)
         notebook = cls(page, name)
         page.on("console", notebook._on_console)
@@ -273,6 +313,9 @@ class Notebook:
             timeout=60_000,
         )
         page.wait_for_function(f"() => ({KERNEL_JS})() === 'idle'", timeout=60_000)
+        if kernel is not None:
+            status = page.evaluate(RESET_JS)
+            assert status == "ok", f"resetting the kernel for {name}: {status}"
         page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
         return notebook
 

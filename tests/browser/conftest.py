@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from lab_kit import CHROMIUM, NOTEBOOKS, Lab, LabMissingError, Notebook
+from lab_kit import CHROMIUM, EXPLORER, NOTEBOOKS, Lab, LabMissingError, Notebook
 
 SCREENSHOTS = Path(os.environ.get("DEDUP_SCREENSHOTS", "build/screenshots")).resolve()
 INSTALL = (
@@ -65,14 +65,23 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 @pytest.fixture(scope="session")
-def run(browser: Any, lab: Lab) -> Iterator[Callable[[str], Notebook]]:
+def kernel(lab: Lab) -> str:
+    """One kernel, and so one Spark, for every notebook the browser tests run, each after the
+    names and widgets of the one before are gone (``Notebook.open``), as an analyst points one
+    kernel at notebook after notebook. A kernel's first notebook pays Spark's start and the
+    JVM's warm-up, 30-35 s measured on the samples; the next ones do not."""
+    return lab.start_kernel()
+
+
+@pytest.fixture(scope="session")
+def run(browser: Any, lab: Lab, kernel: str) -> Iterator[Callable[[str], Notebook]]:
     """``run(name)``: the notebook opened and run all, once per session (the first test that
-    asks runs it; the explorer's tests reuse notebook 02's page and kernel)."""
+    asks runs it; the explorer's tests reuse notebook 02's page, until another notebook runs)."""
     opened: dict[str, Notebook] = {}
 
     def get(name: str) -> Notebook:
         if name not in opened:
-            opened[name] = Notebook.open(browser, lab, name)
+            opened[name] = Notebook.open(browser, lab, name, kernel)
             opened[name].run_all()
         return opened[name]
 
@@ -81,8 +90,10 @@ def run(browser: Any, lab: Lab) -> Iterator[Callable[[str], Notebook]]:
         notebook.close()
 
 
-@pytest.fixture(params=NOTEBOOKS)
+@pytest.fixture(params=[n for n in NOTEBOOKS if n != EXPLORER] + [EXPLORER])
 def notebook_name(request: pytest.FixtureRequest) -> str:
+    """The notebooks, the explorer last: its page stays for test_window_explorer's controls,
+    and a notebook run after it would close its widgets."""
     return str(request.param)
 
 

@@ -45,10 +45,10 @@ def _parameters(notebook: str, corpus: Corpus) -> dict[str, Any]:
 
 @pytest.mark.parametrize("notebook_name", NOTEBOOKS)
 def test_every_notebook_shows_hostile_data_as_text(
-    browser: Any, lab: Lab, hostile: Corpus, notebook_name: str, screenshots: Path
+    browser: Any, lab: Lab, kernel: str, hostile: Corpus, notebook_name: str, screenshots: Path
 ) -> None:
     name = lab.parameterized(notebook_name, _parameters(notebook_name, hostile), "hostile")
-    notebook = Notebook.open(browser, lab, name)
+    notebook = Notebook.open(browser, lab, name, kernel)
     seen = watch(notebook.page, console=False)  # the notebook records console errors itself
     try:
         notebook.run_all()
@@ -57,7 +57,6 @@ def test_every_notebook_shows_hostile_data_as_text(
         if notebook_name == EXPLORER and not problems:
             problems += _every_control(Explorer(notebook, screenshots), seen)
     finally:
-        lab.shutdown(name)
         notebook.close()
     if problems:
         pytest.fail(f"{notebook_name} on the hostile corpus:\n" + "\n".join(problems), False)

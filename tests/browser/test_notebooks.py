@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from lab_kit import EXPLORER, Lab, Notebook
+from lab_kit import Notebook
 
 
 def test_notebook_runs_clean(
     run: Callable[[str], Notebook],
-    lab: Lab,
     notebook_name: str,
     screenshots: Path,
     record_property: Callable[[str, object], None],
@@ -28,7 +27,5 @@ def test_notebook_runs_clean(
     problems = notebook.problems()
     record_property("run_all_seconds", round(notebook.seconds, 1))
     print(f"{notebook_name}: Run All took {notebook.seconds:.1f} s")
-    if notebook_name != EXPLORER:
-        lab.shutdown(notebook_name)
     if problems:
         pytest.fail(f"{notebook_name}:\n" + "\n".join(problems), pytrace=False)

@@ -24,7 +24,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from lab_kit import LOG_TEXT, NOTEBOOKS, ROOT
+from lab_kit import FORGET, LOG_TEXT, NOTEBOOKS, ROOT
 from user_corpus import UserInput, write_user_corpus
 
 pytestmark = pytest.mark.spark
@@ -82,9 +82,6 @@ SAID = {
 }
 #: What a local Connect session of the tests sets in this process's environment.
 CONNECT_VARIABLES = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")
-#: Run before each notebook of a combined run: forget the previous one's names (not the
-#: kernel's own, nor the dunders pyspark reads off ``__main__``).
-FORGET = "%reset_selective -f ^(?!(In|Out|get_ipython|exit|quit)$)[^_]"
 #: What a notebook says where the input lacks ground truth, or content.
 NO_TRUTH = "no ground truth"
 NO_CONTENT = "no content to compare"
