@@ -31,7 +31,7 @@ BIN = Path(sys.executable).parent
 REPLAY_ALONE = """
 import sys
 from dedup_lib import DedupPolicy, detect_duplicates, get_spark
-from dedup_lib.telemetry.read import load_once
+from dedup_lib.telemetry.loader import load_once
 spark = get_spark("dedup-bench-replay")
 sends = load_once(spark, sys.argv[1]).valid
 detect_duplicates(sends, DedupPolicy("PT10M")).write.mode("overwrite").parquet(sys.argv[2])

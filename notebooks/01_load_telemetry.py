@@ -53,7 +53,7 @@ styled(pd.DataFrame([loaded.counts()]))
 # %% [markdown]
 # The same per file: every file under `PATH` (subfolders included) is listed with what it gave.
 # A file with 0 rows read is empty or has only a header. Hidden and bookkeeping entries
-# (`_SUCCESS`, `.crc`, `_temporary`) are not read; `loaded.skipped` lists them with why.
+# (`_SUCCESS`, `.crc`, `_temporary`) are not read; `loaded.ignored` lists them with why.
 
 # %%
 styled(loaded.files)

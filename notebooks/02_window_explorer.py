@@ -110,11 +110,11 @@ findings.truth_per_entity(explorer.caches, WINDOW)
 # %%
 from dedup_lib import DedupPolicy, detect_duplicates
 
-judged = detect_duplicates(sends, DedupPolicy(WINDOW)).persist()
-findings.resends_missed(judged, WINDOW, CONTENT)
+result = detect_duplicates(sends, DedupPolicy(WINDOW)).persist()
+findings.resends_missed(result, WINDOW, CONTENT)
 
 # %%
-findings.collisions_found(judged, WINDOW, CONTENT)
+findings.collisions_found(result, WINDOW, CONTENT)
 
 # %% [markdown]
 # ## Replay with the entities' real settings

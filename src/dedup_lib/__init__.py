@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from dedup_lib.spark import get_spark
     from dedup_lib.sweep.cache import ReplayCache
     from dedup_lib.synth import generate_telemetry
-    from dedup_lib.telemetry.read import load_telemetry
+    from dedup_lib.telemetry.loader import load_telemetry
     from dedup_lib.telemetry.samples import notebook_input, sample_path, shipped_with
     from dedup_lib.text import escape
     from dedup_lib.workbench import charts, findings
@@ -46,7 +46,7 @@ _WHERE: dict[str, str] = {
     "get_spark": "dedup_lib.spark",
     "DedupLibError": "dedup_lib.errors",
     # Load telemetry
-    "load_telemetry": "dedup_lib.telemetry.read",
+    "load_telemetry": "dedup_lib.telemetry.loader",
     "sample_path": "dedup_lib.telemetry.samples",
     "notebook_input": "dedup_lib.telemetry.samples",
     "shipped_with": "dedup_lib.telemetry.samples",

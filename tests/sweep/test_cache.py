@@ -35,10 +35,12 @@ def test_cache_agrees_with_the_engine_at_every_window(spark, sends, partitioning
         result = detect_duplicates(sends, policy).persist()
         try:
             summary = summarize(result)
-            pd.testing.assert_frame_equal(cache.summary(window), summary)
+            pd.testing.assert_frame_equal(cache.summarize(window), summary)
             seconds = DedupPolicy(window, bounds="none").window.total_seconds()
             assert sweep.loc[seconds, "duplicates"] == summary.iloc[-1]["duplicates"]
-            pd.testing.assert_frame_equal(cache.truth_summary(window), ground_truth_summary(result))
+            pd.testing.assert_frame_equal(
+                cache.ground_truth_summary(window), ground_truth_summary(result)
+            )
             verdicts = result.select("event_id", "verdict", "original_event_id").toPandas()
         finally:
             result.unpersist()
@@ -65,7 +67,7 @@ def test_cache_agrees_with_the_engine_on_edge_cases(spark, case, window, partiti
     policy = DedupPolicy(window, partitioning=partitioning)
     cache = ReplayCache.build(df, partitioning, carry=("row",))
     result = detect_duplicates(df, policy)
-    pd.testing.assert_frame_equal(cache.summary(window), summarize(result))
+    pd.testing.assert_frame_equal(cache.summarize(window), summarize(result))
     engine = result.select("row", "verdict").toPandas().set_index("row")["verdict"]
     replay = cache.anchors(window)
     for row, accepted in zip(cache.repeated["row"], replay.accepted, strict=True):
@@ -85,8 +87,8 @@ def test_mixed_batches_are_rejected_only_with_partitioning(spark, partitioning):
     cache = ReplayCache.build(df, partitioning, carry=("row",))
     for window in ("PT20S", "PT1M"):
         result = detect_duplicates(df, DedupPolicy(window, partitioning=partitioning))
-        pd.testing.assert_frame_equal(cache.summary(window), summarize(result))
-    assert cache.summary("PT1M").iloc[-1]["rejected"] == (2 if partitioning else 0)
+        pd.testing.assert_frame_equal(cache.summarize(window), summarize(result))
+    assert cache.summarize("PT1M").iloc[-1]["rejected"] == (2 if partitioning else 0)
     # Refused, the batch's 'a' is no anchor: 'a' at 30 s is the first accepted.
     assert sorted(cache.repeated["row"]) == ([3, 4] if partitioning else [0, 1, 2, 3, 4])
 
@@ -113,11 +115,11 @@ def test_carry_names_missing_columns(spark):
 
 
 @pytest.mark.connect
-def test_truth_summary_needs_ground_truth(spark):
+def test_ground_truth_summary_needs_ground_truth(spark):
     cache = ReplayCache.build(frame(spark, [Message("a", at(0)), Message("a", at(1))]))
     assert not cache.has_ground_truth
     with pytest.raises(ValueError, match="no ground truth"):
-        cache.truth_summary("PT1M")
+        cache.ground_truth_summary("PT1M")
 
 
 @pytest.mark.connect

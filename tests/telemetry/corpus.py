@@ -29,7 +29,7 @@ class Case:
     build: Callable[[Path], Path]
     counts: tuple[int, int, int] | None = None  # read, valid, quarantined
     reasons: dict[str, int] = field(default_factory=dict)  # reason category: rows
-    skipped: int = 0
+    ignored: int = 0  # hidden and bookkeeping entries of a folder, not read
     error: str | None = None  # a regex the one-line error matches
     names: str | None = None  # what the error must name (a file, a column)
     mapping: dict[str, str] | None = None
@@ -170,7 +170,7 @@ UNPARSEABLE = "unparseable send_time"
 MALFORMED = "malformed CSV line"
 
 CASES: list[Case] = [
-    # Paths are literal, folders recursive, bookkeeping skipped and counted.
+    # Paths are literal, folders recursive, bookkeeping ignored and listed.
     Case(
         "brackets-in-name",
         lambda d: (
@@ -231,7 +231,7 @@ CASES: list[Case] = [
         counts=(4, 4, 0),
     ),
     Case(
-        "bookkeeping-skipped-and-counted",
+        "bookkeeping-ignored-and-listed",
         lambda d: folder(
             d / "in",
             {
@@ -245,7 +245,7 @@ CASES: list[Case] = [
             },
         ),
         counts=(2, 2, 0),
-        skipped=6,
+        ignored=6,
     ),
     Case(
         "partitioned-folders-become-columns",
@@ -270,7 +270,7 @@ CASES: list[Case] = [
     Case(
         "only-bookkeeping",
         lambda d: folder(d / "in", {"_SUCCESS": "", ".a.crc": "x"}),
-        error=r"no data files in .*\(2 hidden or bookkeeping entries skipped\)",
+        error=r"no data files in .*\(2 hidden or bookkeeping entries ignored\)",
         names="in",
     ),
     Case(

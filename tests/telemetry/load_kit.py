@@ -6,7 +6,7 @@ import dataclasses
 
 import pandas as pd
 
-from dedup_lib.telemetry.read import LoadedTelemetry
+from dedup_lib.telemetry.loaded import LoadedTelemetry
 
 
 def checked_counts(loaded: LoadedTelemetry) -> dict[str, int]:

@@ -11,7 +11,7 @@ import pytest
 
 from dedup_lib.cli import main
 from dedup_lib.errors import DedupLibError, printable
-from dedup_lib.telemetry.read import load_once, load_telemetry
+from dedup_lib.telemetry.loader import load_once, load_telemetry
 from telemetry.corpus import CASES, Case
 
 ERRORS = [case for case in CASES if case.error is not None]
@@ -45,7 +45,7 @@ def test_every_input_gets_an_answer(spark: Any, tmp_path: Path, case: Case) -> N
     # Counted again, apart from the load's tally: the frames the user gets hold those rows.
     assert loaded.valid.count() == counts["valid"]
     assert loaded.quarantine.count() == counts["quarantined"]
-    assert len(loaded.skipped) == case.skipped
+    assert len(loaded.ignored) == case.ignored
     if case.reasons:
         reasons = loaded.quarantine_reasons()
         assert dict(zip(reasons["reason"], reasons["count"], strict=True)) == case.reasons
@@ -99,7 +99,7 @@ def test_the_command_line_says_what_it_read_and_skipped(
     assert main(["simulate", str(path), "-q"], spark=spark) == 0
     out = capsys.readouterr().out
     assert ": 2 rows read, 2 replayed, 0 quarantined." in out
-    assert "Read 1 file(s); skipped, not telemetry: " in out
+    assert "Read 1 file(s); ignored, not telemetry: " in out
     assert "_SUCCESS (Spark/Hadoop bookkeeping)" in out
     assert "_\\x1b[2Jx (hidden)" in out
     assert "and 2 more" in out

@@ -91,39 +91,39 @@ def test_partitioning_that_changes_nothing_says_why(spark):
 
 
 def test_resends_missed_and_collisions_are_the_diagnostics(sends):
-    judged = detect_duplicates(sends, DedupPolicy(WINDOW)).persist()
-    missed = findings.resends_missed(judged, WINDOW)
-    expected = missed_summary(missed_resends(judged)).drop(columns="median_delay")
+    result = detect_duplicates(sends, DedupPolicy(WINDOW)).persist()
+    missed = findings.resends_missed(result, WINDOW)
+    expected = missed_summary(missed_resends(result)).drop(columns="median_delay")
     pd.testing.assert_frame_equal(missed.tables[0], expected)
     assert len(missed.figures) == 1
-    lost = findings.collisions_found(judged, WINDOW)
-    pd.testing.assert_frame_equal(lost.tables[0], collision_groups(collisions(judged)))
+    lost = findings.collisions_found(result, WINDOW)
+    pd.testing.assert_frame_equal(lost.tables[0], collision_groups(collisions(result)))
     keys = findings.content_keys(sends, WINDOW)
     pd.testing.assert_frame_equal(
         keys.tables[0], compare_keys(by_content(sends, DedupPolicy(WINDOW)))
     )
-    judged.unpersist()
+    result.unpersist()
 
 
 def test_without_content_each_content_section_is_one_sentence(bare):
-    judged = detect_duplicates(bare, DedupPolicy(WINDOW))
+    result = detect_duplicates(bare, DedupPolicy(WINDOW))
     for section in (
-        findings.resends_missed(judged, WINDOW),
-        findings.collisions_found(judged, WINDOW),
+        findings.resends_missed(result, WINDOW),
+        findings.collisions_found(result, WINDOW),
         findings.content_keys(bare, WINDOW),
     ):
         assert section.tables == []
         assert section.figures == []
         assert "no content to compare" in _said(section)
-    named = findings.resends_missed(judged, WINDOW, content=["Body"])
+    named = findings.resends_missed(result, WINDOW, content=["Body"])
     assert "(Body) are not in the input" in _said(named)
 
 
 @pytest.mark.connect
 def test_content_named_by_the_analyst_is_compared(sends):
     renamed = sends.withColumnRenamed("payload_hash", "body_sha")
-    judged = detect_duplicates(renamed, DedupPolicy(WINDOW))
-    section = findings.resends_missed(judged, WINDOW, content="body_sha")
+    result = detect_duplicates(renamed, DedupPolicy(WINDOW))
+    section = findings.resends_missed(result, WINDOW, content="body_sha")
     assert section.tables
     assert int(section.tables[0]["resends"].sum()) > 0
 
@@ -133,9 +133,9 @@ def test_nothing_to_find_is_said_not_shown_empty(spark):
         [(f"m{n}", f"2026-03-02T00:00:{n:02d}Z", "q", f"h{n}") for n in range(30)],
         ["message_id", "t", "entity", "payload_hash"],
     ).selectExpr("message_id", "cast(t as timestamp) as send_time", "entity", "payload_hash")
-    judged = detect_duplicates(frame, DedupPolicy(WINDOW))
-    assert "No resend reached consumers again" in _said(findings.resends_missed(judged, WINDOW))
-    assert "No message was lost" in _said(findings.collisions_found(judged, WINDOW))
+    result = detect_duplicates(frame, DedupPolicy(WINDOW))
+    assert "No resend reached consumers again" in _said(findings.resends_missed(result, WINDOW))
+    assert "No message was lost" in _said(findings.collisions_found(result, WINDOW))
     cache = ReplayCache.build(frame, False)
     assert "No send was dropped" in _said(findings.top_keys(cache.top_keys(WINDOW), WINDOW))
     assert "No MessageId was sent more than once" in _said(findings.reused_ids(frame))

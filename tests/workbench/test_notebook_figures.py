@@ -209,7 +209,7 @@ def test_02_partitioning_toggle_matters_on_the_day_sample(day_caches):
     assert on["duplicates"] < off["duplicates"]
     assert on["resends_caught"] < off["resends_caught"]
     truth = {
-        mode: day_caches[mode].truth_summary("PT10M").set_index("entity").loc["orders"]
+        mode: day_caches[mode].ground_truth_summary("PT10M").set_index("entity").loc["orders"]
         for mode in (False, True)
     }
     fewer = truth[False]["resends_caught"] - truth[True]["resends_caught"]
@@ -383,17 +383,17 @@ def test_04_input_and_policy(incident):
 
 @pytest.mark.connect
 def test_04_verdicts_and_ground_truth(incident):
-    """Cells `cache.summary(policy.window)` and the total of `cache.truth_summary`."""
+    """Cells `cache.summarize(policy.window)` and the total of `cache.ground_truth_summary`."""
     _, cache, _ = incident
     window = DedupPolicy(WINDOW).window
-    assert rows(cache.summary(window)) == [
+    assert rows(cache.summarize(window)) == [
         ("notifications", 4092, 4092, 0, 0, 0, 0, 0.0),
         ("orders", 19007, 16062, 2945, 0, 0, 0, 0.154943),
         ("payments", 6773, 6614, 159, 0, 0, 0, 0.023476),
         ("(all)", 29872, 26768, 3104, 0, 0, 0, 0.10391),
     ]
     assert cache.has_ground_truth
-    total = cache.truth_summary(window).iloc[-1]
+    total = cache.ground_truth_summary(window).iloc[-1]
     assert (total.resends, total.resends_caught) == (3_310, 3_104)
     assert (total.extra_deliveries, total.messages_lost) == (206, 0)
 

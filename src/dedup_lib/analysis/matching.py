@@ -245,31 +245,8 @@ def _classified(
         .when(F.col(_OTHER).isNotNull(), F.lit(CONTRADICTION))
         .otherwise(F.lit(UNEXPLAINED))
     )
-    send_info = sends.select(
-        F.col(_SROW).alias("__chosen"),
-        F.col("event_id").alias("replay_event_id"),
-        F.col("send_time").alias("replay_send_time"),
-        F.col("verdict").alias("replay_verdict"),
-        F.col("reason").alias("replay_reason"),
-        F.col("dedup_key").alias("__replay_key"),
-        "original_send_time",
-        "original_event_id",
-        F.col(_SUS).alias("__expected_us"),
-        _time_us(sends, "send_time").alias(_SENT_US),
-    )
-    # The accepted sends a kept message explains: a contradiction whose original is one of
-    # them bounds the window by its gap.
-    explained_originals = (
-        sends.join(matched.select(F.col(_MATCH).alias(_SROW)), _SROW)
-        .select(
-            F.col(_ENTITY).alias("__o_entity"),
-            F.col("dedup_key").alias("__o_key"),
-            F.col("send_time").alias("__o_time"),
-            F.col("event_id").alias("__o_event"),
-        )
-        .distinct()
-        .withColumn("__o_kept", F.lit(True))
-    )
+    send_info = _chosen_sends(sends)
+    explained_originals = _explained_originals(sends, matched)
     joined = (
         held.join(matched, _KROW, "left")
         .join(other, _KROW, "left")
@@ -312,6 +289,38 @@ def _classified(
         .when(chosen.isNotNull(), F.col(_SENT_US))
         .alias(_PAIR_US),
         gap.alias(_GAP_US),
+    )
+
+
+def _chosen_sends(sends: DataFrame) -> DataFrame:
+    """The columns of the send behind a kept message, by its row (``__chosen``)."""
+    return sends.select(
+        F.col(_SROW).alias("__chosen"),
+        F.col("event_id").alias("replay_event_id"),
+        F.col("send_time").alias("replay_send_time"),
+        F.col("verdict").alias("replay_verdict"),
+        F.col("reason").alias("replay_reason"),
+        F.col("dedup_key").alias("__replay_key"),
+        "original_send_time",
+        "original_event_id",
+        F.col(_SUS).alias("__expected_us"),
+        _time_us(sends, "send_time").alias(_SENT_US),
+    )
+
+
+def _explained_originals(sends: DataFrame, matched: DataFrame) -> DataFrame:
+    """The accepted sends a kept message explains: a contradiction whose original is one of
+    them bounds the window by its gap."""
+    return (
+        sends.join(matched.select(F.col(_MATCH).alias(_SROW)), _SROW)
+        .select(
+            F.col(_ENTITY).alias("__o_entity"),
+            F.col("dedup_key").alias("__o_key"),
+            F.col("send_time").alias("__o_time"),
+            F.col("event_id").alias("__o_event"),
+        )
+        .distinct()
+        .withColumn("__o_kept", F.lit(True))
     )
 
 

@@ -176,24 +176,7 @@ class Reconciliation:
         said: list[str] = []
         dups, refused = c["contradicted_duplicates"], c["contradicted_rejections"]
         if dups:
-            text = (
-                f"{subject} kept {_n(dups, 'message')} the replay at {window} calls "
-                f"{'a duplicate' if dups == 1 else 'duplicates'}"
-            )
-            if self.agreeing_window is not None:
-                text += f": its window is at most {_at_most(self.agreeing_window)}"
-                text += ", or detection is off."
-            elif self.shortest_gap is not None:
-                text += (
-                    f": its window is at most {_at_most(self.shortest_gap)}, or detection is off."
-                )
-            else:
-                text += (
-                    ": it did not keep the originals the replay matched them with (consumed, "
-                    "or dropped by a window anchored elsewhere), so this export does not bound "
-                    "its window."
-                )
-            said.append(text)
+            said.append(self._kept_duplicates(subject, window))
         if refused:
             said.append(
                 f"It kept {_n(refused, 'message')} the replay calls rejected: the telemetry's "
@@ -211,21 +194,42 @@ class Reconciliation:
                 f"Every message the broker kept{where} that the telemetry explains agrees with "
                 f"the replay at {window}."
             )
-        if c[UNEXPLAINED]:
+        return " ".join([*said, *self._unmatched()])
+
+    def _kept_duplicates(self, subject: str, window: str) -> str:
+        """What the duplicates the broker kept say of its window."""
+        dups = self.tally["contradicted_duplicates"]
+        text = (
+            f"{subject} kept {_n(dups, 'message')} the replay at {window} calls "
+            f"{'a duplicate' if dups == 1 else 'duplicates'}"
+        )
+        bound = self.agreeing_window if self.agreeing_window is not None else self.shortest_gap
+        if bound is not None:
+            return text + f": its window is at most {_at_most(bound)}, or detection is off."
+        return text + (
+            ": it did not keep the originals the replay matched them with (consumed, or "
+            "dropped by a window anchored elsewhere), so this export does not bound its window."
+        )
+
+    def _unmatched(self) -> list[str]:
+        """Sentences on the kept messages no send explains and the accepted sends not kept."""
+        said = []
+        unexplained, not_kept = self.tally[UNEXPLAINED], self.tally["not_kept"]
+        if unexplained:
             said.append(
-                f"{_n(c[UNEXPLAINED], 'kept message').capitalize()} "
-                f"{'has' if c[UNEXPLAINED] == 1 else 'have'} no send in the telemetry within "
+                f"{_n(unexplained, 'kept message').capitalize()} "
+                f"{'has' if unexplained == 1 else 'have'} no send in the telemetry within "
                 f"{format_window(self.tolerance)} of "
-                f"{'its' if c[UNEXPLAINED] == 1 else 'their'} enqueue time: the telemetry "
+                f"{'its' if unexplained == 1 else 'their'} enqueue time: the telemetry "
                 "misses sends, or the clocks differ by more."
             )
-        if c["not_kept"]:
+        if not_kept:
             said.append(
-                f"{_n(c['not_kept'], 'accepted send').capitalize()} "
-                f"{'is' if c['not_kept'] == 1 else 'are'} not in the export (consumed, expired "
+                f"{_n(not_kept, 'accepted send').capitalize()} "
+                f"{'is' if not_kept == 1 else 'are'} not in the export (consumed, expired "
                 "or lost; not judged)."
             )
-        return " ".join(said)
+        return said
 
     def table(self, name: Name, limit: int = 20) -> pd.DataFrame:
         """The first ``limit`` rows of one of the frames, in time order, as a small pandas
@@ -318,7 +322,21 @@ def reconcile(
         sends = covered(sends, held)
     sends = send_rows(sends)
     matches, classified = classify(kept_rows(held, policy), sends, tol // timedelta(microseconds=1))
+    return _reconciliation(result, sends, matches, classified, policy, tol, scope, (start, end))
 
+
+def _reconciliation(
+    result: DataFrame,
+    sends: DataFrame,
+    matches: DataFrame,
+    classified: DataFrame,
+    policy: DedupPolicy,
+    tol: timedelta,
+    scope: str | None,
+    span: tuple[str | datetime | None, str | datetime | None],
+) -> Reconciliation:
+    """The frames of the matching, narrowed to ``span`` and counted once."""
+    start, end = span
     in_range = narrow(classified, None, start, end)
     pairs_in_range = narrow(pairs(classified, policy.window_micros), None, start, end)
     accepted = narrow(accepted_sends(sends, matches), None, start, end)

@@ -79,7 +79,7 @@ KEY_COMPARISON_COLUMNS = (
 )
 
 
-def compare_keys(judged: DataFrame) -> pd.DataFrame:
+def compare_keys(result: DataFrame) -> pd.DataFrame:
     """:func:`by_content`'s two verdicts side by side, per entity plus ``(all)``: sends dropped
     by MessageId, by content, by both, and by one only. Dropped by id only are mostly
     collisions (different messages under one id); dropped by content only are resends under a
@@ -87,7 +87,7 @@ def compare_keys(judged: DataFrame) -> pd.DataFrame:
     by_id = F.col("verdict") == DUPLICATE
     by_content_ = F.col(CONTENT_PREFIX + "verdict") == DUPLICATE
     counted = to_pandas(
-        judged.groupBy(entity_column(judged)).agg(
+        result.groupBy(entity_column(result)).agg(
             F.count(F.lit(1)).alias("sends"),
             count_where(by_id).alias("dropped_by_id"),
             count_where(by_content_).alias("dropped_by_content"),
@@ -112,9 +112,9 @@ def count_sweep(
     per capacity."""
     rows = []
     for capacity in capacities:
-        judged = detect_duplicates_by_count(df, capacity, partitioning).persist()
+        result = detect_duplicates_by_count(df, capacity, partitioning).persist()
         try:
-            table = summarize(judged)
+            table = summarize(result)
             entities = table[table["entity"] != ALL_ENTITIES] if len(table) > 1 else table
             row: dict[str, object] = {
                 "capacity": capacity,
@@ -125,11 +125,11 @@ def count_sweep(
                 ),
                 "duplicates": int(entities["duplicates"].sum()),
             }
-            if has_ground_truth(judged):
-                truth = ground_truth_summary(judged).iloc[-1]
+            if has_ground_truth(result):
+                truth = ground_truth_summary(result).iloc[-1]
                 for name in ("resends_caught", "extra_deliveries", "messages_lost"):
                     row[name] = int(truth[name])
             rows.append(row)
         finally:
-            judged.unpersist()
+            result.unpersist()
     return pd.DataFrame(rows)

@@ -67,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
         df = df.where(df["entity"] == args.entity)
     if kept is not None:
         progress.step(f"keeping what a broker with a {args.kept_window} window accepts")
-        judged = detect_duplicates(df, kept)
-        df = judged.where(judged["verdict"] == ACCEPTED).select(*df.columns)
+        result = detect_duplicates(df, kept)
+        df = result.where(result["verdict"] == ACCEPTED).select(*df.columns)
     if wanted:
         df = df.select(*wanted)
     order = tuple(c for c in ("send_time", "event_id") if c in df.columns)
@@ -130,6 +130,13 @@ def add_to(
     gen.add_argument(
         "out", metavar="OUT", help="where to write (a folder, or a file with --single-file)"
     )
+    _send_options(gen)
+    _file_options(gen)
+    gen.set_defaults(run=run)
+
+
+def _send_options(gen: argparse.ArgumentParser) -> None:
+    """Which sends: how many, from what scenario, and which of them to keep."""
     gen.add_argument(
         "--rows", type=rows, default=200_000, help="about how many sends (default: 200000)"
     )
@@ -141,6 +148,27 @@ def add_to(
         help="day: a day of a shop's senders (default); incident: an outage hour with repeated "
         "crashes",
     )
+    gen.add_argument(
+        "--malformed",
+        type=share,
+        help="share of sends with an unparseable send_time (default: the scenario's)",
+    )
+    gen.add_argument("--entity", type=entity_name, help="only this entity's sends")
+    gen.add_argument(
+        "--kept-window",
+        metavar="WINDOW",
+        help="only what a broker with this duplicate detection window keeps (its accepted "
+        "sends), as an export of the entity shows them; e.g. PT10M",
+    )
+    gen.add_argument(
+        "--partitioning",
+        action="store_true",
+        help="with --kept-window: the entity is partitioned",
+    )
+
+
+def _file_options(gen: argparse.ArgumentParser) -> None:
+    """How they are written."""
     gen.add_argument(
         "--format",
         choices=TELEMETRY_FORMATS,
@@ -156,27 +184,10 @@ def add_to(
         "python (message_id, enqueued_time_utc, ...)",
     )
     gen.add_argument(
-        "--malformed",
-        type=share,
-        help="share of sends with an unparseable send_time (default: the scenario's)",
-    )
-    gen.add_argument(
         "--columns",
         metavar="COL,COL,...",
         help="keep only these columns, canonical names, e.g. "
         "event_id,message_id,send_time,logical_id,attempt (default: all)",
-    )
-    gen.add_argument("--entity", type=entity_name, help="only this entity's sends")
-    gen.add_argument(
-        "--kept-window",
-        metavar="WINDOW",
-        help="only what a broker with this duplicate detection window keeps (its accepted "
-        "sends), as an export of the entity shows them; e.g. PT10M",
-    )
-    gen.add_argument(
-        "--partitioning",
-        action="store_true",
-        help="with --kept-window: the entity is partitioned",
     )
     gen.add_argument(
         "--partitions", type=positive, help="Spark partitions (default: Spark's parallelism)"
@@ -187,4 +198,3 @@ def add_to(
         help="write one file named OUT, sorted by send time (for samples; local disk only)",
     )
     gen.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
-    gen.set_defaults(run=run)

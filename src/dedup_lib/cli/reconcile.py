@@ -23,7 +23,7 @@ from dedup_lib.errors import InputError, excerpt, printable
 
 if TYPE_CHECKING:
     from dedup_lib.analysis.reconcile import Name
-    from dedup_lib.telemetry.read import LoadedTelemetry
+    from dedup_lib.telemetry.loaded import LoadedTelemetry
 
 RECONCILE_EXAMPLES = """\
 examples:
@@ -38,7 +38,7 @@ SHOWN = 10
 def run(args: argparse.Namespace) -> int:
     from dedup_lib.analysis.reconcile import parse_tolerance, reconcile
     from dedup_lib.replay.engine import detect_duplicates
-    from dedup_lib.telemetry.read import load_telemetry
+    from dedup_lib.telemetry.loader import load_telemetry
 
     progress = Progress(args.quiet)
     existing_input(args.telemetry, args)

@@ -31,7 +31,7 @@ from dedup_lib.text import escape, shown
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from dedup_lib.telemetry.read import LoadedTelemetry
+    from dedup_lib.telemetry.loaded import LoadedTelemetry
 
 SIMULATE_EXAMPLES = """\
 examples:
@@ -74,7 +74,7 @@ def describe(policy: Policies) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from dedup_lib.replay.engine import detect_duplicates
-    from dedup_lib.telemetry.read import load_once
+    from dedup_lib.telemetry.loader import load_once
 
     progress = Progress(args.quiet)
     existing_input(args.input, args)
@@ -147,13 +147,13 @@ def _report(
         f"{printable(loaded.path)}: {counts['read']:,} rows read, {counts['valid']:,} replayed, "
         f"{counts['quarantined']:,} quarantined. {describe(policy)}."
     )
-    if file_count > 1 or loaded.skipped or counts["skipped"]:
-        skipped = list(loaded.skipped.items())
-        listed = ", ".join(f"{printable(name)} ({why})" for name, why in skipped[:5])
-        more = f" and {len(skipped) - 5:,} more" if len(skipped) > 5 else ""
+    if file_count > 1 or loaded.ignored or counts["skipped"]:
+        ignored = list(loaded.ignored.items())
+        listed = ", ".join(f"{printable(name)} ({why})" for name, why in ignored[:5])
+        more = f" and {len(ignored) - 5:,} more" if len(ignored) > 5 else ""
         print(
             f"Read {file_count:,} file(s)"
-            + (f"; skipped, not telemetry: {listed}{more}" if skipped else "")
+            + (f"; ignored, not telemetry: {listed}{more}" if ignored else "")
             + (f"; {_not_sends(loaded)}" if counts["skipped"] else "")
         )
     if counts["quarantined"]:
@@ -251,24 +251,15 @@ def add_to(
         epilog=SIMULATE_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _input_options(sim)
+    _replay_options(sim)
+    _output_options(sim)
+    sim.set_defaults(run=run)
+
+
+def _input_options(sim: argparse.ArgumentParser) -> None:
+    """What to read, and how."""
     sim.add_argument("input", metavar="INPUT", help="a file or folder: Parquet, CSV, JSON Lines")
-    sim.add_argument(
-        "--window",
-        default="PT10M",
-        help="duplicate detection window: ISO 8601 (PT10M), seconds (600), 10m, or 00:10:00 "
-        "(default: PT10M, the service's default)",
-    )
-    sim.add_argument(
-        "--partitioning",
-        action="store_true",
-        help="the entity is partitioned: the key is MessageId plus the partition key",
-    )
-    sim.add_argument(
-        "--bounds",
-        choices=("service", "emulator", "none"),
-        default="service",
-        help="window limits to enforce: service 20 s..7 days (default), emulator 5 s..5 min, none",
-    )
     sim.add_argument(
         "--format",
         choices=TELEMETRY_FORMATS,
@@ -288,6 +279,27 @@ def add_to(
         help="rename a column, e.g. --map Id=message_id, or read a nested field, e.g. "
         "--map customDimensions.MessageId=message_id (repeatable)",
     )
+
+
+def _replay_options(sim: argparse.ArgumentParser) -> None:
+    """The entities' settings, and what walks the sends."""
+    sim.add_argument(
+        "--window",
+        default="PT10M",
+        help="duplicate detection window: ISO 8601 (PT10M), seconds (600), 10m, or 00:10:00 "
+        "(default: PT10M, the service's default)",
+    )
+    sim.add_argument(
+        "--partitioning",
+        action="store_true",
+        help="the entity is partitioned: the key is MessageId plus the partition key",
+    )
+    sim.add_argument(
+        "--bounds",
+        choices=("service", "emulator", "none"),
+        default="service",
+        help="window limits to enforce: service 20 s..7 days (default), emulator 5 s..5 min, none",
+    )
     sim.add_argument(
         "--entities",
         action="append",
@@ -297,6 +309,17 @@ def add_to(
         "servicebus queue/topic show' output, or the emulator's Config.json (repeatable); "
         "each entity replays with its own window and mode, instead of --window/--partitioning",
     )
+    sim.add_argument(
+        "--kernel",
+        choices=KERNELS,
+        default="auto",
+        help="what walks each key's sends: jvm (needs a JDK), python, or auto: the JVM one "
+        "where it can be built, else the Python one (same verdicts; default: auto)",
+    )
+
+
+def _output_options(sim: argparse.ArgumentParser) -> None:
+    """What to look for beyond the verdicts, and where to write them."""
     sim.add_argument(
         "--content",
         metavar="COL,COL,...",
@@ -310,16 +333,8 @@ def add_to(
         help="skip looking for missed resends and collisions (saves two Spark passes)",
     )
     sim.add_argument(
-        "--kernel",
-        choices=KERNELS,
-        default="auto",
-        help="what walks each key's sends: jvm (needs a JDK), python, or auto: the JVM one "
-        "where it can be built, else the Python one (same verdicts; default: auto)",
-    )
-    sim.add_argument(
         "--out",
         help="write every replayed row with its verdict here, as Parquet; on a remote Spark "
         "Connect server the cluster writes it (a relative path is made absolute here first)",
     )
     sim.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
-    sim.set_defaults(run=run)

@@ -28,6 +28,7 @@ from dedup_lib.replay.passes import (
     JUDGED,
     POS,
     WINDOW,
+    Prepared,
     decided,
     finish,
     judged,
@@ -74,23 +75,7 @@ def detect_duplicates(
         raise InputError(f"kernel: expected one of {', '.join(KERNELS)}, got {kernel!r}")
     policy = check_policies(policy if policy is not None else DedupPolicy())
     p = prepare(df, policy)
-    entity = F.col("entity") if p.has_entity else F.lit(None).cast("string")
-    # Eligible sends spread by key; the others (rejected, no MessageId) one by one, so that
-    # they never pile up in one partition. Sorting by this hash first gives Spark's sorter a
-    # 64-bit prefix that settles nearly every comparison; the columns after it separate keys
-    # whose hashes collide. It stays an expression, not a column: eight bytes less per row
-    # through the shuffle ran the whole replay about 8 % faster.
-    first, second = _key_hashes(entity, p.key_text())
-    spread = F.when(~decided(), first).otherwise(F.col(POS))
-    ordered = p.frame.repartition(spread).sortWithinPartitions(
-        spread,
-        decided(),
-        *(["entity"] if p.has_entity else []),
-        p.key,
-        p.send_time,
-        F.col("event_id").asc_nulls_last(),
-        POS,
-    )
+    ordered, spread, second = _sorted(p)
     returns = originals_type(ordered)
     name = _jvm_function(df.sparkSession, returns, kernel)
     if name is not None:
@@ -114,6 +99,30 @@ def detect_duplicates(
         return arrow_kernel.find_originals(batches, micros, has_window)
 
     return finish(judged(ordered, walk, p.arguments(spread, second)), p)
+
+
+def _sorted(p: Prepared) -> tuple[DataFrame, Column, Column]:
+    """The prepared sends shuffled by key and sorted within partitions in replay order, with
+    the key's two hashes (the first spreads the keys; the second tells apart keys whose first
+    hashes collide)."""
+    entity = F.col("entity") if p.has_entity else F.lit(None).cast("string")
+    # Eligible sends spread by key; the others (rejected, no MessageId) one by one, so that
+    # they never pile up in one partition. Sorting by this hash first gives Spark's sorter a
+    # 64-bit prefix that settles nearly every comparison; the columns after it separate keys
+    # whose hashes collide. It stays an expression, not a column: eight bytes less per row
+    # through the shuffle ran the whole replay about 8 % faster.
+    first, second = _key_hashes(entity, p.key_text())
+    spread = F.when(~decided(), first).otherwise(F.col(POS))
+    ordered = p.frame.repartition(spread).sortWithinPartitions(
+        spread,
+        decided(),
+        *(["entity"] if p.has_entity else []),
+        p.key,
+        p.send_time,
+        F.col("event_id").asc_nulls_last(),
+        POS,
+    )
+    return ordered, spread, second
 
 
 def _jvm_function(spark: SparkSession, returns: T.StructType, kernel: Kernel) -> str | None:

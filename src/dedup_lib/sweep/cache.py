@@ -133,7 +133,7 @@ class ReplayCache:
         self._anchors[micros] = anchors
         return anchors
 
-    def summary(self, window: timedelta | float | str) -> pd.DataFrame:
+    def summarize(self, window: timedelta | float | str) -> pd.DataFrame:
         """:func:`dedup_lib.summarize` of ``detect_duplicates`` at ``window``, without Spark."""
         accepted = self.anchors(window).accepted
         c = self._codes()
@@ -154,12 +154,12 @@ class ReplayCache:
         table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")
         return table[list(SUMMARY_COLUMNS)]
 
-    def truth_summary(self, window: timedelta | float | str) -> pd.DataFrame:
+    def ground_truth_summary(self, window: timedelta | float | str) -> pd.DataFrame:
         """:func:`~dedup_lib.analysis.summaries.ground_truth_summary` of ``detect_duplicates``
         at ``window``."""
         if self.truth_fixed is None:
             raise InputError(
-                "truth_summary: the input has no ground truth columns (logical_id, attempt)"
+                "ground_truth_summary: the input has no ground truth columns (logical_id, attempt)"
             )
         accepted = self.anchors(window).accepted
         return truth_table(self._truth_codes(), accepted)
@@ -255,7 +255,7 @@ class ReplayCache:
         rows = []
         for window in windows if windows is not None else window_grid():
             micros = to_micros(window)
-            total = self.summary(micros / 1e6).iloc[-1]
+            total = self.summarize(micros / 1e6).iloc[-1]
             row: dict[str, float] = {
                 "window_s": micros / 1e6,
                 "duplicates": int(total["duplicates"]),
@@ -263,7 +263,7 @@ class ReplayCache:
                 "peak_held": self._peak_held(micros),
             }
             if self.has_ground_truth:
-                truth = self.truth_summary(micros / 1e6).iloc[-1]
+                truth = self.ground_truth_summary(micros / 1e6).iloc[-1]
                 catchable = int(self._truth_codes().resend.sum())
                 row |= _truth_columns(truth, catchable)
             rows.append(row)
@@ -405,7 +405,7 @@ def _held_per_bucket(where: np.ndarray, weight: np.ndarray, width: int, length: 
 
 def _truth_columns(truth: pd.Series, catchable: int) -> dict[str, float]:
     """The ground-truth columns of a sweep row, from the total row of
-    :meth:`ReplayCache.truth_summary` and the resends any window can catch."""
+    :meth:`ReplayCache.ground_truth_summary` and the resends any window can catch."""
     resends = int(truth["resends"])
     caught = truth["resends_caught"]
     return {

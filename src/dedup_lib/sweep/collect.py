@@ -92,15 +92,9 @@ def collect(
     :class:`InputError` that says how much it needs and what to narrow."""
     validate(df)
     bucket_us = to_micros(bucket)
-    columns = list(df.columns)
-    missing = [c for c in carry if c not in columns]
-    if missing:
-        raise InputError(
-            f"ReplayCache.build: carry names column(s) {', '.join(missing)}, which the "
-            f"input does not have; it has {', '.join(columns)}"
-        )
+    _check_carry(list(df.columns), carry)
     df = with_position(df)
-    truth = all(c in columns for c in ("logical_id", "attempt"))
+    truth = all(c in df.columns for c in ("logical_id", "attempt"))
     limit = LOCAL_ROWS if local_rows is None else local_rows
     judged = None
     if limit > 0 and _local_types(df, truth, carry):
@@ -121,9 +115,7 @@ def collect(
     needed = footprint.at_most(eligible, int(counted["sends"].sum()), truth, size)
     if footprint.over(needed, limits):
         needed = footprint.measure(df, entity, rules.key, time, truth, size)
-        too_much = footprint.over(needed, limits)
-        if too_much:
-            raise footprint.refusal(needed, too_much)
+        footprint.refuse_over(needed, limits)
     repeated = _repeated_sends(df, entity, rules.key, time, truth, carry)
     # The passes are independent: run at once, one plans or waits on a result while another
     # computes.
@@ -139,6 +131,15 @@ def collect(
             raise
         raise refused from None
     return _finished(rows, counted, messages, bucket_us, truth)
+
+
+def _check_carry(columns: list[str], carry: Sequence[str]) -> None:
+    missing = [c for c in carry if c not in columns]
+    if missing:
+        raise InputError(
+            f"ReplayCache.build: carry names column(s) {', '.join(missing)}, which the "
+            f"input does not have; it has {', '.join(columns)}"
+        )
 
 
 def _finished(

@@ -203,6 +203,11 @@ def measure(
         .agg(F.sum(n).alias("rows"), F.count(n).alias("groups"))
         .collect()
     )
+    return _measured(counted, span, size)
+
+
+def _measured(counted: list[Row], span: Observation, size: RowSize) -> Footprint:
+    """:func:`measure`'s footprint from its counts per entity code and its observation."""
     total = sum(int(r["rows"]) for r in counted if r["what"] == 0)
     message_count = sum(int(r["groups"]) for r in counted if r["what"] == 1)
     # Nothing counted: nothing to refuse, and on an empty input classic Spark fails to
@@ -286,6 +291,13 @@ def over(footprint: Footprint, allowed: Budget) -> list[str]:
             f"{allowed.driver_source}"
         )
     return found
+
+
+def refuse_over(footprint: Footprint, allowed: Budget) -> None:
+    """The :func:`refusal` when ``footprint`` exceeds ``allowed``."""
+    too_much = over(footprint, allowed)
+    if too_much:
+        raise refusal(footprint, too_much)
 
 
 def refusal(footprint: Footprint, over: list[str]) -> InputError:

@@ -3,7 +3,7 @@
 Spark reads a path as a glob (``day[1].csv`` is a pattern that matches ``day1.csv``) and a
 folder without recursion into folders that are not ``key=value`` partitions, silently. Here a
 path is literal, a folder is read recursively, and hidden or bookkeeping entries (``_SUCCESS``,
-``.crc`` checksums, ``_temporary``) are skipped and counted. Local paths are listed with the
+``.crc`` checksums, ``_temporary``) are ignored and counted. Local paths are listed with the
 standard library; other file systems (``abfss://``, ``hdfs://``, a remote Spark Connect
 server's disk) through Spark, which skips hidden names itself, without telling which.
 
@@ -46,16 +46,16 @@ CLUSTER_URLS = (
 
 @dataclass(frozen=True)
 class InputFiles:
-    """The data files under ``root``, and what was skipped with why.
+    """The data files under ``root``, and what was ignored with why.
 
-    ``files`` are literal paths (or URIs) in a stable order; ``skipped`` maps a skipped
+    ``files`` are literal paths (or URIs) in a stable order; ``ignored`` maps a ignored
     entry's name, relative to ``root``, to the reason. ``partitioned`` is true when every file
     sits in ``key=value`` folders with the same keys, so those become columns. ``remote`` is
     true when a remote Spark Connect cluster reads them."""
 
     root: str
     files: list[str]
-    skipped: dict[str, str] = field(default_factory=dict)
+    ignored: dict[str, str] = field(default_factory=dict)
     partitioned: bool = False
     #: Read by a remote cluster, which resolves paths on its own file system.
     remote: bool = False
@@ -155,7 +155,7 @@ def _list_local(path: str, local: str, caller: str, remote: bool) -> InputFiles:
             raise InputError(f"{caller}: cannot read {printable(path)}: permission denied")
         return InputFiles(root=local, files=[local], remote=remote)
     files: list[str] = []
-    skipped: dict[str, str] = {}
+    ignored: dict[str, str] = {}
     partition_keys: set[tuple[str, ...]] = set()
 
     def failed(error: OSError) -> None:
@@ -168,20 +168,20 @@ def _list_local(path: str, local: str, caller: str, remote: bool) -> InputFiles:
         for name in sorted(dirs):
             reason = skip_reason(name)
             if reason is not None:
-                skipped[os.path.normpath(os.path.join(relative, name)) + "/"] = reason
+                ignored[os.path.normpath(os.path.join(relative, name)) + "/"] = reason
         dirs[:] = sorted(d for d in dirs if skip_reason(d) is None)
         levels = () if relative == "." else tuple(relative.split(os.sep))
         for name in sorted(names):
             reason = skip_reason(name)
             if reason is not None:
-                skipped[os.path.normpath(os.path.join(relative, name))] = reason
+                ignored[os.path.normpath(os.path.join(relative, name))] = reason
                 continue
             files.append(os.path.join(folder, name))
             keys = tuple(p.split("=", 1)[0] for p in levels)
             partition_keys.add(keys if all(_PARTITION.match(p) for p in levels) else ("/",))
     partitioned = len(partition_keys) == 1 and next(iter(partition_keys)) not in ((), ("/",))
     return InputFiles(
-        root=local, files=files, skipped=skipped, partitioned=partitioned, remote=remote
+        root=local, files=files, ignored=ignored, partitioned=partitioned, remote=remote
     )
 
 

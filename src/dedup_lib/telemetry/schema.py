@@ -17,6 +17,13 @@ CANONICAL_COLUMNS = (
     "batch_id",
 )
 REQUIRED_COLUMNS = ("message_id", "send_time")
+#: Canonical columns of text (a number is taken as its text) and of times.
+TEXT_COLUMNS = ("message_id", "entity", "partition_key", "session_id", "batch_id")
+TIME_COLUMNS = ("send_time", "scheduled_enqueue_time")
+
+#: The name the loader's errors give themselves, and the page that says how to record sends.
+LOADER = "load_telemetry"
+GUIDE = "docs/instrumentation.md"
 
 #: Source names accepted without a mapping, per canonical column, besides the canonical name
 #: itself. Matched ignoring case and underscores: ``EnqueuedTimeUtc``, ``enqueued_time_utc``

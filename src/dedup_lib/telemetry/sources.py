@@ -118,8 +118,8 @@ def resolve_format(
             )
         return fmt
     if not files.files:
-        skipped = f" ({len(files.skipped)} hidden or bookkeeping entries skipped)"
-        raise InputError(f"{caller}: no data files in {path}{skipped if files.skipped else ''}")
+        skipped = f" ({len(files.ignored)} hidden or bookkeeping entries ignored)"
+        raise InputError(f"{caller}: no data files in {path}{skipped if files.ignored else ''}")
     by_format: dict[str, list[str]] = {}
     for file in files.files:
         name = files.name(file)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from typing import TYPE_CHECKING
+
+import pyarrow as pa
 
 from dedup_lib.columns import column
 from dedup_lib.errors import ExistingFileError, InputError
@@ -10,6 +15,8 @@ from dedup_lib.telemetry.files import output_path
 from dedup_lib.telemetry.schema import FORMAT_NAMES, FORMATS, NAMING_STYLES, TEXT_TIME_FORMAT
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import DataFrame
 
 __all__ = ["NAMING_STYLES", "write_telemetry"]
@@ -34,10 +41,32 @@ def write_telemetry(
     relative ``path`` is made absolute here first (:func:`dedup_lib.telemetry.files.output_path`).
     ``order_by`` sorts the rows of each file.
     Times in text files keep their microseconds."""
-    import os
-    import shutil
-    import tempfile
+    fmt = _checked(path, format, names, overwrite)
+    renames = NAMING_STYLES[names]
+    out = df.select(*(column(c).alias(renames.get(c, c)) for c in df.columns))
+    if single_file:
+        out = out.coalesce(1)
+    if order_by:
+        # Within partitions: no sampling job; with single_file there is one partition.
+        out = out.sortWithinPartitions(*(column(renames.get(c, c)) for c in order_by))
+    writer = out.write.mode("overwrite").format(fmt)
+    if fmt == "parquet":
+        writer = writer.option("compression", "zstd")
+    else:
+        writer = writer.option("timestampFormat", TEXT_TIME_FORMAT)
+        if path.endswith(".gz"):
+            writer = writer.option("compression", "gzip")
+    if fmt == "csv":
+        writer = writer.option("header", True)
+    if single_file:
+        one_file(writer.save, path, "write_telemetry")
+    else:
+        writer.save(output_path(df.sparkSession, path))
 
+
+def _checked(path: str, format: str, names: str, overwrite: bool) -> str:
+    """The format's reader name; an error for an unknown format or naming style, or a
+    ``path`` that exists when it may not be replaced."""
     fmt = FORMAT_NAMES.get(format.lower())
     if fmt is None:
         raise InputError(
@@ -52,35 +81,33 @@ def write_telemetry(
         raise ExistingFileError(
             f"write_telemetry: {path} exists; pass overwrite=True to replace it"
         )
-    renames = NAMING_STYLES[names]
-    out = df.select(*(column(c).alias(renames.get(c, c)) for c in df.columns))
-    if single_file:
-        out = out.coalesce(1)
-    if order_by:
-        # Within partitions: no sampling job; with single_file there is one partition.
-        out = out.sortWithinPartitions(*(column(renames.get(c, c)) for c in order_by))
-    writer = out.write.mode("overwrite")
-    if fmt == "parquet":
-        writer = writer.option("compression", "zstd")
-    else:
-        writer = writer.option("timestampFormat", TEXT_TIME_FORMAT)
-        if path.endswith(".gz"):
-            writer = writer.option("compression", "gzip")
-    if fmt == "csv":
-        writer = writer.option("header", True)
-    if not single_file:
-        writer.format(fmt).save(output_path(df.sparkSession, path))
-        return
+    return fmt
+
+
+def one_file(save: Callable[[str], None], path: str, caller: str) -> None:
+    """One local file at ``path`` from what ``save`` writes (Spark's folder of one part file),
+    written beside ``path`` then moved there; compressed with zstd when ``path`` ends in
+    ``.zst`` (Spark reads zstd text but has no codec to write it)."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".dedup-write-") as scratch:
         target = os.path.join(scratch, "out")
-        writer.format(fmt).save(target)
+        save(target)
         parts = [n for n in os.listdir(target) if n.startswith("part-")]
         if len(parts) != 1:
             raise RuntimeError(
-                f"write_telemetry: expected one part file for {path}, Spark wrote {len(parts)}"
+                f"{caller}: expected one part file for {path}, Spark wrote {len(parts)}"
             )
+        part = os.path.join(target, parts[0])
+        if path.endswith(".zst"):
+            packed = os.path.join(scratch, "packed")
+            with (
+                pa.input_stream(part) as source,
+                pa.output_stream(packed, compression="zstd") as out,
+            ):
+                while chunk := source.read(1 << 20):
+                    out.write(chunk)
+            part = packed
         if os.path.isdir(path):
             shutil.rmtree(path)
-        os.replace(os.path.join(target, parts[0]), path)
+        os.replace(part, path)

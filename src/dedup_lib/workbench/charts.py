@@ -371,6 +371,29 @@ def window_sweep(
             "peak ids held at once",
         ),
     )  # fmt: skip
+    lost = _sweep_curves(fig, sweep, share, x, labels)
+    _sweep_marks(fig, sweep, x, target, chosen_s)
+    fig.update_yaxes(title_text="%", row=1, col=1)
+    fig.update_yaxes(title_text="messages" if lost == "messages_lost" else "sends", row=2, col=1)
+    fig.update_yaxes(title_text="ids", row=3, col=1)
+    low, high = float(sweep["window_s"].min()), float(sweep["window_s"].max())
+    fig.update_xaxes(_duration_axis(low, high, "duplicate detection window (log scale)"), row=3)
+    fig.update_xaxes(_duration_axis(low, high, ""), row=1)
+    fig.update_xaxes(_duration_axis(low, high, ""), row=2)
+    fig.update_layout(
+        house_layout(
+            title or "What each window catches, loses and costs", "share caught", height=750
+        ),
+        overwrite=True,
+    )
+    return figure(fig)
+
+
+def _sweep_curves(
+    fig: go.Figure, sweep: pd.DataFrame, share: str, x: Any, labels: list[str]
+) -> str:
+    """The sweep's curves in their panels: shares caught, what is lost, ids held; the column
+    the second panel shows."""
     shares = [(share, "of all resends" if share == "share_resends_caught" else "caught")]
     if "share_catchable_caught" in sweep:
         shares.insert(0, ("share_catchable_caught", "of resends that reuse their id"))
@@ -395,6 +418,13 @@ def window_sweep(
                    hovertemplate="window %{customdata}<br>%{y:,} ids at the peak<extra></extra>"),
         row=3, col=1,
     )  # fmt: skip
+    return lost
+
+
+def _sweep_marks(
+    fig: go.Figure, sweep: pd.DataFrame, x: Any, target: float | None, chosen_s: float | None
+) -> None:
+    """The target share (in the legend) and the chosen window (a line through every panel)."""
     if target is not None:
         # Named in the legend: a label on the plot would sit on the share curves near it.
         fig.add_trace(
@@ -411,20 +441,6 @@ def window_sweep(
         for row in (1, 2):
             window_marker(fig, chosen_s, label=None, row=row, col=1)
         window_marker(fig, chosen_s, label="top left" if right_half else "top right", row=3, col=1)
-    fig.update_yaxes(title_text="%", row=1, col=1)
-    fig.update_yaxes(title_text="messages" if lost == "messages_lost" else "sends", row=2, col=1)
-    fig.update_yaxes(title_text="ids", row=3, col=1)
-    low, high = float(sweep["window_s"].min()), float(sweep["window_s"].max())
-    fig.update_xaxes(_duration_axis(low, high, "duplicate detection window (log scale)"), row=3)
-    fig.update_xaxes(_duration_axis(low, high, ""), row=1)
-    fig.update_xaxes(_duration_axis(low, high, ""), row=2)
-    fig.update_layout(
-        house_layout(
-            title or "What each window catches, loses and costs", "share caught", height=750
-        ),
-        overwrite=True,
-    )
-    return figure(fig)
 
 
 def sends_per_entity(

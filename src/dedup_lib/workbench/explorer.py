@@ -7,9 +7,7 @@ from the caches in memory and redraws the charts in place (:mod:`dedup_lib.workb
 from __future__ import annotations
 
 import math
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -17,53 +15,25 @@ import ipywidgets as widgets
 import pandas as pd
 from tqdm.auto import tqdm  # type: ignore[import-untyped]
 
-from dedup_lib.analysis.selection import narrow
 from dedup_lib.analysis.totals import ALL_ENTITIES
 from dedup_lib.errors import InputError
 from dedup_lib.rules.durations import format_duration, format_window, parse_window
 from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy
 from dedup_lib.sweep.cache import ReplayCache
 from dedup_lib.text import SHORT, escape, shown
-from dedup_lib.workbench import charts
 from dedup_lib.workbench.live import LiveCharts
+from dedup_lib.workbench.modes import ModeCaches
 from dedup_lib.workbench.style import styled
+from dedup_lib.workbench.view import View, minute, mode_name, view_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    import plotly.graph_objects as go
     from pandas.io.formats.style_render import CSSDict
     from pyspark.sql import DataFrame
 
 MIN_WINDOW_S, MAX_WINDOW_S = (b.total_seconds() for b in WINDOW_BOUNDS["service"][:2])
 MODES = {"disabled": False, "enabled": True}
-
-
-@dataclass(frozen=True)
-class View:
-    """What the explorer shows for one setting of its controls."""
-
-    window_s: float
-    partitioning: bool
-    entity: str
-    time_range: tuple[pd.Timestamp, pd.Timestamp] | None
-    numbers: pd.DataFrame
-    top_keys: pd.DataFrame
-    #: The charts as plotly.js reads them (sends over time, resend delays, ids held): what
-    #: the explorer draws; the properties below give each as a ``go.Figure``.
-    figures: tuple[charts.Spec, charts.Spec, charts.Spec]
-
-    @property
-    def sends_over_time(self) -> go.Figure:
-        return charts.figure(self.figures[0])
-
-    @property
-    def resend_delays(self) -> go.Figure:
-        return charts.figure(self.figures[1])
-
-    @property
-    def ids_held(self) -> go.Figure:
-        return charts.figure(self.figures[2])
 
 
 class WindowExplorer:
@@ -87,18 +57,38 @@ class WindowExplorer:
         :meth:`from_frame`)."""
         if partitioning not in caches:
             raise InputError(f"WindowExplorer: no cache for partitioning={partitioning}")
-        self._caches = dict(caches)
-        self._pending: dict[bool, Future[ReplayCache]] = {}
-        self._lock = threading.Lock()
+        self._modes = ModeCaches(caches)
         first = next(iter(caches.values()))
         entities = sorted(
-            {str(e) for c in caches.values() for e in c.summary(60).entity} - {ALL_ENTITIES}
+            {str(e) for c in caches.values() for e in c.summarize(60).entity} - {ALL_ENTITIES}
         )
         self.entities = [ALL_ENTITIES, *entities]
         times = first.over_time(60)["time"]
         self.times = sorted(times.unique()) if len(times) else []
         seconds = parse_window(window).total_seconds()
+        self._make_controls(seconds, partitioning, [m for m, on in MODES.items() if on in caches])
+        self._syncing = False
+        # The first view computes what every later change reuses (resend delays, key
+        # numbering), so control changes answer from memory.
+        self.view: View | None = self._view(seconds, partitioning, ALL_ENTITIES, None)
+        self.charts = charts if charts is not None else LiveCharts()
+        self._draw(self.view)
+        for control in (self.window_slider, self.mode, self.entity, self.time_range):
+            if control is not None:
+                control.observe(self._on_change, names="value")
+        self.window_text.observe(self._on_text, names="value")
+        wrap = widgets.Layout(flex_flow="row wrap", align_items="center")
+        controls = [
+            widgets.HBox([self.window_slider, self.window_text], layout=wrap),
+            widgets.HBox([self.mode, self.entity, self.preparing], layout=wrap),
+        ]
+        if self.time_range is not None:
+            controls.append(widgets.HBox([self.time_range, self.range_label], layout=wrap))
+        outputs = [self.message, self.numbers, self.charts, self.keys]
+        self.widget = widgets.VBox([*controls, *outputs])
 
+    def _make_controls(self, seconds: float, partitioning: bool, modes: list[str]) -> None:
+        """The controls, set to this window and mode, and the outputs beside the charts."""
         self.window_slider = widgets.FloatLogSlider(
             value=seconds, base=10, min=math.log10(MIN_WINDOW_S), max=math.log10(MAX_WINDOW_S),
             step=0.01, description="window", readout=False, continuous_update=False,
@@ -112,7 +102,7 @@ class WindowExplorer:
             layout=widgets.Layout(width="220px"),
         )
         self.mode = widgets.ToggleButtons(
-            options=[m for m, on in MODES.items() if on in caches],
+            options=modes,
             value="enabled" if partitioning else "disabled",
             description="partitioning",
         )
@@ -134,28 +124,6 @@ class WindowExplorer:
         self.message = widgets.HTML()
         self.numbers = widgets.HTML()
         self.keys = widgets.HTML()
-        self._syncing = False
-        # The first view computes what every later change reuses (resend delays, key
-        # numbering), so control changes answer from memory.
-        self.view: View | None = self._view(seconds, partitioning, ALL_ENTITIES, None)
-        self.charts = charts if charts is not None else LiveCharts()
-        self.charts.show(self.view.figures)
-        self._show_range(self.view)
-        self._show_tables(self.view)
-
-        for control in (self.window_slider, self.mode, self.entity, self.time_range):
-            if control is not None:
-                control.observe(self._on_change, names="value")
-        self.window_text.observe(self._on_text, names="value")
-        wrap = widgets.Layout(flex_flow="row wrap", align_items="center")
-        controls = [
-            widgets.HBox([self.window_slider, self.window_text], layout=wrap),
-            widgets.HBox([self.mode, self.entity, self.preparing], layout=wrap),
-        ]
-        if self.time_range is not None:
-            controls.append(widgets.HBox([self.time_range, self.range_label], layout=wrap))
-        outputs = [self.message, self.numbers, self.charts, self.keys]
-        self.widget = widgets.VBox([*controls, *outputs])
 
     @classmethod
     def from_frame(
@@ -174,63 +142,24 @@ class WindowExplorer:
         the other modes are built in a thread while the explorer is in use, else before
         returning too. ``progress`` shows a progress bar of the steps (default: only in a
         notebook)."""
-        if partitioning not in modes:
-            raise InputError(f"WindowExplorer: partitioning={partitioning} is not in {modes}")
-        carry = tuple(c for c in ("cause",) if c in df.columns)
-        later = [m for m in dict.fromkeys(modes) if m != partitioning]
-        now = [partitioning] if background else [partitioning, *later]
-        steps = [f"replaying with {_mode_name(m)}" for m in now] + ["drawing the charts"]
-        show = _in_notebook() if progress is None else progress
-        # Made first, so the browser loads plotly.js while Spark works, not after.
-        charts = LiveCharts()
-        with tqdm(total=len(steps), disable=not show, leave=show, bar_format=_BAR) as bar:
-
-            def step(i: int) -> None:
-                bar.set_description_str(f"{steps[i]} ({i + 1} of {len(steps)})")
-
-            caches = {}
-            for i, mode in enumerate(now):
-                step(i)
-                caches[mode] = ReplayCache.build(df, mode, carry=carry)
-                bar.update()
-            step(len(now))
-            explorer = cls(caches, window, partitioning, charts=charts)
-            bar.update()
-        _hide(bar)
-        if background and later:
-            # Started once the first view is computed, so it does not compete with it.
-            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer")
-            explorer._prepare({m: pool.submit(_prepared, df, m, carry, window) for m in later})
-            pool.shutdown(wait=False)
-        return explorer
+        return _built(cls, df, window, partitioning, modes, background, progress)
 
     def _prepare(self, pending: dict[bool, Future[ReplayCache]]) -> None:
         """Offer each of these modes on the toggle once its cache is built."""
-        with self._lock:
-            self._pending.update(pending)
-        self.preparing.value = f"<i>{' and '.join(map(_mode_name, pending))}: being prepared…</i>"
-        for future in pending.values():
-            future.add_done_callback(self._ready)
+        self.preparing.value = f"<i>{' and '.join(map(mode_name, pending))}: being prepared…</i>"
+        self._modes.add(pending, self._cache_map)
 
     @property
     def caches(self) -> dict[bool, ReplayCache]:
         """One cache per partitioning mode; waits for those still being built."""
-        with self._lock:
-            futures = list(self._pending.values())
-        for future in futures:
-            future.result()
+        self._modes.wait()
         return self._cache_map()
 
     def _cache_map(self) -> dict[bool, ReplayCache]:
-        """The caches built so far; offers on the toggle the modes finished since last time."""
-        with self._lock:
-            ready = [m for m, f in self._pending.items() if f.done() and not f.exception()]
-            for mode in ready:
-                self._caches[mode] = self._pending.pop(mode).result()
-            caches = dict(self._caches)
-            failed = [(m, f.exception()) for m, f in self._pending.items() if f.done()]
-            waiting = len(self._pending) > len(failed)
-        if ready:
+        """The caches built so far; offers on the toggle the modes finished since last time,
+        and says why a mode failed."""
+        caches, progress = self._modes.collect()
+        if progress.ready:
             self._syncing = True
             try:
                 current = self.mode.value
@@ -238,28 +167,21 @@ class WindowExplorer:
                 self.mode.value = current
             finally:
                 self._syncing = False
-        if failed:
-            mode, error = failed[0]
+        if progress.failed:
+            mode, error = progress.failed[0]
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
-            failed_text = escape(f"{_mode_name(mode)} failed: {first}")
+            failed_text = escape(f"{mode_name(mode)} failed: {first}")
             self.preparing.value = f"<b style='color:#b00'>{failed_text}</b>"
-        elif not waiting:
+        elif not progress.waiting:
             self.preparing.value = ""
         return caches
 
     def _cache(self, partitioning: bool) -> ReplayCache:
-        with self._lock:
-            future = self._pending.get(partitioning)
-        if future is not None:
-            future.result()
+        self._modes.wait(partitioning)
         caches = self._cache_map()
         if partitioning not in caches:
             raise InputError(f"WindowExplorer: no cache for partitioning={partitioning}")
         return caches[partitioning]
-
-    def _ready(self, _: Future[ReplayCache]) -> None:
-        """Offer a mode built in the background (called in the thread that built it)."""
-        self._cache_map()
 
     def _on_text(self, change: dict[str, Any]) -> None:
         if self._syncing:
@@ -330,52 +252,7 @@ class WindowExplorer:
         rng: tuple[pd.Timestamp, pd.Timestamp] | None,
     ) -> View:
         cache = self._cache(partitioning)
-
-        def pick(table: pd.DataFrame) -> pd.DataFrame:
-            low, high = rng or (None, None)
-            return narrow(table, entity, low, high, time="time")
-
-        over_time = pick(cache.over_time(seconds))
-        delays = pick(cache.resend_delays())
-        held = pick(cache.held_over_time(seconds))
-        sends = int(over_time["sends"].sum())
-        duplicates = int(over_time["duplicates"].sum())
-        rejected = int(over_time["rejected"].sum())
-        judged = sends - rejected
-        numbers = pd.DataFrame(
-            {
-                "figure": ["sends", "accepted", "dropped as duplicates", "rejected",
-                           "share of judged sends dropped", "peak ids held"],
-                "value": [f"{sends:,}", f"{judged - duplicates:,}", f"{duplicates:,}",
-                          f"{rejected:,}", f"{duplicates / judged:.2%}" if judged else "-",
-                          f"{int(held.groupby('time')['held'].sum().max()) if len(held) else 0:,}"],
-            }
-        )  # fmt: skip
-        keys = narrow(cache.top_keys(seconds, n=50), entity)
-        label = format_duration(seconds)
-        where = "all entities" if entity == ALL_ENTITIES else shown(entity, SHORT)
-        mode = _mode_name(partitioning)
-        scope = f"on {where}"
-        span = self._shown_range(rng)
-        if span is not None:
-            scope += f" between {_minute(span[0])} and {_minute(span[1])} UTC"
-        return View(
-            window_s=seconds,
-            partitioning=partitioning,
-            entity=entity,
-            time_range=rng,
-            numbers=numbers,
-            top_keys=keys.head(10).reset_index(drop=True),
-            figures=(
-                charts.sends_over_time_spec(
-                    over_time,
-                    title=f"Sends and dropped duplicates, {where}, window {label}, {mode}",
-                    scope=scope,
-                ),
-                charts.resend_delays_spec(delays, seconds, scope=scope),
-                charts.ids_held_spec(held, seconds, scope=scope),
-            ),
-        )
+        return view_of(cache, seconds, partitioning, entity, rng, self._shown_range(rng))
 
     def _draw(self, view: View) -> None:
         self.message.value = ""
@@ -390,7 +267,7 @@ class WindowExplorer:
     def _show_range(self, view: View) -> None:
         span = self._shown_range(view.time_range)
         if self.time_range is not None and span is not None:
-            self.range_label.value = f"{_minute(span[0])} to {_minute(span[1])}"
+            self.range_label.value = f"{minute(span[0])} to {minute(span[1])}"
 
     def _show_tables(self, view: View) -> None:
         self.numbers.value = _html(view.numbers)
@@ -402,6 +279,48 @@ _TABLE_STYLE: list[CSSDict] = [
     {"selector": "", "props": "border-collapse: collapse; font-size: 13px; margin: 4px 0;"},
     {"selector": "th, td", "props": "padding: 2px 10px; border-bottom: 1px solid #ddd;"},
 ]
+
+
+def _built(
+    cls: type[WindowExplorer],
+    df: DataFrame,
+    window: timedelta | float | str,
+    partitioning: bool,
+    modes: Sequence[bool],
+    background: bool,
+    progress: bool | None,
+) -> WindowExplorer:
+    """:meth:`WindowExplorer.from_frame`: the first mode's cache built under a progress bar,
+    the explorer made, the other modes' caches started in a thread."""
+    if partitioning not in modes:
+        raise InputError(f"WindowExplorer: partitioning={partitioning} is not in {modes}")
+    carry = tuple(c for c in ("cause",) if c in df.columns)
+    later = [m for m in dict.fromkeys(modes) if m != partitioning]
+    now = [partitioning] if background else [partitioning, *later]
+    steps = [f"replaying with {mode_name(m)}" for m in now] + ["drawing the charts"]
+    show = _in_notebook() if progress is None else progress
+    # Made first, so the browser loads plotly.js while Spark works, not after.
+    charts = LiveCharts()
+    with tqdm(total=len(steps), disable=not show, leave=show, bar_format=_BAR) as bar:
+
+        def step(i: int) -> None:
+            bar.set_description_str(f"{steps[i]} ({i + 1} of {len(steps)})")
+
+        caches = {}
+        for i, mode in enumerate(now):
+            step(i)
+            caches[mode] = ReplayCache.build(df, mode, carry=carry)
+            bar.update()
+        step(len(now))
+        explorer = cls(caches, window, partitioning, charts=charts)
+        bar.update()
+    _hide(bar)
+    if background and later:
+        # Started once the first view is computed, so it does not compete with it.
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer")
+        explorer._prepare({m: pool.submit(_prepared, df, m, carry, window) for m in later})
+        pool.shutdown(wait=False)
+    return explorer
 
 
 def _prepared(
@@ -419,14 +338,6 @@ def _prepared(
 def _html(table: pd.DataFrame) -> str:
     """A table as HTML for an ``HTML`` widget, whose value is replaced without a flicker."""
     return styled(table).set_table_styles(_TABLE_STYLE).to_html()
-
-
-def _minute(time: Any) -> str:
-    return pd.Timestamp(time).strftime("%Y-%m-%d %H:%M")
-
-
-def _mode_name(partitioning: bool) -> str:
-    return "partitioning enabled" if partitioning else "partitioning disabled"
 
 
 def _in_notebook() -> bool:
@@ -456,4 +367,4 @@ def _range_options(times: list[Any], most: int = 400) -> list[tuple[str, pd.Time
     picked = list(times[::step])
     if picked[-1] != times[-1]:
         picked.append(times[-1])
-    return [(_minute(t), pd.Timestamp(t)) for t in picked]
+    return [(minute(t), pd.Timestamp(t)) for t in picked]

@@ -33,7 +33,7 @@ from dedup_lib.rules.policy import DedupPolicy
 from dedup_lib.settings.load import load_entity_policies
 from dedup_lib.spark import to_pandas
 from dedup_lib.sweep.cache import ReplayCache
-from dedup_lib.telemetry.read import load_telemetry
+from dedup_lib.telemetry.loader import load_telemetry
 from dedup_lib.telemetry.samples import is_shipped_sample, sample_path
 from dedup_lib.workbench import charts
 from dedup_lib.workbench.section import Section
@@ -41,7 +41,7 @@ from dedup_lib.workbench.section import Section
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from dedup_lib.telemetry.read import LoadedTelemetry
+    from dedup_lib.telemetry.loaded import LoadedTelemetry
 
 __all__ = [
     "collisions_found",
@@ -145,7 +145,7 @@ def partitioning_effect(
     columns = {}
     for name, mode in MODES.items():
         cache = caches[mode]
-        row = cache.summary(window).iloc[-1][["duplicates", "rejected"]]
+        row = cache.summarize(window).iloc[-1][["duplicates", "rejected"]]
         if truth:
             row = pd.concat([row, cache.sweep([window]).iloc[0][list(TRUTH_FIGURES)]])
         columns[name] = row[names]
@@ -172,7 +172,7 @@ def truth_per_entity(caches: Mapping[bool, ReplayCache], window: Window) -> Sect
         return Section.of(
             Evidence.of(()).lacks("ground truth", "how many resends each entity's window caught")
         )
-    off, on = (caches[mode].truth_summary(window) for mode in (False, True))
+    off, on = (caches[mode].ground_truth_summary(window) for mode in (False, True))
     table = off[["entity", "resends", "resends_caught"]].merge(
         on[["entity", "resends_caught"]], on="entity", suffixes=("", "_partitioned")
     )

@@ -112,19 +112,19 @@ class Incident:
     def _window(self) -> str:
         return format_window(self.policy.window, "iso")
 
-    def _judged(self) -> DataFrame:
+    def _result(self) -> DataFrame:
         """Every send with its verdict at the policy, replayed once for all the sections."""
-        if "judged" not in self._found:
-            self._found["judged"] = detect_duplicates(self.df, self.policy).persist()
-        judged: DataFrame = self._found["judged"]
-        return judged
+        if "result" not in self._found:
+            self._found["result"] = detect_duplicates(self.df, self.policy).persist()
+        result: DataFrame = self._found["result"]
+        return result
 
     def _diagnosed(self) -> tuple[DataFrame, DataFrame, pd.DataFrame, pd.DataFrame]:
         """The missed resends and collisions over the entity and range, with their tables."""
         if "diagnosed" not in self._found:
-            judged = self._judged()
-            misses = self._narrow(missed_resends(judged, self.evidence.content)).persist()
-            lost = self._narrow(collisions(judged, self.evidence.content))
+            result = self._result()
+            misses = self._narrow(missed_resends(result, self.evidence.content)).persist()
+            lost = self._narrow(collisions(result, self.evidence.content))
             self._found["diagnosed"] = (
                 misses,
                 lost,
@@ -194,7 +194,7 @@ class Incident:
 
     def verdicts(self) -> Section:
         """The verdicts per entity at the window, over the whole input."""
-        return Section.of(self.cache.summary(self.policy.window))
+        return Section.of(self.cache.summarize(self.policy.window))
 
     def ground_truth(self) -> Section:
         """The resends caught and delivered again, and the messages lost, by ground truth."""
@@ -202,7 +202,7 @@ class Incident:
             return Section.of(
                 self.evidence.lacks("ground truth", "which sends were resends of which message")
             )
-        total = self.cache.truth_summary(self.policy.window).iloc[-1]
+        total = self.cache.ground_truth_summary(self.policy.window).iloc[-1]
         return Section.of(
             f"{total.resends:,} resends: {total.resends_caught:,} caught,"
             f" {total.extra_deliveries:,} reached consumers again;"
@@ -273,7 +273,7 @@ class Incident:
                 "against the broker."
             )
         checked = reconcile(
-            self._judged(), kept, self.policy, entity=self.entity, start=self.start, end=self.end
+            self._result(), kept, self.policy, entity=self.entity, start=self.start, end=self.end
         )
         contradictions = None
         if checked.counts()["contradictions"]:

@@ -148,12 +148,6 @@ def run_postmortem(
     replay against (:func:`dedup_lib.reconcile`); ``format`` and ``mapping`` are those of
     :func:`dedup_lib.load_telemetry`, ``content`` the columns that say what a message
     carries (default: ``payload_hash``, if any)."""
-    import nbformat
-    import papermill as pm
-    from nbconvert import HTMLExporter
-    from nbconvert.preprocessors import TagRemovePreprocessor
-    from papermill.exceptions import PapermillExecutionError
-
     source = Path(input).resolve()
     if not source.exists():
         raise MissingFileError(f"postmortem: {input} does not exist")
@@ -165,7 +159,35 @@ def run_postmortem(
     stem = re.sub(r"[^\w.-]+", "-", source.name.split(".")[0])
     label = re.sub(r"[^\w]+", "", window)
     name = f"postmortem-{stem}-{label}" + ("-partitioned" if partitioning else "")
+    parameters = {
+        "INPUT": str(source),
+        "WINDOW": window,
+        "PARTITIONING": partitioning,
+        "ENTITY": entity,
+        "START": start,
+        "END": end,
+        "EMBED_CHARTS": True,
+        "KEPT": str(kept_path) if kept_path is not None else None,
+        "KEPT_FORMAT": kept_format,
+        "FORMAT": format,
+        "MAPPING": mapping,
+        "CONTENT": content,
+    }
     executed = out / f"{name}.ipynb"
+    _execute(notebook, executed, parameters, input)
+    report = out / f"{name}.html"
+    report.write_text(_html(executed, name), encoding="utf-8")
+    return report
+
+
+def _execute(
+    notebook: Traversable | Path, executed: Path, parameters: dict[str, Any], input: str
+) -> None:
+    """``notebook`` run by papermill with ``parameters`` into ``executed``, in its folder, with
+    Spark's log to its file; a failing cell is an error that says which and why."""
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
     log = spark_log_path()
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -177,26 +199,22 @@ def run_postmortem(
             pm.execute_notebook(
                 str(path),
                 str(executed),
-                parameters={
-                    "INPUT": str(source),
-                    "WINDOW": window,
-                    "PARTITIONING": partitioning,
-                    "ENTITY": entity,
-                    "START": start,
-                    "END": end,
-                    "EMBED_CHARTS": True,
-                    "KEPT": str(kept_path) if kept_path is not None else None,
-                    "KEPT_FORMAT": kept_format,
-                    "FORMAT": format,
-                    "MAPPING": mapping,
-                    "CONTENT": content,
-                },
-                cwd=str(out),
+                parameters=parameters,
+                cwd=str(executed.parent),
                 progress_bar=False,
                 kernel_name="python3",
             )
         except PapermillExecutionError as failure:
-            raise cell_error(failure, str(source), input) from None
+            raise cell_error(failure, parameters["INPUT"], input) from None
+
+
+def _html(executed: Path, name: str) -> str:
+    """The executed notebook as the report: outputs only, no cell marked notebook-only, under
+    the title a cell gave, with its Content-Security-Policy."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
+
     settings = {"exclude_input": True, "exclude_input_prompt": True, "exclude_output_prompt": True}
     exporter = HTMLExporter(**settings)  # type: ignore[no-untyped-call]
     exporter.register_preprocessor(
@@ -206,7 +224,4 @@ def run_postmortem(
     notebook_node = nbformat.read(executed, as_version=4)  # type: ignore[no-untyped-call]
     notebook_node.metadata["title"] = report_title(notebook_node, f"Incident postmortem: {name}")
     html, _ = exporter.from_notebook_node(notebook_node)
-    html = protected(_without_cdn(html), notebook_node, exporter)
-    report = out / f"{name}.html"
-    report.write_text(html, encoding="utf-8")
-    return report
+    return protected(_without_cdn(html), notebook_node, exporter)

@@ -78,70 +78,33 @@ def _dependencies(frame: DataFrame, caller: str, path: str) -> list[dict[str, An
     per send call (a ``batch_id`` of an entity, else the send alone) linking its messages, and
     an unrelated HTTP row every :data:`_UNRELATED_EVERY` sends."""
     extra = [c for c in frame.columns if c not in CANONICAL_COLUMNS]
-    sends = list(sends_in_time_order(frame, caller, path))
     calls: dict[tuple[Any, ...], list[tuple[int, dict[str, Any]]]] = {}
-    for index, send in enumerate(sends):
+    for index, send in enumerate(sends_in_time_order(frame, caller, path)):
         batch = send.get("batch_id")
         key = (send.get("entity"), batch) if batch is not None else (None, None, index)
         calls.setdefault(key, []).append((index, send))
     out: list[dict[str, Any]] = []
     for key, members in calls.items():
         operation = _span_id("operation", key, width=32)
-        app_span = _span_id("app", key)
-        call_id = _span_id("call", key)
         entity = members[0][1].get("entity")
-        target = f"{_NAMESPACE}/{entity}" if entity is not None else _NAMESPACE
-        role = members[0][1].get("sender") or "sender"
         common = {
-            "Target": target,
+            "Target": f"{_NAMESPACE}/{entity}" if entity is not None else _NAMESPACE,
             "OperationId": operation,
-            "ParentId": app_span,
-            "AppRoleName": role,
+            "ParentId": _span_id("app", key),
+            "AppRoleName": members[0][1].get("sender") or "sender",
         }
         links = []
         for index, send in members:
-            own = _span_id("message", index)
-            links.append({"operation_Id": operation, "id": own})
-            properties = {
-                "MessageId": send.get("message_id"),
-                "PartitionKey": send.get("partition_key"),
-                "SessionId": send.get("session_id"),
-                "ScheduledEnqueueTimeUtc": (
-                    dotnet_time(send["__scheduled"])
-                    if send.get("__scheduled") is not None
-                    else None
-                ),
-                **{name: str(send[name]) for name in extra if send[name] is not None},
-            }
-            out.append(
-                {
-                    **common,
-                    "__time": send["__send"],
-                    "Id": own,
-                    "DependencyType": "Queue Message | Azure Service Bus",
-                    "Name": "Message",
-                    "Properties": {k: v for k, v in properties.items() if v is not None},
-                }
-            )
+            message = _message_row(common, index, send, extra)
+            links.append({"operation_Id": operation, "id": message["Id"]})
+            out.append(message)
             if index % _UNRELATED_EVERY == 0:
-                out.append(
-                    {
-                        "__time": send["__send"] - 1000,
-                        "Id": _span_id("http", index),
-                        "Target": "api.contoso.com",
-                        "DependencyType": "HTTP",
-                        "Name": "GET /api/orders",
-                        "Data": "https://api.contoso.com/api/orders",
-                        "ResultCode": "200",
-                        "OperationId": _span_id("http operation", index, width=32),
-                        "Properties": {},
-                    }
-                )
+                out.append(_unrelated_row(index, send["__send"] - 1000))
         out.append(
             {
                 **common,
                 "__time": min(send["__send"] for _, send in members),
-                "Id": call_id,
+                "Id": _span_id("call", key),
                 "DependencyType": "Azure Service Bus",
                 "Name": "ServiceBusSender.Send",
                 "Properties": {LINKS: json.dumps(links)},
@@ -149,6 +112,43 @@ def _dependencies(frame: DataFrame, caller: str, path: str) -> list[dict[str, An
         )
     out.sort(key=lambda row: (row["__time"], row["Id"]))
     return out
+
+
+def _message_row(
+    common: dict[str, Any], index: int, send: dict[str, Any], extra: list[str]
+) -> dict[str, Any]:
+    """The dependency row of one message of a send call, its properties set as the SDK's."""
+    scheduled = send.get("__scheduled")
+    properties = {
+        "MessageId": send.get("message_id"),
+        "PartitionKey": send.get("partition_key"),
+        "SessionId": send.get("session_id"),
+        "ScheduledEnqueueTimeUtc": dotnet_time(scheduled) if scheduled is not None else None,
+        **{name: str(send[name]) for name in extra if send[name] is not None},
+    }
+    return {
+        **common,
+        "__time": send["__send"],
+        "Id": _span_id("message", index),
+        "DependencyType": "Queue Message | Azure Service Bus",
+        "Name": "Message",
+        "Properties": {k: v for k, v in properties.items() if v is not None},
+    }
+
+
+def _unrelated_row(index: int, micros: int) -> dict[str, Any]:
+    """An HTTP dependency of the same application, which the loader must skip."""
+    return {
+        "__time": micros,
+        "Id": _span_id("http", index),
+        "Target": "api.contoso.com",
+        "DependencyType": "HTTP",
+        "Name": "GET /api/orders",
+        "Data": "https://api.contoso.com/api/orders",
+        "ResultCode": "200",
+        "OperationId": _span_id("http operation", index, width=32),
+        "Properties": {},
+    }
 
 
 def _cells(row: dict[str, Any]) -> dict[str, Any]:

@@ -4,12 +4,8 @@ reader is :mod:`dedup_lib.telemetry.formats.otlp`."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
@@ -17,6 +13,7 @@ from dedup_lib.columns import column
 from dedup_lib.telemetry.formats.otlp import EVENT_ID_KEY, nonempty
 from dedup_lib.telemetry.schema import TEXT_TIME_FORMAT
 from dedup_lib.telemetry.times import parse_time
+from dedup_lib.telemetry.write import one_file
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -100,6 +97,50 @@ def write_otlp(frame: DataFrame, path: str) -> None:
     made the call, as a real application has. ``service.name`` is the ``sender`` column when
     there is one. Spans are grouped into ``TracesData`` lines per service and minute, about
     :data:`SPANS_PER_LINE` spans each, in time order. Times keep their microseconds."""
+    messages = _messages(frame)
+    trace = _hex_id(32, column("call"))
+    calls = messages.groupBy("service", "entity", "call").agg(
+        F.max("send_time").alias("end"),
+        F.max("raw_time").alias("raw_end"),
+        F.count(F.lit(1)).alias("count"),
+        F.collect_list(
+            F.struct(
+                _hex_id(16, column("row"), F.lit("message")).alias("spanId"),
+                _message_span(trace).alias("span"),
+            )
+        ).alias("messages"),
+    )
+    per_call = calls.select(
+        "service",
+        F.date_trunc("minute", column("end")).alias("minute"),
+        column("end"),
+        column("call"),
+        F.concat(
+            F.array(_send_span(trace)), F.transform(column("messages"), lambda m: m["span"])
+        ).alias("sb"),
+        _http_span(trace).alias("http"),
+        (column("count") + 2).alias("spans"),
+    )
+    order = Window.partitionBy("service", "minute").orderBy("end", "call")
+    lined = per_call.select(
+        "*",
+        F.floor(F.sum("spans").over(order) / F.lit(SPANS_PER_LINE)).alias("line"),
+    )
+    lines = lined.groupBy("service", "minute", "line").agg(
+        F.min("end").alias("first"),
+        F.flatten(F.collect_list("sb")).alias("sb"),
+        F.collect_list("http").alias("http"),
+    )
+    out = lines.select(column("first"), F.to_json(_traces_data()).alias("value")).coalesce(1)
+    writer = out.sortWithinPartitions("first").select("value").write.mode("overwrite")
+    if path.endswith(".gz"):
+        writer = writer.option("compression", "gzip")
+    one_file(writer.text, path, "write_otlp")
+
+
+def _messages(frame: DataFrame) -> DataFrame:
+    """One row per message to trace: its service, entity, send call and row keys, its parsed
+    and raw send time, and the values its span carries as text."""
     columns = set(frame.columns)
     types = {f.name: f.dataType for f in frame.schema.fields}
     send_type = types["send_time"]
@@ -129,11 +170,10 @@ def write_otlp(frame: DataFrame, path: str) -> None:
         parse_time(column("send_time"), send_type).isNotNull(),
         F.concat(F.lit("b:"), entity, F.lit("/"), opt("batch_id").cast("string")),
     )
-    call_key = F.coalesce(in_batch, F.concat(F.lit("r:"), row_key))
-    messages = frame.select(
+    return frame.select(
         service.alias("service"),
         entity.alias("entity"),
-        call_key.alias("call"),
+        F.coalesce(in_batch, F.concat(F.lit("r:"), row_key)).alias("call"),
         row_key.alias("row"),
         parse_time(column("send_time"), send_type).alias("send_time"),
         column("send_time").cast("string").alias("raw_time"),
@@ -144,8 +184,11 @@ def write_otlp(frame: DataFrame, path: str) -> None:
         opt("batch_id").cast("string").alias("batch_id"),
         opt("event_id").cast("long").alias("event_id"),
     ).where(column("raw_time").isNotNull())
-    trace = _hex_id(32, column("call"))
-    message_span = _span(
+
+
+def _message_span(trace: Column) -> Column:
+    """A message's PRODUCER span, with the keys docs/instrumentation.md adds."""
+    return _span(
         trace,
         _hex_id(16, column("row"), F.lit("message")),
         _hex_id(16, column("call"), F.lit("http")),
@@ -166,22 +209,14 @@ def write_otlp(frame: DataFrame, path: str) -> None:
             _attribute(EVENT_ID_KEY, column("event_id"), "intValue"),
         ),
     )
-    calls = messages.groupBy("service", "entity", "call").agg(
-        F.max("send_time").alias("end"),
-        F.max("raw_time").alias("raw_end"),
-        F.count(F.lit(1)).alias("count"),
-        F.collect_list(
-            F.struct(
-                _hex_id(16, column("row"), F.lit("message")).alias("spanId"),
-                message_span.alias("span"),
-            )
-        ).alias("messages"),
-    )
-    http_id = _hex_id(16, column("call"), F.lit("http"))
-    send_span = _span(
+
+
+def _send_span(trace: Column) -> Column:
+    """A send call's CLIENT span, linking to its messages' spans."""
+    return _span(
         trace,
         _hex_id(16, column("call"), F.lit("send")),
-        http_id,
+        _hex_id(16, column("call"), F.lit("http")),
         F.lit("ServiceBus.send"),
         3,
         _nanos(column("end"), column("raw_end"), -5000),
@@ -203,9 +238,13 @@ def write_otlp(frame: DataFrame, path: str) -> None:
             lambda m: F.struct(trace.alias("traceId"), m["spanId"].alias("spanId")),
         ),
     )
-    http_span = _span(
+
+
+def _http_span(trace: Column) -> Column:
+    """The SERVER span of the HTTP request that made a send call."""
+    return _span(
         trace,
-        http_id,
+        _hex_id(16, column("call"), F.lit("http")),
         None,
         F.lit("POST /orders"),
         2,
@@ -217,75 +256,27 @@ def write_otlp(frame: DataFrame, path: str) -> None:
             _attribute("http.response.status_code", F.lit(202), "intValue"),
         ),
     )
-    per_call = calls.select(
-        "service",
-        F.date_trunc("minute", column("end")).alias("minute"),
-        column("end"),
-        column("call"),
-        F.concat(F.array(send_span), F.transform(column("messages"), lambda m: m["span"])).alias(
-            "sb"
-        ),
-        http_span.alias("http"),
-        (column("count") + 2).alias("spans"),
+
+
+def _traces_data() -> Column:
+    """A line's ``TracesData``: one resource (the service) with its Service Bus spans and its
+    HTTP spans, each under its instrumentation scope."""
+    resource = _attributes(
+        _attribute("service.name", column("service")),
+        _attribute("telemetry.sdk.language", F.lit("python")),
     )
-    order = Window.partitionBy("service", "minute").orderBy("end", "call")
-    lined = per_call.select(
-        "*",
-        F.floor(F.sum("spans").over(order) / F.lit(SPANS_PER_LINE)).alias("line"),
-    )
-    lines = lined.groupBy("service", "minute", "line").agg(
-        F.min("end").alias("first"),
-        F.flatten(F.collect_list("sb")).alias("sb"),
-        F.collect_list("http").alias("http"),
-    )
-    traces = F.struct(
+    flask = F.struct(F.lit("opentelemetry.instrumentation.flask").alias("name"))
+    return F.struct(
         F.array(
             F.struct(
-                F.struct(
-                    _attributes(
-                        _attribute("service.name", column("service")),
-                        _attribute("telemetry.sdk.language", F.lit("python")),
-                    ).alias("attributes")
-                ).alias("resource"),
+                F.struct(resource.alias("attributes")).alias("resource"),
                 F.array(
                     F.struct(
                         F.struct(F.lit("azure.servicebus").alias("name")).alias("scope"),
                         column("sb").alias("spans"),
                     ),
-                    F.struct(
-                        F.struct(F.lit("opentelemetry.instrumentation.flask").alias("name")).alias(
-                            "scope"
-                        ),
-                        column("http").alias("spans"),
-                    ),
+                    F.struct(flask.alias("scope"), column("http").alias("spans")),
                 ).alias("scopeSpans"),
             )
         ).alias("resourceSpans")
     )
-    out = lines.select(column("first"), F.to_json(traces).alias("value")).coalesce(1)
-    out = out.sortWithinPartitions("first").select("value")
-    writer = out.write.mode("overwrite")
-    if path.endswith(".gz"):
-        writer = writer.option("compression", "gzip")
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".dedup-write-") as scratch:
-        target = os.path.join(scratch, "out")
-        writer.text(target)
-        parts = [n for n in os.listdir(target) if n.startswith("part-")]
-        if len(parts) != 1:
-            raise RuntimeError(f"write_otlp: expected one part file for {path}, got {len(parts)}")
-        part = os.path.join(target, parts[0])
-        if path.endswith(".zst"):
-            # Spark reads zstd text but offers no zstd codec to write it with.
-            packed = os.path.join(scratch, "packed")
-            with (
-                pa.input_stream(part) as source,
-                pa.output_stream(packed, compression="zstd") as out,
-            ):
-                while chunk := source.read(1 << 20):
-                    out.write(chunk)
-            part = packed
-        if os.path.isdir(path):
-            shutil.rmtree(path)
-        os.replace(part, path)

@@ -330,38 +330,7 @@ class AppInsightsFormat:
         properties = F.from_json(properties_text, _TEXT_MAP)
         kind = table.value(*_TYPE)
 
-        def source(canonical: str) -> Column:
-            key = keys.get(canonical)
-            if key is None:
-                return F.lit(None).cast("string")
-            name = normalise(key)
-            if name in _TIME:
-                return portal_time(table.value(*_TIME))
-            if name in _TARGET and canonical == "entity":
-                return entity_from_target(table.value(*_TARGET))
-            present = table.has(name)
-            if present is True:
-                return table.value(name)
-            found = properties.getItem(key)
-            if present is not False:
-                found = F.when(present, table.value(name)).otherwise(found)
-            if canonical == "scheduled_enqueue_time":
-                found = portal_time(found)
-            return found
-
-        values: dict[str, Column] = {}
-        for canonical in CANONICAL_COLUMNS:
-            if canonical == "event_id" or canonical not in keys:
-                continue
-            value = source(canonical)
-            default = keys[canonical] == self.defaults.get(canonical)
-            if default and canonical in _FALLBACKS:
-                value = F.coalesce(value, properties.getItem(_FALLBACKS[canonical]))
-            if canonical == "entity":
-                value = F.coalesce(value, properties.getItem("servicebus.entity"))
-                if entity is not None:
-                    value = F.coalesce(value, F.lit(entity))
-            values[canonical] = value
+        values = _values(table, properties, keys, self.defaults, entity)
         damaged = F.when(
             F.trim(F.coalesce(properties_text, F.lit(""))) != "",
             F.when(
@@ -385,6 +354,52 @@ class AppInsightsFormat:
             corrupt,
         )
         return _judged(rows, list(values), default_batch="batch_id" in values)
+
+
+def _values(
+    table: _Table,
+    properties: Column,
+    keys: Mapping[str, str],
+    defaults: Mapping[str, str],
+    entity: str | None,
+) -> dict[str, Column]:
+    """Each canonical column the records carry (not ``event_id``): read from the row's column
+    of that name, else from its Properties; the defaults' fallbacks where the default key is
+    empty; the user's ``entity`` where the row names none."""
+
+    def source(canonical: str) -> Column:
+        key = keys.get(canonical)
+        if key is None:
+            return F.lit(None).cast("string")
+        name = normalise(key)
+        if name in _TIME:
+            return portal_time(table.value(*_TIME))
+        if name in _TARGET and canonical == "entity":
+            return entity_from_target(table.value(*_TARGET))
+        present = table.has(name)
+        if present is True:
+            return table.value(name)
+        found = properties.getItem(key)
+        if present is not False:
+            found = F.when(present, table.value(name)).otherwise(found)
+        if canonical == "scheduled_enqueue_time":
+            found = portal_time(found)
+        return found
+
+    values: dict[str, Column] = {}
+    for canonical in CANONICAL_COLUMNS:
+        if canonical == "event_id" or canonical not in keys:
+            continue
+        value = source(canonical)
+        default = keys[canonical] == defaults.get(canonical)
+        if default and canonical in _FALLBACKS:
+            value = F.coalesce(value, properties.getItem(_FALLBACKS[canonical]))
+        if canonical == "entity":
+            value = F.coalesce(value, properties.getItem("servicebus.entity"))
+            if entity is not None:
+                value = F.coalesce(value, F.lit(entity))
+        values[canonical] = value
+    return values
 
 
 def _judged(rows: DataFrame, canonical: list[str], *, default_batch: bool) -> DataFrame:

@@ -278,40 +278,9 @@ class OtlpFormat:
     def _spans(self, raw: DataFrame, keys: Mapping[str, str]) -> DataFrame:
         """One row per span (and per damaged or non-traces line), with the attributes the
         records need looked up once."""
-        lines = raw.select(
-            column(SOURCE_FILE),
-            column(CORRUPT),
-            (column(CORRUPT).isNull() & F.col("resourceSpans").isNull()).alias(_NO_TRACES),
-            F.explode_outer("resourceSpans").alias("__rs"),
-        )
-        scopes = lines.select(
-            column(SOURCE_FILE),
-            column(CORRUPT),
-            column(_NO_TRACES),
-            F.col("__rs.resource.attributes").alias(_RES),
-            F.explode_outer("__rs.scopeSpans").alias("__ss"),
-        )
-        spans = scopes.select(
-            column(SOURCE_FILE),
-            column(CORRUPT),
-            column(_NO_TRACES),
-            column(_RES),
-            F.explode_outer("__ss.spans").alias(_SPAN_COL),
-        ).where(F.col(_SPAN_COL).isNotNull() | column(CORRUPT).isNotNull() | column(_NO_TRACES))
+        spans = _flattened(raw)
         span = F.col(_SPAN_COL)
-        wanted = list(
-            dict.fromkeys(
-                [
-                    *keys.values(),
-                    *(k for fallback in FALLBACKS.values() for k in fallback),
-                    "messaging.system",
-                    "az.namespace",
-                    "messaging.operation.type",
-                    "messaging.operation",
-                    "service.name",
-                ]
-            )
-        )
+        wanted = _wanted(keys)
         spans = spans.select(
             "*",
             _lookups(span["attributes"], wanted).alias("__span_attrs"),
@@ -392,6 +361,49 @@ class OtlpFormat:
                 F.col("__first.entity").alias("__call_entity"),
             )
         )
+
+
+def _flattened(raw: DataFrame) -> DataFrame:
+    """One row per span of the raw read (resource attributes beside it), and one per damaged
+    line or line without traces, so that none is lost."""
+    lines = raw.select(
+        column(SOURCE_FILE),
+        column(CORRUPT),
+        (column(CORRUPT).isNull() & F.col("resourceSpans").isNull()).alias(_NO_TRACES),
+        F.explode_outer("resourceSpans").alias("__rs"),
+    )
+    scopes = lines.select(
+        column(SOURCE_FILE),
+        column(CORRUPT),
+        column(_NO_TRACES),
+        F.col("__rs.resource.attributes").alias(_RES),
+        F.explode_outer("__rs.scopeSpans").alias("__ss"),
+    )
+    return scopes.select(
+        column(SOURCE_FILE),
+        column(CORRUPT),
+        column(_NO_TRACES),
+        column(_RES),
+        F.explode_outer("__ss.spans").alias(_SPAN_COL),
+    ).where(F.col(_SPAN_COL).isNotNull() | column(CORRUPT).isNotNull() | column(_NO_TRACES))
+
+
+def _wanted(keys: Mapping[str, str]) -> list[str]:
+    """Every attribute key the records read: the columns' keys, their fallbacks, and those
+    that tell a Service Bus send call and the service."""
+    return list(
+        dict.fromkeys(
+            [
+                *keys.values(),
+                *(k for fallback in FALLBACKS.values() for k in fallback),
+                "messaging.system",
+                "az.namespace",
+                "messaging.operation.type",
+                "messaging.operation",
+                "service.name",
+            ]
+        )
+    )
 
 
 OTLP = OtlpFormat()

@@ -17,7 +17,8 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dedup_lib.telemetry.read import LoadedTelemetry, load_telemetry
+from dedup_lib.telemetry.loaded import LoadedTelemetry
+from dedup_lib.telemetry.loader import load_telemetry
 from dedup_lib.telemetry.schema import BUILTIN_ALIASES, CANONICAL_COLUMNS, REQUIRED_COLUMNS
 from dedup_lib.telemetry.times import NUMBER
 from dedup_lib.telemetry.write import NAMING_STYLES, write_telemetry

@@ -1,0 +1,359 @@
+"""``load_telemetry``: message telemetry from Parquet, CSV or JSON Lines, in the canonical schema,
+or from a structured format (OpenTelemetry traces, :mod:`dedup_lib.telemetry.formats`).
+
+Columns are renamed onto the canonical names (:mod:`~dedup_lib.telemetry.renaming`), text
+properties become strings and times become UTC timestamps. Rows that cannot take part in the
+replay go to a quarantine with a reason (:mod:`~dedup_lib.telemetry.quarantine`) instead of
+being dropped; records of a structured format that are not sends (spans of other systems) are
+counted and skipped with a reason. So valid plus quarantined plus skipped is always the number
+of records read (:mod:`~dedup_lib.telemetry.tally`). One path for every format: the input is
+opened (:func:`_open`), judged, then counted by a pass of its own (:func:`load_telemetry`) or
+by the first action that reads it (:func:`load_once`). DataFrame API only: runs on Spark
+Connect too.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pandas as pd
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dedup_lib.columns import column
+from dedup_lib.errors import InputError, printable
+from dedup_lib.spark import spark_errors
+from dedup_lib.telemetry.files import InputFiles, file_key, list_input, spark_path
+from dedup_lib.telemetry.formats import NOT_SEND, RECORD_FORMATS, SOURCE_FILE, RecordFormat
+from dedup_lib.telemetry.loaded import KINDS, LoadedTelemetry
+from dedup_lib.telemetry.quarantine import PARSED, REASON, categories, category, judged
+from dedup_lib.telemetry.recognise import recognise
+from dedup_lib.telemetry.renaming import check_types, record_keys, renamed_sources
+from dedup_lib.telemetry.schema import CANONICAL_COLUMNS, LOADER, TEXT_COLUMNS, TIME_COLUMNS
+from dedup_lib.telemetry.sources import (
+    CORRUPT,
+    chained,
+    failed_file,
+    read_failure,
+    read_sources,
+    resolve_format,
+)
+from dedup_lib.telemetry.tally import check_adds_up, no_message_ids, no_sends, tally, union
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+
+@dataclass(frozen=True)
+class _Opened:
+    """An input read and renamed, not yet judged: ``raw`` has the columns (``CORRUPT`` and
+    ``SOURCE_FILE`` among them, and :data:`NOT_SEND` for a structured format), ``read`` one
+    row (its file) per record read. The one place that turns a judged frame into the valid
+    rows, the quarantine and the records that are not sends. ``corrupt``: whether the read
+    can flag a record as malformed; ``message_id_key``: where a structured format read the
+    MessageId."""
+
+    files: InputFiles
+    path: str
+    raw: DataFrame
+    read: DataFrame
+    fields: dict[str, T.DataType]
+    fmt: str
+    mapping: dict[str, str]
+    corrupt: bool
+    record_format: RecordFormat | None = None
+    message_id_key: str = "message_id"
+
+    @property
+    def data_columns(self) -> list[str]:
+        return [c for c in self.raw.columns if c not in (CORRUPT, SOURCE_FILE, NOT_SEND)]
+
+    @property
+    def order(self) -> list[str]:
+        present = [c for c in CANONICAL_COLUMNS if c in self.fields]
+        return present + [c for c in self.data_columns if c not in present]
+
+    @property
+    def skipped(self) -> Column | None:
+        """True for a record that is not a send; None for formats whose rows all are."""
+        if self.record_format is None:
+            return None
+        return column(NOT_SEND).isNotNull() & column(CORRUPT).isNull()
+
+    def judged(self, raw: DataFrame) -> DataFrame:
+        return judged(raw, self.fields, self.fmt, self.data_columns, self.corrupt)
+
+    def valid(self, frame: DataFrame, keep_source_file: bool) -> DataFrame:
+        def typed(name: str) -> Column:
+            if name in TIME_COLUMNS:
+                return column(PARSED + name).alias(name)
+            if name in TEXT_COLUMNS:
+                return column(name).cast("string").alias(name)
+            return column(name)
+
+        return (
+            self._sends(frame)
+            .where(column(REASON).isNull())
+            .select(
+                *(typed(c) for c in self.order),
+                *([column(SOURCE_FILE)] if keep_source_file else []),
+            )
+        )
+
+    def quarantine(self, frame: DataFrame) -> DataFrame:
+        return (
+            self._sends(frame)
+            .where(column(REASON).isNotNull())
+            .select(*(column(c) for c in self.order), column(REASON), column(SOURCE_FILE))
+        )
+
+    def not_sends(self, frame: DataFrame) -> DataFrame:
+        if self.skipped is None:
+            return self.quarantine(frame).limit(0)
+        return frame.where(self.skipped).select(
+            *(column(c) for c in self.order), column(NOT_SEND).alias(REASON), column(SOURCE_FILE)
+        )
+
+    def _sends(self, frame: DataFrame) -> DataFrame:
+        return frame if self.skipped is None else frame.where(~self.skipped)
+
+    def loaded(
+        self, frame: DataFrame, files: pd.DataFrame, reasons: pd.DataFrame, keep_source_file: bool
+    ) -> LoadedTelemetry:
+        """What the load gives, from the judged ``frame`` and its counts."""
+        return LoadedTelemetry(
+            valid=self.valid(frame, keep_source_file),
+            quarantine=self.quarantine(frame),
+            path=self.path,
+            format=self.fmt,
+            mapping=self.mapping,
+            files=files,
+            ignored=dict(self.files.ignored),
+            not_sends=self.not_sends(frame),
+            reasons=reasons,
+        )
+
+
+def _open(
+    spark: SparkSession,
+    path: str,
+    format: str | None,
+    mapping: Mapping[str, str] | None,
+    entity: str | None,
+) -> _Opened:
+    """The input at ``path`` listed, its format named or recognised, and read."""
+    files = list_input(spark, path, LOADER)
+    mapping = dict(mapping or {})
+    if format is not None and format.lower() in RECORD_FORMATS:
+        return _records(spark, files, RECORD_FORMATS[format.lower()], mapping, entity, path)
+    fmt = resolve_format(files, format, LOADER, tuple(RECORD_FORMATS))
+    recognised = recognise(spark, files, LOADER) if format is None else None
+    if recognised is not None:
+        return _records(spark, files, RECORD_FORMATS[recognised], mapping, entity, path)
+    return _plain(spark, files, fmt, mapping, entity, path)
+
+
+def _plain(
+    spark: SparkSession,
+    files: InputFiles,
+    fmt: str,
+    mapping: Mapping[str, str],
+    entity: str | None,
+    path: str,
+) -> _Opened:
+    """Parquet, CSV or JSON Lines files, read and renamed."""
+    sources = renamed_sources(read_sources(spark, files, fmt, LOADER), mapping, files, path)
+    raw = union([s.frame for s in sources])
+    fields: dict[str, T.DataType] = {}
+    for source in sources:
+        for name, dtype in source.fields.items():
+            fields.setdefault(name, dtype)
+    if entity is not None:
+        raw = _with_entity(raw, fields, entity)
+    renames = {s: t for source in sources for s, t in source.names.items() if s != t}
+    read = union([s.read for s in sources])
+    return _Opened(files, path, raw, read, fields, fmt, renames, CORRUPT in raw.columns)
+
+
+def _records(
+    spark: SparkSession,
+    files: InputFiles,
+    record_format: RecordFormat,
+    mapping: Mapping[str, str],
+    entity: str | None,
+    path: str,
+) -> _Opened:
+    """A structured format's files, read as one record per message or span."""
+    if not files.files:
+        resolve_format(files, None, LOADER)
+    keys = record_keys(record_format, mapping)
+    try:
+        raw = record_format.read(spark, [spark_path(f) for f in files.files])
+        file_path = raw.metadataColumn("_metadata").getField("file_path").alias(SOURCE_FILE)
+        records = record_format.records(raw.select("*", file_path), keys, entity)
+        schema = records.schema
+    except spark_errors() as exc:
+        failure = read_failure(exc, files, record_format.name, LOADER, record_format.expected)
+        raise failure from chained(failure, exc)
+    fields = {f.name: f.dataType for f in schema.fields if f.name in CANONICAL_COLUMNS}
+    check_types(fields, {c: c for c in fields}, printable(path))
+    corrupt = CORRUPT in schema.names
+    if not corrupt:
+        records = records.select("*", F.lit(None).cast("string").alias(CORRUPT))
+    return _Opened(
+        files,
+        path,
+        raw=records,
+        read=records.select(SOURCE_FILE),
+        fields=fields,
+        fmt=record_format.name,
+        mapping={source: name for name, source in keys.items()},
+        corrupt=corrupt,
+        record_format=record_format,
+        message_id_key=keys["message_id"],
+    )
+
+
+def _with_entity(frame: DataFrame, fields: dict[str, T.DataType], entity: str) -> DataFrame:
+    """``entity`` where a row names none (or the file has no entity column at all)."""
+    named = column("entity").cast("string")
+    filled = F.coalesce(F.when(F.trim(named) != "", named), F.lit(entity))
+    known = "entity" in fields
+    fields["entity"] = T.StringType()
+    if not known:
+        return frame.select("*", F.lit(entity).alias("entity"))
+    return frame.select(*(filled.alias(c) if c == "entity" else column(c) for c in frame.columns))
+
+
+def load_telemetry(
+    spark: SparkSession,
+    path: str,
+    format: str | None = None,
+    mapping: Mapping[str, str] | None = None,
+    *,
+    entity: str | None = None,
+    keep_source_file: bool = False,
+) -> LoadedTelemetry:
+    """Read message telemetry (one row per send) from a file or a folder of files.
+
+    ``path`` is literal (``day[1].csv`` is that file, not a pattern); a folder is read with
+    its subfolders, skipping hidden and bookkeeping entries (``_SUCCESS``, ``.crc``), and
+    ``key=value`` folders become columns when every file sits in them. ``format`` is
+    ``"parquet"``, ``"csv"`` or ``"json"`` (JSON Lines), guessed from the file names when
+    omitted. ``mapping`` renames source columns, ``{"Id": "message_id"}``, or reads nested
+    fields (``{"customDimensions.MessageId": "message_id"}``); columns it leaves out are
+    matched to :data:`CANONICAL_COLUMNS` by name or by :data:`BUILTIN_ALIASES`.
+    ``send_time`` and ``scheduled_enqueue_time`` accept timestamps, epoch numbers (s, ms, us
+    or ns, by magnitude; also as text) and ISO 8601 text, without an offset meaning UTC.
+    Rows with a missing, unparseable or "never" send time, or a malformed line, go to the
+    quarantine. Every file is read once here, so a damaged one fails now, naming it.
+
+    ``format`` may also name a structured format (:data:`RECORD_FORMATS`: ``"otlp"``); JSON
+    or CSV files whose first 64 KiB one of them recognises are read as that format (then
+    ``LoadedTelemetry.format`` names it). For these, ``mapping`` names the key a column is
+    read from, ``{"my.partition.key": "partition_key"}``, over the format's defaults; records
+    that are not sends are counted and skipped (``not_sends``), and a file with sends but no
+    MessageId under the key looked at is an error that says where it looked.
+    ``entity`` is the entity of rows whose file names none: it fills a missing or empty
+    entity and never replaces one the file gives (a file with several entities keeps them).
+    ``keep_source_file`` adds the ``source_file`` column to the valid rows.
+    """
+    opened = _open(spark, path, format, mapping, entity)
+    return _counted(opened, keep_source_file)
+
+
+def _counted(opened: _Opened, keep_source_file: bool) -> LoadedTelemetry:
+    """The input judged and counted by a pass of its own, which reads every file."""
+    frame = opened.judged(opened.raw)
+    expected = opened.record_format.expected if opened.record_format else None
+    counts = tally(opened.files, opened.read, frame, opened.fmt, expected, opened.skipped)
+    if opened.record_format is not None:
+        no_message_ids(counts.sends, opened.record_format, opened.message_id_key)
+        no_sends(counts.table, opened.record_format, opened.path, opened.not_sends(frame))
+    return opened.loaded(frame, counts.table, counts.reasons, keep_source_file)
+
+
+@dataclass(frozen=True)
+class PendingLoad:
+    """Telemetry whose records are counted by the first action that reads ``valid``, not by
+    a pass of the load's own: for a run that reads its input once (``dedup-lib simulate``).
+
+    :meth:`loaded` gives the :class:`LoadedTelemetry` once that action ran: the same counts
+    and reasons as :func:`load_telemetry`, with one row in ``files`` for all the files read
+    (``(N files)``, or the file's name). :meth:`failure` turns that action's Spark error into
+    the load's own error when it is a failure to read an input file. The structured formats
+    are counted while loading, as :func:`load_telemetry` does.
+    """
+
+    valid: DataFrame
+    path: str
+    format: str
+    file_count: int
+    settle: Callable[[], LoadedTelemetry] = field(repr=False)
+    files: InputFiles | None = field(default=None, repr=False)
+
+    def loaded(self) -> LoadedTelemetry:
+        """The counts, once an action has read ``valid``."""
+        return self.settle()
+
+    def failure(self, exc: BaseException) -> InputError | None:
+        """The load's error for a Spark error of the action that read ``valid``: which input
+        file could not be read, and why; None when the error names no input file."""
+        if self.files is None or not _names_input(str(exc), self.files):
+            return None
+        return read_failure(exc, self.files, self.format, LOADER)
+
+
+def _names_input(text: str, files: InputFiles) -> bool:
+    found = failed_file(text)
+    return found is not None and file_key(found) in {file_key(f) for f in files.files}
+
+
+def load_once(
+    spark: SparkSession,
+    path: str,
+    format: str | None = None,
+    mapping: Mapping[str, str] | None = None,
+    *,
+    entity: str | None = None,
+) -> PendingLoad:
+    """:func:`load_telemetry` without its pass: the records are counted by the first action
+    that reads ``valid`` (Spark observations), so a run that replays and writes the verdicts
+    reads its input once. The same checks of names, types and formats run now; a damaged
+    file fails that action instead (:meth:`PendingLoad.failure` names it)."""
+    opened = _open(spark, path, format, mapping, entity)
+    count = len(opened.files.files)
+    if opened.record_format is not None:
+        loaded = _counted(opened, False)
+        return PendingLoad(loaded.valid, path, loaded.format, count, lambda: loaded)
+    read_seen = Observation(f"dedup-read-{uuid.uuid4().hex}")
+    judged_seen = Observation(f"dedup-judged-{uuid.uuid4().hex}")
+    reasons = categories(opened.fmt)
+    why = category(column(REASON))
+    frame = opened.judged(opened.raw.observe(read_seen, F.count(F.lit(1)).alias("read")))
+    frame = frame.observe(
+        judged_seen,
+        F.count_if(column(REASON).isNull()).alias("valid"),
+        F.count_if(column(REASON).isNotNull()).alias("quarantined"),
+        *(F.count_if(why == c).alias(f"reason {i}") for i, c in enumerate(reasons)),
+    )
+
+    def settle() -> LoadedTelemetry:
+        seen = judged_seen.get
+        counts = {"read": int(read_seen.get["read"]), "valid": int(seen["valid"])}
+        counts |= {"quarantined": int(seen["quarantined"]), "skipped": 0}
+        by_reason = {c: int(seen[f"reason {i}"]) for i, c in enumerate(reasons)}
+        check_adds_up(printable(path), counts, sum(by_reason.values()))
+        name = opened.files.name(opened.files.files[0]) if count == 1 else f"({count} files)"
+        table = pd.DataFrame([{"file": name, **counts}], columns=["file", *KINDS])
+        rows = [{"kind": "quarantined", REASON: c, "count": n} for c, n in by_reason.items() if n]
+        found = pd.DataFrame(rows, columns=["kind", REASON, "count"])
+        return opened.loaded(opened.judged(opened.raw), table, found, False)
+
+    return PendingLoad(opened.valid(frame, False), path, opened.fmt, count, settle, opened.files)
