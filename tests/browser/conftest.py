@@ -87,7 +87,8 @@ def run(browser: Any, lab: Lab, kernel: str) -> Iterator[Callable[[str], Noteboo
 
     yield get
     for notebook in opened.values():
-        notebook.close()
+        if not notebook.page.is_closed():
+            notebook.close()
 
 
 @pytest.fixture(params=[n for n in NOTEBOOKS if n != EXPLORER] + [EXPLORER])

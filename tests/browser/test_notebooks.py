@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_kit import Notebook
+from lab_kit import EXPLORER, Notebook
 
 
 def test_notebook_runs_clean(
@@ -27,5 +27,10 @@ def test_notebook_runs_clean(
     problems = notebook.problems()
     record_property("run_all_seconds", round(notebook.seconds, 1))
     print(f"{notebook_name}: Run All took {notebook.seconds:.1f} s")
+    if notebook_name != EXPLORER:
+        # Open, the page stays connected to the shared kernel: every widget a later notebook
+        # makes would load in it too (four pages loading the explorer's 5 MB module at once
+        # overran anywidget's two seconds to initialize a model).
+        notebook.close()
     if problems:
         pytest.fail(f"{notebook_name}:\n" + "\n".join(problems), pytrace=False)
