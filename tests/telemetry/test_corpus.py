@@ -92,7 +92,7 @@ def test_the_command_line_gives_the_same_one_line(
 def test_the_command_line_says_what_it_read_and_skipped(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    case = next(c for c in CASES if c.name == "bookkeeping-skipped-and-counted")
+    case = next(c for c in CASES if c.name == "bookkeeping-ignored-and-listed")
     path = case.build(tmp_path)
     (path / "_\x1b[2Jx").write_text("")
 
