@@ -202,12 +202,6 @@ class Lab:
         session = {"path": notebook, "name": notebook, "type": "notebook", "kernel": {"id": kernel}}
         self.api("POST", "api/sessions", session)
 
-    def shutdown(self, notebook: str) -> None:
-        """End the session (and kernel, and its Spark) of one notebook."""
-        for session in self.api("GET", "api/sessions"):
-            if session["path"] == notebook:
-                self.api("DELETE", f"api/sessions/{session['id']}")
-
     def shutdown_kernels(self) -> None:
         for kernel in self.api("GET", "api/kernels"):
             self.api("DELETE", f"api/kernels/{kernel['id']}")

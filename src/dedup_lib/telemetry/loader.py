@@ -72,7 +72,10 @@ class _Opened:
 
     @property
     def data_columns(self) -> list[str]:
-        return [c for c in self.raw.columns if c not in (CORRUPT, SOURCE_FILE, NOT_SEND)]
+        """The columns as read: not the loader's own (:data:`NOT_SEND` is a structured
+        format's; a plain file's column of that name is data)."""
+        own = (CORRUPT, SOURCE_FILE, *((NOT_SEND,) if self.record_format else ()))
+        return [c for c in self.raw.columns if c not in own]
 
     @property
     def order(self) -> list[str]:
