@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from dedup_lib.analysis.summaries import id_quality, sends_over_time, summarize
     from dedup_lib.analysis.whatif import by_content, count_sweep
     from dedup_lib.errors import DedupLibError
+    from dedup_lib.live.watch import Watch, watch_duplicates
     from dedup_lib.recorder import record_sends
     from dedup_lib.replay.engine import detect_duplicates
     from dedup_lib.rules.policy import DedupPolicy
@@ -65,6 +66,9 @@ _WHERE: dict[str, str] = {
     "ReplayCache": "dedup_lib.sweep.cache",
     "by_content": "dedup_lib.analysis.whatif",
     "count_sweep": "dedup_lib.analysis.whatif",
+    # As sends land: the live monitor
+    "watch_duplicates": "dedup_lib.live.watch",
+    "Watch": "dedup_lib.live.watch",
     # Against the broker
     "reconcile": "dedup_lib.analysis.reconcile",
     # The workbench's views
@@ -92,6 +96,7 @@ __all__ = [
     "Evidence",
     "Incident",
     "ReplayCache",
+    "Watch",
     "WindowExplorer",
     "WindowSizing",
     "__version__",
@@ -117,6 +122,7 @@ __all__ = [
     "shipped_with",
     "styled",
     "summarize",
+    "watch_duplicates",
 ]
 
 

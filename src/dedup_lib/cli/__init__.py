@@ -1,5 +1,6 @@
 """``dedup-lib``: the headless jobs: ``simulate`` (load, detect, summarize, diagnose),
-``generate``, ``postmortem``, ``reconcile`` (a replay against what the broker kept),
+``watch`` (the live monitor), ``generate``, ``postmortem``, ``reconcile`` (a replay against
+what the broker kept),
 ``explore`` (the window explorer as a web page, served by Voilà), and ``doctor`` (what this
 machine has for the workbench).
 
@@ -18,7 +19,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from dedup_lib.cli import doctor, explore, generate, postmortem, reconcile, simulate
+from dedup_lib.cli import doctor, explore, generate, postmortem, reconcile, simulate, watch
 from dedup_lib.cli.common import PROG, common_options, error_line
 from dedup_lib.spark import log_handler, spark_log_path
 
@@ -40,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
     )
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = common_options()
-    for command in (simulate, generate, postmortem, reconcile, explore, doctor):
+    for command in (simulate, watch, generate, postmortem, reconcile, explore, doctor):
         command.add_to(commands, common)
     return top
 

@@ -21,6 +21,7 @@ from dedup_lib.rules.policy import (
     Policies,
     batch_is_mixed,
     batch_rule_applies,
+    caught,
     check_policies,
     is_set,
     policy_for,
@@ -107,7 +108,7 @@ class Broker:
         anchor = self._anchors.get((message.entity, key))
         if anchor is not None:
             assert anchor.send_time is not None
-            if anchor.send_time <= now < anchor.send_time + policy.window:
+            if caught(anchor.send_time, now, policy.window):
                 return Outcome(DUPLICATE, None, key, anchor)
         self._anchors[(message.entity, key)] = message
         return Outcome(ACCEPTED, None, key)

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from dedup_lib.errors import InputError, InputTypeError, excerpt
 from dedup_lib.rules.durations import format_window, parse_window
@@ -126,6 +126,13 @@ class DedupPolicy:
 
 #: One policy for every entity, or each entity's own by name (``None``: detection off).
 Policies: TypeAlias = DedupPolicy | Mapping[str, DedupPolicy | None]
+
+
+def caught(anchor: Any, now: Any, window: Any) -> bool:
+    """True when a send at ``now`` falls in the window of the accepted send at ``anchor``:
+    half-open, ``anchor <= now < anchor + window`` (SPEC section 1). Any ordered time type:
+    datetimes and a timedelta (the broker model), microseconds (the live monitor)."""
+    return bool(anchor <= now < anchor + window)
 
 
 def policy_for(policies: Policies, entity: str | None) -> DedupPolicy | Literal["unknown"] | None:

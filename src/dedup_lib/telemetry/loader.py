@@ -69,6 +69,8 @@ class _Opened:
     corrupt: bool
     record_format: RecordFormat | None = None
     message_id_key: str = "message_id"
+    #: A plain format's columns as the first files read have them, before renaming.
+    source_schema: T.StructType | None = None
 
     @property
     def data_columns(self) -> list[str]:
@@ -171,7 +173,8 @@ def _plain(
     path: str,
 ) -> _Opened:
     """Parquet, CSV or JSON Lines files, read and renamed."""
-    sources = renamed_sources(read_sources(spark, files, fmt, LOADER), mapping, files, path)
+    read_as = read_sources(spark, files, fmt, LOADER)
+    sources = renamed_sources(read_as, mapping, files, path)
     raw = union([s.frame for s in sources])
     fields: dict[str, T.DataType] = {}
     for source in sources:
@@ -181,7 +184,10 @@ def _plain(
         raw = _with_entity(raw, fields, entity)
     renames = {s: t for source in sources for s, t in source.names.items() if s != t}
     read = union([s.read for s in sources])
-    return _Opened(files, path, raw, read, fields, fmt, renames, CORRUPT in raw.columns)
+    first = read_as[0].schema if read_as else None
+    return _Opened(
+        files, path, raw, read, fields, fmt, renames, CORRUPT in raw.columns, source_schema=first
+    )
 
 
 def _records(

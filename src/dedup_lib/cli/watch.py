@@ -1,0 +1,184 @@
+"""``dedup-lib watch``: the live monitor. Judges the sends that land in a folder as they land,
+appends the verdicts to a Parquet folder, and prints a line per micro-batch."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from dedup_lib.cli.common import (
+    TELEMETRY_FORMATS,
+    CommandError,
+    Progress,
+    column_mapping,
+    content_columns,
+    entity_name,
+    session,
+    writable_target,
+)
+from dedup_lib.cli.simulate import describe, window_policy
+from dedup_lib.errors import excerpt, printable
+from dedup_lib.rules.durations import format_window, parse_window
+from dedup_lib.rules.policy import Policies
+from dedup_lib.settings.load import load_entity_policies
+
+WATCH_EXAMPLES = """\
+examples:
+  dedup-lib watch landing/ --out verdicts/ --checkpoint ck/ --once
+  dedup-lib watch landing/ --window PT5M --lateness PT2M --out verdicts/ --checkpoint ck/ \\
+      --alerts alerts.jsonl
+  dedup-lib watch traces/ --format otlp --entities entities-arm.json --out v/ --checkpoint ck/
+"""
+
+
+def _lateness(text: str) -> str:
+    try:
+        parse_window(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _policy(args: argparse.Namespace) -> Policies:
+    if args.entities:
+        return load_entity_policies(*args.entities)
+    return window_policy(args.window, partitioning=args.partitioning, bounds=args.bounds)
+
+
+def _check_folders(args: argparse.Namespace) -> None:
+    """Every path checked before Spark starts: a folder to watch, places to write."""
+    if not os.path.isdir(args.source):
+        what = "a file" if os.path.exists(args.source) else "missing"
+        raise CommandError(f"{args.source} is {what}: watch needs the folder files land in")
+    for option in ("out", "checkpoint", "quarantine", "alerts"):
+        path = getattr(args, option)
+        if path is not None:
+            writable_target(f"--{option}", path)
+    for option in ("out", "checkpoint"):
+        path = os.path.abspath(getattr(args, option))
+        if path == os.path.abspath(args.source) or path.startswith(
+            os.path.abspath(args.source).rstrip("/") + "/"
+        ):
+            raise CommandError(f"--{option} {args.source}: must not be inside the folder watched")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dedup_lib.live.watch import watch_duplicates
+
+    progress = Progress(args.quiet)
+    _check_folders(args)
+    policy = _policy(args)
+    content = content_columns(args.content)
+    mapping = column_mapping(args.map)
+    spark = session(args)
+    lateness = format_window(parse_window(args.lateness))
+    progress.step(
+        f"watching {printable(args.source)}: {describe(policy)}; judged once the watermark "
+        f"(latest send time seen minus {lateness}) passes them"
+    )
+    watch = watch_duplicates(
+        spark,
+        args.source,
+        policy,
+        args.lateness,
+        out=args.out,
+        checkpoint=args.checkpoint,
+        quarantine=args.quarantine,
+        alerts=args.alerts,
+        content=content,
+        format=args.format,
+        mapping=mapping,
+        entity=args.entity,
+        once=args.once,
+        trigger=f"{args.every} seconds",
+        on_batch=print,
+    )
+    if not args.once:
+        try:
+            while watch.active:
+                time.sleep(1)
+            for query in watch.queries:
+                query.awaitTermination()
+        except KeyboardInterrupt:
+            progress.step("stopping (a restart with the same --checkpoint resumes)")
+            watch.stop()
+            return 0
+    loads = watch.loads
+    read = sum(c["read"] for c in loads)
+    quarantined = sum(c["quarantined"] for c in loads)
+    skipped = sum(c["skipped"] for c in loads)
+    print(
+        f"{read:,} rows loaded from {len(loads)} micro-batch(es): {quarantined:,} quarantined"
+        + (f", {skipped:,} not sends" if skipped else "")
+        + f"; verdicts in {printable(args.out)}"
+    )
+    return 0
+
+
+def add_to(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """The ``watch`` command and its options."""
+    cmd = commands.add_parser(
+        "watch",
+        parents=[common],
+        help="judge sends as their telemetry lands in a folder (the live monitor)",
+        description="Judge the sends whose telemetry lands in SOURCE, as it lands: each gets the "
+        "verdict 'simulate' gives it once the watermark (the latest send time seen minus "
+        "--lateness) passes it; a send that arrives later than that is 'late', never dropped.",
+        epilog=WATCH_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmd.add_argument("source", metavar="SOURCE", help="the folder telemetry files land in")
+    cmd.add_argument("--out", required=True, help="Parquet folder the verdicts are appended to")
+    cmd.add_argument(
+        "--checkpoint",
+        required=True,
+        help="folder of the monitor's progress and state: a restart with it resumes, once",
+    )
+    cmd.add_argument(
+        "--lateness",
+        type=_lateness,
+        default="PT1M",
+        help="how late a send's telemetry may land and still be judged (default: PT1M)",
+    )
+    cmd.add_argument("--window", default="PT10M", help="duplicate detection window (PT10M)")
+    cmd.add_argument("--partitioning", action="store_true", help="the entity is partitioned")
+    cmd.add_argument(
+        "--bounds", choices=("service", "emulator", "none"), default="service", help="window limits"
+    )
+    cmd.add_argument(
+        "--entities",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the entities' real settings (ARM, az output, emulator Config.json; repeatable)",
+    )
+    cmd.add_argument("--once", action="store_true", help="judge the files present, then stop")
+    cmd.add_argument("--alerts", metavar="FILE", help="append collisions and rejections (JSON)")
+    cmd.add_argument(
+        "--quarantine", help="Parquet folder of refused rows (default: OUT-quarantine)"
+    )
+    cmd.add_argument(
+        "--content", metavar="COL,COL,...", help="what a message carries (default: payload_hash)"
+    )
+    cmd.add_argument("--format", choices=TELEMETRY_FORMATS, help="input format (default: guessed)")
+    cmd.add_argument("--entity", type=entity_name, help="the entity of rows that name none")
+    cmd.add_argument(
+        "--map", action="append", default=[], metavar="SOURCE=CANONICAL", help="rename a column"
+    )
+    cmd.add_argument(
+        "--every", type=_seconds, default=5, metavar="SECONDS", help="micro-batch interval (5)"
+    )
+    cmd.set_defaults(run=run)
+
+
+def _seconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected whole seconds, got {excerpt(text)}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1 second, got {value}")
+    return value

@@ -1,0 +1,314 @@
+"""``watch_duplicates``: the broker's verdicts on sends as they land, exactly as
+:func:`dedup_lib.detect_duplicates` gives them, once the watermark has passed them.
+
+Two streaming queries, each with its checkpoint: the first loads the files that land
+(:mod:`dedup_lib.live.staging`); the second reads the staged sends, keys them as the batch
+replay does (:func:`dedup_lib.replay.sql_rules.sql_rules`), and judges each key's sends in
+``transformWithState`` (:class:`dedup_lib.live.keyed.KeyWatch`, RocksDB state store,
+event-time timers). The watermark is the latest send time seen minus ``lateness``. Spark
+drops rows behind the watermark in a stateful operator that sees the watermark column; the
+column is dropped before the state, so late sends reach it and are answered ``late``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dedup_lib.columns import column
+from dedup_lib.errors import InputError
+from dedup_lib.live.alerts import alerts_of
+from dedup_lib.live.keyed import (
+    ANSWER,
+    BUCKET,
+    BUCKETS,
+    CONTENT,
+    DECIDED,
+    GROUP,
+    LATE,
+    MISSED,
+    ORIGINAL_CONTENT,
+    ORIGINAL_ID,
+    ORIGINAL_TIME,
+    TIME,
+    WINDOW,
+    KeyWatch,
+    answer_fields,
+)
+from dedup_lib.live.staging import Staging, part_name
+from dedup_lib.replay.passes import TIME as NTZ_TIME
+from dedup_lib.replay.sql_rules import MIXED_BATCH, sql_rules, text, window_micros
+from dedup_lib.rules.durations import parse_window
+from dedup_lib.rules.policy import DUPLICATE, DedupPolicy, Policies, check_policies
+from dedup_lib.telemetry.landing import open_landing
+from dedup_lib.telemetry.write import one_file
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+WATERMARK = "__dedup_watermark"
+#: Keeps the key's state in RocksDB: the default store refuses several state variables.
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+@dataclass
+class BatchLine:
+    """What one micro-batch of verdicts held, as ``watch`` prints it."""
+
+    batch: int
+    judged: int
+    duplicates: int
+    late: int
+    alerts: int
+
+    def __str__(self) -> str:
+        return (
+            f"batch {self.batch}: {self.judged} sends judged, {self.duplicates} duplicates, "
+            f"{self.late} late, {self.alerts} alerts"
+        )
+
+
+@dataclass
+class Watch:
+    """A running (or, with ``once``, finished) monitor: its two queries and what each
+    micro-batch of verdicts held."""
+
+    queries: list[StreamingQuery]
+    lines: list[BatchLine] = field(default_factory=list)
+    loads: list[dict[str, int]] = field(default_factory=list)
+
+    def stop(self) -> None:
+        """Stop both queries; a restart with the same checkpoint resumes where they were."""
+        for query in self.queries:
+            query.stop()
+
+    @property
+    def active(self) -> bool:
+        return any(q.isActive for q in self.queries)
+
+
+@dataclass(frozen=True)
+class _Folders:
+    out: str
+    checkpoint: str
+    quarantine: str
+    alerts: str | None
+
+    @property
+    def staged(self) -> str:
+        return os.path.join(self.checkpoint, "staged")
+
+
+def watch_duplicates(
+    spark: SparkSession,
+    source: str,
+    policy: Policies | None = None,
+    lateness: timedelta | str = "PT1M",
+    *,
+    out: str,
+    checkpoint: str,
+    quarantine: str | None = None,
+    alerts: str | None = None,
+    content: Sequence[str] | str | None = None,
+    format: str | None = None,
+    mapping: Mapping[str, str] | None = None,
+    entity: str | None = None,
+    once: bool = False,
+    trigger: str = "5 seconds",
+    on_batch: Callable[[BatchLine], None] | None = None,
+) -> Watch:
+    """Judge the sends that land in the folder ``source``, as they land.
+
+    Each send gets the verdict :func:`dedup_lib.detect_duplicates` gives it, once the
+    watermark (the latest send time seen minus ``lateness``) passes its time; a send that
+    arrives after that gets ``late`` (and ``missed_watermark``) instead, never dropped. The
+    verdicts are appended to ``out`` (Parquet, one file per micro-batch) with the input's
+    columns and ``verdict``, ``reason``, ``dedup_key``, ``original_send_time``,
+    ``original_event_id``, ``missed_watermark``; rows the load refuses to ``quarantine``
+    (default: ``out`` + ``-quarantine``) with their reason; ``alerts`` (a file) gets one JSON
+    line per collision (a different message, by ``content``, dropped as a duplicate) and
+    per rejected send. ``checkpoint`` holds the queries' progress and state: a restart with
+    it resumes, exactly once. ``once`` processes the files present and returns when done;
+    otherwise the queries run (every ``trigger``) until :meth:`Watch.stop`.
+    """
+    policy = check_policies(policy if policy is not None else DedupPolicy())
+    late_by = parse_window(lateness)
+    folders = _Folders(out, checkpoint, quarantine or f"{out.rstrip('/')}-quarantine", alerts)
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+    landing = open_landing(spark, source, format, mapping, entity=entity)
+    staging = Staging(landing, policy, folders.staged, folders.quarantine)
+    sends_schema = staging.schema_source().schema
+    wanted = _content_columns(sends_schema, content)
+    watch = Watch([])
+
+    def stage(batch: DataFrame, batch_id: int) -> None:
+        watch.loads.append(staging.write(batch, batch_id).counts)
+
+    first = (
+        landing.stream.writeStream.foreachBatch(stage)
+        .option("checkpointLocation", os.path.join(checkpoint, "load"))
+        .queryName(f"dedup-load-{os.getpid()}-{id(watch)}")
+    )
+    os.makedirs(folders.staged, exist_ok=True)
+    staged = spark.readStream.schema(sends_schema).parquet(folders.staged)
+    verdicts = _judged(staged, policy, late_by, wanted)
+
+    def publish(batch: DataFrame, batch_id: int) -> None:
+        line = _publish(batch, batch_id, policy, folders, bool(wanted))
+        watch.lines.append(line)
+        if on_batch is not None:
+            on_batch(line)
+
+    second = (
+        verdicts.writeStream.foreachBatch(publish)
+        .option("checkpointLocation", os.path.join(checkpoint, "judge"))
+        .queryName(f"dedup-judge-{os.getpid()}-{id(watch)}")
+    )
+    if once:
+        for writer in (first, second):
+            query = writer.trigger(availableNow=True).start()
+            watch.queries.append(query)
+            query.awaitTermination()
+        return watch
+    watch.queries.extend(w.trigger(processingTime=trigger).start() for w in (first, second))
+    return watch
+
+
+def _content_columns(schema: T.StructType, content: Sequence[str] | str | None) -> list[str]:
+    """The columns that say what a message carries: those named, else ``payload_hash`` when
+    the telemetry has it, else none (no collision alerts)."""
+    if content is None:
+        return ["payload_hash"] if "payload_hash" in schema.names else []
+    names = [content] if isinstance(content, str) else list(content)
+    missing = [c for c in names if c not in schema.names]
+    if missing:
+        raise InputError(
+            f"watch_duplicates: content column(s) {', '.join(map(repr, missing))} not in the "
+            f"telemetry; it has {', '.join(schema.names)}"
+        )
+    return names
+
+
+def _judged(
+    staged: DataFrame, policy: Policies, lateness: timedelta, content: list[str]
+) -> DataFrame:
+    """The staged sends keyed, watermarked, and judged by :class:`KeyWatch`."""
+    rules = sql_rules(staged, policy)
+    window = window_micros(policy)
+    if isinstance(window, dict):
+        per_entity = F.create_map(*(F.lit(x) for pair in window.items() for x in pair))
+        window_col = F.coalesce(per_entity[text(staged, "entity")], F.lit(0)).cast("long")
+    else:
+        window_col = F.lit(window).cast("long")
+    keyed = staged.select(
+        "*",
+        F.unix_micros(column("send_time")).alias(TIME),
+        window_col.alias(WINDOW),
+        rules.decided.alias(DECIDED),
+        *([_content(content).alias(CONTENT)] if content else []),
+        text(staged, "entity").alias("__dedup_entity"),
+        rules.key.alias(GROUP),
+        F.when(rules.decided, F.lit(-1))
+        .otherwise(F.pmod(F.xxhash64(rules.key), F.lit(BUCKETS)))
+        .alias(BUCKET),
+        column("send_time").alias(WATERMARK),
+    )
+    delay = f"{int(lateness / timedelta(milliseconds=1))} milliseconds"
+    keyed = keyed.withWatermark(WATERMARK, delay).drop(WATERMARK)
+    sends = T.StructType([f for f in keyed.schema.fields])
+    returns = T.StructType([*sends.fields, *answer_fields(sends["event_id"].dataType)])
+    return keyed.groupBy("__dedup_entity", BUCKET).transformWithState(
+        KeyWatch(sends), returns, "Append", "EventTime"
+    )
+
+
+def _content(names: list[str]) -> Column:
+    """One text per message content: the column itself, or the columns as a JSON object."""
+    if len(names) == 1:
+        return column(names[0]).cast("string")
+    return F.to_json(F.struct(*(column(c) for c in names)))
+
+
+def _publish(
+    batch: DataFrame,
+    batch_id: int,
+    policy: Policies,
+    folders: _Folders,
+    content: bool,
+) -> BatchLine:
+    """One micro-batch of answers as verdicts: written to ``out``, its alerts appended."""
+    result = _result(batch, policy).cache()
+    try:
+        counts = result.agg(
+            F.count(F.lit(1)).alias("judged"),
+            F.count_if(column("verdict") == DUPLICATE).alias("duplicates"),
+            F.count_if(column("verdict") == LATE).alias("late"),
+        ).first()
+        assert counts is not None
+        found = alerts_of(result, content).collect() if counts["judged"] else []
+        if counts["judged"]:
+            path = os.path.join(folders.out, part_name(batch_id))
+            written = result.drop(CONTENT, ORIGINAL_CONTENT)
+            one_file(
+                lambda target: written.coalesce(1).write.mode("overwrite").parquet(target),
+                path,
+                "watch_duplicates",
+            )
+        if folders.alerts is not None and found:
+            _append_alerts(folders, batch_id, [a.asDict(recursive=True) for a in found])
+        return BatchLine(
+            batch_id, counts["judged"], counts["duplicates"], counts["late"], len(found)
+        )
+    finally:
+        result.unpersist()
+
+
+def _result(batch: DataFrame, policy: Policies) -> DataFrame:
+    """The answers in the columns :func:`dedup_lib.detect_duplicates` writes, plus
+    ``missed_watermark`` for late sends."""
+    inner = {TIME, WINDOW, DECIDED, CONTENT, MIXED_BATCH, NTZ_TIME, "__dedup_entity"}
+    inner |= {GROUP, BUCKET, *(f.name for f in answer_fields(T.LongType()))}
+    columns = [c for c in batch.columns if c not in inner]
+    rules = sql_rules(batch, policy)
+    answer = column(ANSWER)
+    verdict = F.when(answer.isNotNull(), answer).otherwise(rules.verdict)
+    reason = F.when(column(DECIDED) & answer.isNull(), rules.reason)
+    return batch.select(
+        *(column(c) for c in columns),
+        verdict.alias("verdict"),
+        reason.alias("reason"),
+        F.when(~column(DECIDED), rules.key).alias("dedup_key"),
+        F.timestamp_micros(column(ORIGINAL_TIME)).alias("original_send_time"),
+        column(ORIGINAL_ID).alias("original_event_id"),
+        F.timestamp_micros(column(MISSED)).alias("missed_watermark"),
+        *([column(CONTENT)] if CONTENT in batch.columns else []),
+        column(ORIGINAL_CONTENT),
+    )
+
+
+def _append_alerts(folders: _Folders, batch_id: int, rows: list[dict[str, Any]]) -> None:
+    """Append one micro-batch's alerts, once: a micro-batch run again after a crash finds
+    its id recorded and appends nothing."""
+    assert folders.alerts is not None
+    mark = os.path.join(folders.checkpoint, "alerts-written")
+    done = -1
+    if os.path.exists(mark):
+        with open(mark, encoding="utf-8") as written:
+            done = int(written.read())
+    if batch_id <= done:
+        return
+    with open(folders.alerts, "a", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row, default=str, ensure_ascii=False) + "\n")
+    with open(mark, "w", encoding="utf-8") as marked:
+        marked.write(str(batch_id))

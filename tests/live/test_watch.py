@@ -1,0 +1,153 @@
+"""watch_duplicates: the batch replay's verdicts on sends that land out of order, in files.
+
+Three hours of the day sample land as a stream of files: most sends in the file of their
+time, some delayed within the lateness into later files, some hours late. After each file
+``once`` processes what is there. Every on-time send at or below the final watermark must
+carry exactly the verdict ``detect_duplicates`` gives it over the on-time sends, once; every
+send that arrived behind the watermark must be ``late``, with the watermark it missed. The
+late set is computed here from the files, independently of Spark: the watermark a file
+meets is the latest send time (milliseconds) of the files before it, minus the lateness.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.errors import StreamingQueryException
+
+from dedup_lib import (
+    DedupPolicy,
+    detect_duplicates,
+    load_entity_policies,
+    load_telemetry,
+    sample_path,
+)
+from dedup_lib.live.watch import watch_duplicates
+
+LATENESS = pd.Timedelta(minutes=2)
+FILES = 5
+POLICIES = {
+    "one window": DedupPolicy("PT10M"),
+    "partitioning": DedupPolicy("PT5M", partitioning=True),
+    "per entity": "entities-arm.json",
+}
+
+
+@pytest.fixture(scope="module")
+def sends(spark) -> pd.DataFrame:
+    """Three hours of the day sample's valid sends, typed as the loader gives them."""
+    valid = load_telemetry(spark, sample_path("day.parquet")).valid
+    frame = valid.toPandas()
+    start = frame["send_time"].min()
+    frame = frame[frame["send_time"] < start + pd.Timedelta(hours=3)]
+    return frame.sort_values("event_id").reset_index(drop=True)
+
+
+def arrivals(sends: pd.DataFrame, seed: int = 7) -> pd.Series:
+    """Each send's file: by the time it lands. A send call's messages land together."""
+    rng = np.random.default_rng(seed)
+    call = sends["batch_id"].where(sends["batch_id"].notna(), sends["event_id"].astype(str))
+    calls = pd.Series(pd.factorize(sends["entity"].astype(str) + "\x00" + call)[0])
+    count = int(calls.max()) + 1
+    draw = rng.random(count)
+    delay = np.where(draw < 0.85, 0.0, rng.uniform(0, 0.9 * LATENESS.total_seconds(), count))
+    delay = np.where(draw > 0.99, 3 * 3600.0, delay)
+    landed = sends["send_time"] + pd.to_timedelta(delay[calls.to_numpy()], unit="s")
+    edges = pd.date_range(sends["send_time"].min(), landed.max(), periods=FILES + 1)
+    return pd.Series(np.searchsorted(edges[1:-1], landed, side="right"), index=sends.index)
+
+
+def expected_late(sends: pd.DataFrame, file_of: pd.Series) -> tuple[set[int], int]:
+    """The event ids that land behind the watermark, and the final watermark (micros)."""
+    micros = sends["send_time"].astype("datetime64[us]").astype("int64")
+    late: set[int] = set()
+    latest_ms: int | None = None
+    lateness_ms = int(LATENESS.total_seconds() * 1000)
+    for i in range(FILES):
+        here = file_of == i
+        if latest_ms is not None:
+            watermark = (latest_ms - lateness_ms) * 1000
+            late |= set(sends.loc[here & (micros <= watermark), "event_id"].tolist())
+        if here.any():
+            top = int(micros[here].max()) // 1000
+            latest_ms = top if latest_ms is None else max(latest_ms, top)
+    assert latest_ms is not None
+    return late, (latest_ms - lateness_ms) * 1000
+
+
+def land(sends: pd.DataFrame, folder: Path, i: int) -> None:
+    """Write a file as a sender's pipeline would: under a hidden name, then renamed. Every
+    file has the same types (a column of nulls in one file is still text)."""
+    schema = pa.Schema.from_pandas(sends, preserve_index=False)
+    fields = [f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in schema]
+    table = pa.Table.from_pandas(sends, schema=pa.schema(fields), preserve_index=False)
+    pq.write_table(table, folder / f".landing-{i}", coerce_timestamps="us")
+    (folder / f".landing-{i}").rename(folder / f"sends-{i:02d}.parquet")
+
+
+def policy_of(name: str):
+    shape = POLICIES[name]
+    return load_entity_policies(sample_path(shape)) if isinstance(shape, str) else shape
+
+
+def batch_verdicts(spark, on_time: pd.DataFrame, folder: Path, policy) -> pd.DataFrame:
+    folder.mkdir()
+    land(on_time, folder, 0)
+    result = detect_duplicates(load_telemetry(spark, str(folder)).valid, policy)
+    cols = ["event_id", "verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
+    return result.select(*cols).toPandas().set_index("event_id")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(POLICIES))
+def test_stream_gives_batch_verdicts(spark, sends, tmp_path, name):
+    policy = policy_of(name)
+    file_of = arrivals(sends)
+    late, final = expected_late(sends, file_of)
+    assert 50 < len(late) < len(sends) // 10, "the plan must make some sends late, not most"
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    folders = {"out": str(tmp_path / "out"), "checkpoint": str(tmp_path / "ck")}
+    for i in range(FILES):
+        land(sends[file_of == i], landing, i)
+        if name == "one window" and i == 2:
+            crash_once(spark, landing, policy, folders)
+        watch_duplicates(spark, str(landing), policy, "PT2M", once=True, **folders)
+
+    got = pd.read_parquet(folders["out"])
+    assert got["event_id"].is_unique, "a send was judged twice"
+    is_late = got["verdict"] == "late"
+    assert set(got.loc[is_late, "event_id"]) == late
+    missed = got.loc[is_late, "missed_watermark"].astype("datetime64[us]").astype("int64")
+    times = got.loc[is_late, "send_time"].astype("datetime64[us]").astype("int64")
+    assert (times <= missed).all()
+
+    on_time = sends[~sends["event_id"].isin(late)]
+    want = batch_verdicts(spark, on_time, tmp_path / "batch", policy)
+    judged = got[~is_late].set_index("event_id")
+    micros = on_time["send_time"].astype("datetime64[us]").astype("int64")
+    due = set(on_time.loc[micros <= final, "event_id"])
+    assert due <= set(judged.index), f"{len(due - set(judged.index))} on-time sends never judged"
+    assert set(judged.index) <= set(on_time["event_id"])
+    columns = list(want.columns)
+    left = judged.loc[sorted(judged.index), columns]
+    right = want.loc[sorted(judged.index), columns]
+    pd.testing.assert_frame_equal(left, right, check_dtype=False)
+    assert (left["verdict"] == "duplicate").sum() > 50
+
+
+def crash_once(spark, landing: Path, policy, folders: dict[str, str]) -> None:
+    """A run that dies after writing a micro-batch's verdicts, before Spark records it: the
+    next run does that micro-batch again and must not write it twice."""
+
+    def die(line) -> None:
+        if line.judged:
+            raise RuntimeError("killed mid-stream")
+
+    with pytest.raises(StreamingQueryException, match="killed mid-stream"):
+        watch_duplicates(spark, str(landing), policy, "PT2M", once=True, on_batch=die, **folders)
