@@ -18,6 +18,8 @@ from dedup_lib.workbench.report import ReportError, cell_error
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 DAY = str(SAMPLES / "day.parquet")
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J"
+WATCH = ["watch"]
+TO = ["--out", "/tmp/dedup-test-out", "--checkpoint", "/tmp/dedup-test-ck"]
 
 
 @pytest.fixture
@@ -82,6 +84,13 @@ def a_file(tmp_path):
             "--end 2026-11-03T21:00 is not after --start 2026-11-03T22:00",
         ),
         (["postmortem", DAY, "--out-dir", "{file}/reports"], "is a file, not a folder"),
+        ([*WATCH, "{file}", *TO], "is a file: watch needs the folder files land in"),
+        ([*WATCH, "no/such", *TO], "no/such is missing: watch needs the folder"),
+        ([*WATCH, str(SAMPLES), *TO, "--alerts", "{file}/a.jsonl"], "is a file, not a folder"),
+        ([*WATCH, str(SAMPLES), "--out", f"{SAMPLES}/v", "--checkpoint", "/tmp/c"], "inside the"),
+        ([*WATCH, str(SAMPLES), *TO, "--window", "soon"], "window: cannot read 'soon'"),
+        ([*WATCH, str(SAMPLES), *TO, "--entities", "no/such.json"], "no/such.json"),
+        ([*WATCH, str(SAMPLES), *TO, "--content", " , "], "name at least one column"),
     ],
 )
 def test_a_bad_option_is_one_line_before_spark_starts(
@@ -120,6 +129,9 @@ def test_a_bad_option_is_one_line_before_spark_starts(
         (["postmortem", DAY, "--end", "2026-11-31T00:00"], "argument --end: expected an ISO 8601"),
         (["postmortem", DAY, "--entity", ""], "argument --entity: expected a queue or topic"),
         (["postmortem", DAY, "--entity", HOSTILE], "argument --entity: expected a queue or topic"),
+        ([*WATCH, str(SAMPLES), *TO, "--lateness", "soon"], "argument --lateness: cannot read"),
+        ([*WATCH, str(SAMPLES), *TO, "--every", "0"], "argument --every: expected at least 1"),
+        ([*WATCH, str(SAMPLES), "--out", "/tmp/o"], "the following arguments are required"),
     ],
 )
 def test_a_malformed_command_line_exits_2_before_spark_starts(no_spark, capsys, argv, message):

@@ -1,6 +1,6 @@
 """watch_duplicates: the batch replay's verdicts on sends that land out of order, in files.
 
-Three hours of the day sample land as a stream of files: most sends in the file of their
+Two hours of the day sample land as a stream of files: most sends in the file of their
 time, some delayed within the lateness into later files, some hours late. After each file
 ``once`` processes what is there. Every on-time send at or below the final watermark must
 carry exactly the verdict ``detect_duplicates`` gives it over the on-time sends, once; every
@@ -30,7 +30,7 @@ from dedup_lib import (
 from dedup_lib.live.watch import watch_duplicates
 
 LATENESS = pd.Timedelta(minutes=2)
-FILES = 5
+FILES = 4
 POLICIES = {
     "one window": DedupPolicy("PT10M"),
     "partitioning": DedupPolicy("PT5M", partitioning=True),
@@ -40,11 +40,11 @@ POLICIES = {
 
 @pytest.fixture(scope="module")
 def sends(spark) -> pd.DataFrame:
-    """Three hours of the day sample's valid sends, typed as the loader gives them."""
+    """Two hours of the day sample's valid sends, typed as the loader gives them."""
     valid = load_telemetry(spark, sample_path("day.parquet")).valid
     frame = valid.toPandas()
     start = frame["send_time"].min()
-    frame = frame[frame["send_time"] < start + pd.Timedelta(hours=3)]
+    frame = frame[frame["send_time"] < start + pd.Timedelta(hours=2)]
     return frame.sort_values("event_id").reset_index(drop=True)
 
 

@@ -36,7 +36,7 @@ def _lateness(text: str) -> str:
     try:
         parse_window(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("window: ")) from None
     return text
 
 

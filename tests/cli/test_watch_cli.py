@@ -1,0 +1,50 @@
+"""dedup-lib watch --once on a sample: simulate's verdicts, a line per micro-batch, and
+alerts that name the entity, the key and why."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dedup_lib.cli import main
+
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
+COLUMNS = ["verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
+
+
+@pytest.mark.slow
+def test_watch_once_gives_simulates_verdicts_on_traces(spark, capsys, tmp_path):
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    shutil.copy(SAMPLES / "incident-otlp.jsonl.gz", landing)
+    policy = ["--window", "PT20S", "--partitioning"]
+    out, alerts = tmp_path / "verdicts", tmp_path / "alerts.jsonl"
+    argv = ["watch", str(landing), "--out", str(out), "--checkpoint", str(tmp_path / "ck")]
+    assert main([*argv, *policy, "--once", "--alerts", str(alerts), "--quiet"], spark=spark) == 0
+    printed = capsys.readouterr().out
+    assert "sends judged" in printed
+    assert "not sends" in printed
+
+    batch = tmp_path / "batch.parquet"
+    sim = ["simulate", str(landing), *policy, "--out", str(batch), "--quiet", "--no-diagnostics"]
+    assert main(sim, spark=spark) == 0
+    want = pd.read_parquet(batch).set_index("event_id")
+    got = pd.read_parquet(out).set_index("event_id")
+    assert got.index.is_unique
+    assert set(got.index) <= set(want.index)
+    assert (got["verdict"] != "late").all()
+    # Only the sends within the lateness of the last one wait for a watermark to come.
+    last = pd.to_datetime(want["send_time"]).max()
+    waiting = want[pd.to_datetime(want["send_time"]) >= last - pd.Timedelta(minutes=1)]
+    assert set(want.index) - set(got.index) <= set(waiting.index)
+    pd.testing.assert_frame_equal(
+        got[COLUMNS].sort_index(), want.loc[got.index, COLUMNS].sort_index(), check_dtype=False
+    )
+    rejected = (got["verdict"] == "rejected").sum()
+    lines = [json.loads(line) for line in alerts.read_text().splitlines()]
+    assert sum(a["kind"] == "rejected" for a in lines) == rejected > 0
+    assert all(a["entity"] and a["why"] for a in lines)
