@@ -9,7 +9,7 @@ LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 # Java 17+, the JVM replay kernel built (or why the Python one will run), the Jupyter kernel.
 CHECK = $(BIN)/dedup-lib doctor
 
-.PHONY: help install lab test test-fast test-cluster lint docs bench profile-engine bench-simulate bench-load bench-synth bench-explorer samples notebooks postmortem explore clean
+.PHONY: help install lab test test-fast test-cluster lint docs bench profile-engine bench-simulate bench-load bench-synth bench-explorer bench-watch samples notebooks postmortem explore clean
 
 help:
 	@echo "make lab [INPUT=sends.parquet]  open JupyterLab on notebooks/ (installs on first use);"
@@ -24,6 +24,7 @@ help:
 	@echo "make bench-simulate [ROWS=...] [REPEAT=2]  simulate with its diagnostics against its replay alone (10 M)"
 	@echo "make bench-load   load_telemetry (with its tally) against one scan of every value (10 M)"
 	@echo "make bench-synth  generator benchmark, 10 M sends against the same floor"
+	@echo "make bench-watch [ROWS=1000000]  the live monitor against the batch replay of the same files"
 	@echo "make bench-explorer  explorer and sweep against one detect_duplicates run (10 M)"
 	@echo "make bench-browser [ROWS=10000000]  notebook 02 in Chromium: first chart, redraws (200 k)"
 	@echo "make samples regenerate data/samples/ (deterministic: same seed, same rows)"
@@ -105,6 +106,10 @@ bench-explorer: $(STAMP)
 .PHONY: bench-browser
 bench-browser: $(STAMP)
 	$(BIN)/python benchmarks/bench_browser.py $(if $(ROWS),--rows $(ROWS)) --json bench-browser.json
+
+# The live monitor (watch_duplicates, once) against the batch replay of the same files (1 M).
+bench-watch: $(STAMP)
+	$(BIN)/python benchmarks/bench_watch.py --rows $(or $(ROWS),1000000)
 
 bench-synth: $(STAMP)
 	$(BIN)/python benchmarks/bench_synth.py --rows $(or $(ROWS),10000000)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from dedup_lib.analysis.summaries import id_quality, sends_over_time, summarize
     from dedup_lib.analysis.whatif import by_content, count_sweep
     from dedup_lib.errors import DedupLibError
+    from dedup_lib.live.feed import land_in_steps
     from dedup_lib.live.watch import Watch, watch_duplicates
     from dedup_lib.recorder import record_sends
     from dedup_lib.replay.engine import detect_duplicates
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from dedup_lib.workbench import charts, findings
     from dedup_lib.workbench.explorer import WindowExplorer
     from dedup_lib.workbench.incident import Incident
+    from dedup_lib.workbench.monitor import LiveMonitor
     from dedup_lib.workbench.report import run_postmortem
     from dedup_lib.workbench.sizing import WindowSizing
     from dedup_lib.workbench.style import styled
@@ -69,6 +71,8 @@ _WHERE: dict[str, str] = {
     # As sends land: the live monitor
     "watch_duplicates": "dedup_lib.live.watch",
     "Watch": "dedup_lib.live.watch",
+    "land_in_steps": "dedup_lib.live.feed",
+    "LiveMonitor": "dedup_lib.workbench.monitor",
     # Against the broker
     "reconcile": "dedup_lib.analysis.reconcile",
     # The workbench's views
@@ -95,6 +99,7 @@ __all__ = [
     "DedupPolicy",
     "Evidence",
     "Incident",
+    "LiveMonitor",
     "ReplayCache",
     "Watch",
     "WindowExplorer",
@@ -110,6 +115,7 @@ __all__ = [
     "generate_telemetry",
     "get_spark",
     "id_quality",
+    "land_in_steps",
     "load_entity_policies",
     "load_telemetry",
     "missed_resends",

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -63,19 +65,38 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 
 @dataclass
 class BatchLine:
-    """What one micro-batch of verdicts held, as ``watch`` prints it."""
+    """What one micro-batch of verdicts held: its counts per minute of send time
+    (:data:`MINUTE_COLUMNS`) and its alerts (one dict each, as ``alerts`` gets them)."""
 
     batch: int
-    judged: int
-    duplicates: int
-    late: int
-    alerts: int
+    minutes: pd.DataFrame
+    found: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def judged(self) -> int:
+        return int(self.minutes["sends"].sum())
+
+    @property
+    def duplicates(self) -> int:
+        return int(self.minutes["duplicates"].sum())
+
+    @property
+    def late(self) -> int:
+        return int(self.minutes["late"].sum())
+
+    @property
+    def alerts(self) -> int:
+        return len(self.found)
 
     def __str__(self) -> str:
         return (
-            f"batch {self.batch}: {self.judged} sends judged, {self.duplicates} duplicates, "
-            f"{self.late} late, {self.alerts} alerts"
+            f"batch {self.batch}: {self.judged:,} sends judged, {self.duplicates:,} "
+            f"duplicates, {self.late:,} late, {self.alerts:,} alerts"
         )
+
+
+#: A micro-batch's counts per minute of send time.
+MINUTE_COLUMNS = ["minute", "sends", "duplicates", "late"]
 
 
 @dataclass
@@ -84,12 +105,21 @@ class Watch:
     micro-batch of verdicts held."""
 
     queries: list[StreamingQuery]
+    #: The columns of the sends, and those compared as content (none: no collision alerts).
+    columns: list[str] = field(default_factory=list)
+    content: list[str] = field(default_factory=list)
     lines: list[BatchLine] = field(default_factory=list)
     loads: list[dict[str, int]] = field(default_factory=list)
 
-    def stop(self) -> None:
-        """Stop both queries; a restart with the same checkpoint resumes where they were."""
+    def stop(self, timeout: float = 60) -> None:
+        """Stop both queries, each between two micro-batches (one in flight finishes first,
+        up to ``timeout`` seconds); a restart with the same checkpoint resumes there."""
         for query in self.queries:
+            deadline = time.monotonic() + timeout
+            while query.isActive and time.monotonic() < deadline:
+                if not query.status["isTriggerActive"]:
+                    break
+                time.sleep(0.1)
             query.stop()
 
     @property
@@ -149,7 +179,7 @@ def watch_duplicates(
     staging = Staging(landing, policy, folders.staged, folders.quarantine)
     sends_schema = staging.schema_source().schema
     wanted = _content_columns(sends_schema, content)
-    watch = Watch([])
+    watch = Watch([], columns=sends_schema.names, content=wanted)
 
     def stage(batch: DataFrame, batch_id: int) -> None:
         watch.loads.append(staging.write(batch, batch_id).counts)
@@ -249,14 +279,9 @@ def _publish(
     """One micro-batch of answers as verdicts: written to ``out``, its alerts appended."""
     result = _result(batch, policy).cache()
     try:
-        counts = result.agg(
-            F.count(F.lit(1)).alias("judged"),
-            F.count_if(column("verdict") == DUPLICATE).alias("duplicates"),
-            F.count_if(column("verdict") == LATE).alias("late"),
-        ).first()
-        assert counts is not None
-        found = alerts_of(result, content).collect() if counts["judged"] else []
-        if counts["judged"]:
+        minutes = _by_minute(result)
+        found = alerts_of(result, content).collect() if len(minutes) else []
+        if len(minutes):
             path = os.path.join(folders.out, part_name(batch_id))
             written = result.drop(CONTENT, ORIGINAL_CONTENT)
             one_file(
@@ -264,13 +289,23 @@ def _publish(
                 path,
                 "watch_duplicates",
             )
-        if folders.alerts is not None and found:
-            _append_alerts(folders, batch_id, [a.asDict(recursive=True) for a in found])
-        return BatchLine(
-            batch_id, counts["judged"], counts["duplicates"], counts["late"], len(found)
-        )
+        alerts = [a.asDict(recursive=True) for a in found]
+        if folders.alerts is not None and alerts:
+            _append_alerts(folders, batch_id, alerts)
+        return BatchLine(batch_id, minutes, alerts)
     finally:
         result.unpersist()
+
+
+def _by_minute(result: DataFrame) -> pd.DataFrame:
+    """Sends, duplicates and late sends per minute of send time (UTC)."""
+    verdict = column("verdict")
+    counts = result.groupBy(F.date_trunc("minute", column("send_time")).alias("minute")).agg(
+        F.count(F.lit(1)).alias("sends"),
+        F.count_if(verdict == DUPLICATE).alias("duplicates"),
+        F.count_if(verdict == LATE).alias("late"),
+    )
+    return counts.toPandas().sort_values("minute").reset_index(drop=True)[MINUTE_COLUMNS]
 
 
 def _result(batch: DataFrame, policy: Policies) -> DataFrame:

@@ -1,0 +1,96 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: dedup-lib (Spark)
+#     language: python
+#     name: dedup-lib
+# ---
+
+# %% [markdown]
+# # 5. Live monitor
+#
+# Is it happening now? This notebook watches a folder where telemetry lands (the
+# OpenTelemetry Collector's file exporter, `record_sends`, any pipeline that drops files) and
+# replays the broker's duplicate detection on each send as it arrives: sends, duplicates and
+# alerts per minute, and the latest alerts, redrawn as each micro-batch comes in.
+#
+# A send is judged once the **watermark** (the latest send time seen minus `LATENESS`) has
+# passed it, so every send that lands within the lateness gets exactly the verdict of a batch
+# replay; telemetry that lands later is counted as **late**, never dropped. Alerts: a
+# **collision** is a different message (by `payload_hash` or `CONTENT`) dropped as a
+# duplicate, lost without a signal to its sender; a **rejected** send was refused.
+#
+# Set `SOURCE` to the folder your telemetry lands in. Left at None, the notebook lands
+# `INPUT` (default: the incident sample) in a folder of its own, one file every few seconds,
+# as a stream would. **What to do next:** collisions mean ids are reused: look at them in
+# `02_window_explorer`; many late sends mean the lateness is too short for your pipeline.
+
+# %% tags=["parameters"]
+SOURCE = None  # the folder your telemetry lands in; None: INPUT landed in steps, below
+INPUT = None  # with SOURCE None: a file or folder to land (default: the incident sample)
+FORMAT = None  # parquet, csv, json, otlp; None: recognised
+MAPPING = None  # {"YourColumn": "message_id", ...} for names that are not the Azure SDK's
+WINDOW = "PT10M"  # the entity's duplicateDetectionHistoryTimeWindow
+PARTITIONING = False  # enablePartitioning of the entity
+LATENESS = "PT1M"  # how late telemetry may land and still be judged
+CONTENT = None  # the columns that say what a message carries; None: payload_hash, if any
+WORK = "live-monitor"  # the monitor's own folder: verdicts, quarantine, checkpoint
+RUN_FOR = None  # seconds the last cell lets the monitor run before stopping it; None: at once
+
+# %%
+from dedup_lib import get_spark
+
+spark = get_spark()  # local Spark on all cores
+
+# %% [markdown]
+# Where the sends come from. With `SOURCE` set, nothing is written there: the monitor only
+# reads it. Otherwise `INPUT` lands in `WORK/landing`, a file every five seconds.
+
+# %%
+import os
+import shutil
+
+from dedup_lib import land_in_steps, notebook_input
+
+shutil.rmtree(WORK, ignore_errors=True)  # each run of this notebook starts afresh
+landing = SOURCE or os.path.join(WORK, "landing")
+if SOURCE is None:
+    land_in_steps(notebook_input(INPUT, "incident.parquet"), landing, files=8, every=5)
+
+# %% [markdown]
+# The monitor: sends per minute by verdict, alerts per minute, the latest alerts. It keeps
+# running in the background and redraws in place; the line above the charts says when the
+# last micro-batch came in. Verdicts are appended to `WORK/verdicts` (Parquet).
+
+# %%
+from dedup_lib import DedupPolicy, LiveMonitor
+
+monitor = LiveMonitor()
+monitor.start(
+    spark,
+    landing,
+    DedupPolicy(WINDOW, partitioning=PARTITIONING),
+    LATENESS,
+    out=os.path.join(WORK, "verdicts"),
+    checkpoint=os.path.join(WORK, "checkpoint"),
+    content=CONTENT,
+    format=FORMAT,
+    mapping=MAPPING,
+    trigger="2 seconds",
+)
+monitor.view()
+
+# %% [markdown]
+# The latest alerts as a table (newest first), as of running this cell; run it again for
+# newer ones. `monitor.alerts()` gives them as a pandas DataFrame.
+
+# %%
+monitor.latest()
+
+# %% [markdown]
+# Stop the monitor: run this cell when you have seen enough (with `RUN_FOR`, it waits that
+# many seconds first). Run the monitor cell again to start afresh; a monitor started with
+# the same `checkpoint` folder resumes where it stopped.
+
+# %%
+monitor.stop(after=RUN_FOR)

@@ -1,0 +1,78 @@
+"""A stream to watch when none is at hand: telemetry landed in a folder file by file, one
+every few seconds (the live notebook's demo, the tests). A Parquet file is cut into several
+files in send-time order; a folder lands one file per step; any other file lands whole. Each
+file is written under a hidden name, then renamed, as a pipeline should: the monitor never
+reads half a file. pyarrow only: no Spark."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dedup_lib.errors import InputError, printable
+
+
+def land_in_steps(
+    source: str, folder: str, files: int = 6, every: float = 5.0, *, start: bool = True
+) -> threading.Thread:
+    """Land ``source`` in ``folder``: the first file before returning, then one every
+    ``every`` seconds from a background thread (returned, started unless ``start`` is
+    false). A Parquet file becomes ``files`` files in send-time order, times in
+    microseconds."""
+    if not os.path.exists(source):
+        raise InputError(f"land_in_steps: {printable(source)} does not exist")
+    steps = _steps(source, folder, files)
+    os.makedirs(folder, exist_ok=True)
+    if steps:
+        steps.pop(0)()
+
+    def land() -> None:
+        for step in steps:
+            time.sleep(every)
+            step()
+
+    thread = threading.Thread(target=land, name="dedup-land-in-steps", daemon=True)
+    if start:
+        thread.start()
+    return thread
+
+
+def _steps(source: str, folder: str, files: int) -> list[Callable[[], None]]:
+    if os.path.isdir(source):
+        found = sorted(
+            os.path.join(root, name)
+            for root, _, names in os.walk(source)
+            for name in names
+            if not name.startswith((".", "_"))
+        )
+        return [lambda f=f: _copy(f, folder) for f in found]  # type: ignore[misc]
+    if not source.endswith(".parquet"):
+        return [lambda: _copy(source, folder)]
+    table = pq.read_table(source)
+    if "send_time" in table.column_names:
+        table = table.take(pc.sort_indices(table, [("send_time", "ascending")]))
+    size = max(1, -(-table.num_rows // files))
+    stem = os.path.basename(source).removesuffix(".parquet")
+
+    def part(i: int) -> None:
+        hidden = os.path.join(folder, f".landing-{i:04d}.parquet")
+        pq.write_table(
+            table.slice(i * size, size), hidden, coerce_timestamps="us",
+            allow_truncated_timestamps=True,
+        )  # fmt: skip
+        os.replace(hidden, os.path.join(folder, f"{stem}-{i:04d}.parquet"))
+
+    return [lambda i=i: part(i) for i in range(-(-table.num_rows // size))]  # type: ignore[misc]
+
+
+def _copy(file: str, folder: str) -> None:
+    name = os.path.basename(file)
+    hidden = os.path.join(folder, f".landing-{name}")
+    shutil.copyfile(file, hidden)
+    os.replace(hidden, os.path.join(folder, name))

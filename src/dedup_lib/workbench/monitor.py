@@ -1,0 +1,139 @@
+"""The live monitor in a notebook: what the broker does to the sends as they land, per minute,
+and the latest alerts, redrawn in place as each micro-batch of verdicts comes in."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as widgets
+import pandas as pd
+
+from dedup_lib.analysis.evidence import Evidence
+from dedup_lib.errors import InputError
+from dedup_lib.live.watch import BatchLine, Watch, watch_duplicates
+from dedup_lib.text import escape
+from dedup_lib.workbench.charts import counts_over_time
+from dedup_lib.workbench.live import LiveCharts
+from dedup_lib.workbench.section import Section
+from dedup_lib.workbench.style import styled
+
+if TYPE_CHECKING:
+    from plotly import graph_objects as go
+    from pyspark.sql import SparkSession
+
+#: The alerts' columns, as the table shows them.
+ALERT_COLUMNS = ["kind", "entity", "dedup_key", "send_time", "original_send_time", "why"]
+
+
+class LiveMonitor:
+    """Charts and a table fed by :func:`dedup_lib.watch_duplicates`: :meth:`start` runs the
+    monitor, :meth:`view` is what a cell shows, :meth:`stop` ends it. Each micro-batch's
+    counts are added to the minutes they belong to (late telemetry lands in past minutes)."""
+
+    def __init__(self, shown: int = 20) -> None:
+        self.shown = shown
+        self.watch: Watch | None = None
+        self._lock = threading.Lock()
+        self._verdicts = pd.DataFrame(columns=["time", "verdict", "sends"])
+        self._alerts: list[dict[str, Any]] = []
+        self.charts = LiveCharts(self.figures())
+        self.table = widgets.HTML(self._table_html())
+        self.status = widgets.HTML("Not started.")
+        self.note = widgets.HTML()
+        self.lacks: str | None = None
+        self.refused: str | None = None
+
+    def start(
+        self, spark: SparkSession, source: str, *args: Any, wait: float = 120, **kwargs: Any
+    ) -> Watch | None:
+        """Start :func:`dedup_lib.watch_duplicates` on ``source`` (same arguments), with
+        each micro-batch drawn here; return once the first verdicts are drawn (or after
+        ``wait`` seconds). Telemetry the monitor cannot read (an export, not a stream) is
+        said in the status line: None."""
+        self.status.value = f"Watching {escape(source)}: waiting for the first micro-batch."
+        try:
+            self.watch = watch_duplicates(spark, source, *args, on_batch=self.update, **kwargs)
+        except InputError as refused:
+            self.refused = str(refused)
+            self.status.value = f"Not watching: {escape(self.refused, limit=None)}"
+            return None
+        self.lacks = Evidence.of(self.watch.columns, self.watch.content or None).lacks(
+            "content", "which duplicates were different messages (collisions)"
+        )
+        self.note.value = escape(self.lacks, limit=None) if self.lacks else ""
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and self.watch.active:
+            if any(line.judged for line in self.watch.lines):
+                break
+            time.sleep(0.5)
+        return self.watch
+
+    def update(self, line: BatchLine) -> None:
+        """Add one micro-batch of verdicts and redraw."""
+        minutes = line.minutes.assign(accepted=lambda m: m.sends - m.duplicates - m.late)
+        long = minutes.melt(
+            id_vars="minute", value_vars=["accepted", "duplicates", "late"], var_name="verdict"
+        ).rename(columns={"minute": "time", "value": "sends"})
+        with self._lock:
+            new = long[long.sends > 0].astype({"sends": "int64"})
+            both = new if self._verdicts.empty else pd.concat([self._verdicts, new])
+            self._verdicts = both.groupby(["time", "verdict"])["sends"].sum().reset_index()
+            self._alerts.extend(line.found)
+            self.charts.show(self.figures())
+            self.table.value = self._table_html()
+        self.status.value = (
+            f"Micro-batch {line.batch} at {time.strftime('%H:%M:%S')}: {line.judged:,} sends "
+            f"judged, {line.duplicates:,} duplicates, {line.late:,} late, {line.alerts:,} alerts."
+        )
+
+    def figures(self) -> list[go.Figure]:
+        """Sends per minute by verdict; alerts per minute by kind."""
+        alerts = pd.DataFrame(self._alerts, columns=ALERT_COLUMNS)
+        per_minute = (
+            alerts.assign(time=pd.to_datetime(alerts["send_time"]).dt.floor("min"))
+            .groupby(["time", "kind"])
+            .size()
+            .reset_index(name="sends")
+        )
+        return [
+            counts_over_time(
+                self._verdicts, "verdict", title="Sends judged per minute, by verdict",
+                scope="judged yet",
+            ),
+            counts_over_time(
+                per_minute, "kind", title="Alerts per minute: collisions and rejected sends",
+                what="alerts", scope="raised yet",
+            ),
+        ]  # fmt: skip
+
+    def alerts(self) -> pd.DataFrame:
+        """The latest alerts, newest first."""
+        table = pd.DataFrame(self._alerts[-self.shown :][::-1], columns=ALERT_COLUMNS)
+        return table.reset_index(drop=True)
+
+    def latest(self) -> Section:
+        """The latest alerts as a table, after what the input cannot say (no content: no
+        collisions), or why nothing is watched."""
+        if self.refused is not None:
+            return Section.of(f"Not watching: {escape(self.refused, 'markdown', limit=None)}")
+        return Section.of(self.lacks, self.alerts())
+
+    def _table_html(self) -> str:
+        table = self.alerts()
+        if table.empty:
+            return "<p>No alert yet.</p>"
+        return f"<h4>Latest alerts</h4>{styled(table).to_html()}"
+
+    def view(self) -> widgets.VBox:
+        """The status line, the charts and the latest alerts, updated in place."""
+        return widgets.VBox([self.status, self.note, self.charts, self.table])
+
+    def stop(self, after: float | None = None) -> None:
+        """Stop the monitor, now or ``after`` seconds; the checkpoint keeps its place."""
+        if after:
+            time.sleep(after)
+        if self.watch is not None:
+            self.watch.stop()
+        self.status.value += " Stopped."
