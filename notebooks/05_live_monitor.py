@@ -18,7 +18,8 @@
 # passed it, so every send that lands within the lateness gets exactly the verdict of a batch
 # replay; telemetry that lands later is counted as **late**, never dropped. Alerts: a
 # **collision** is a different message (by `payload_hash` or `CONTENT`) dropped as a
-# duplicate, lost without a signal to its sender; a **rejected** send was refused.
+# duplicate, lost without a signal to its sender; a **resend** is the same content accepted
+# again within an hour, so it reached consumers twice; a **rejected** send was refused.
 #
 # Set `SOURCE` to the folder your telemetry lands in. Left at None, the notebook lands
 # `INPUT` (default: the incident sample) in a folder of its own, one file every few seconds,

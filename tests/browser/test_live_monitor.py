@@ -40,7 +40,7 @@ def test_the_charts_redraw_as_files_land(
     feeder = land_in_steps(
         sample_path("incident.parquet"), str(landing), files=4, every=4, start=False
     )
-    parameters = {"SOURCE": str(landing), "RUN_FOR": 60, "WORK": str(tmp_path / "work")}
+    parameters = {"SOURCE": str(landing), "RUN_FOR": 30, "WORK": str(tmp_path / "work")}
     notebook = Notebook.open(browser, lab, lab.parameterized(LIVE, parameters, "live"), kernel)
     try:
         notebook.page.evaluate(RUN_ALL_JS)

@@ -112,7 +112,9 @@ def test_stream_gives_batch_verdicts(spark, sends, tmp_path, name):
     assert 50 < len(late) < len(sends) // 10, "the plan must make some sends late, not most"
     landing = tmp_path / "landing"
     landing.mkdir()
+    alerts = tmp_path / "alerts.jsonl"
     folders = {"out": str(tmp_path / "out"), "checkpoint": str(tmp_path / "ck")}
+    folders["alerts"] = str(alerts)
     for i in range(FILES):
         land(sends[file_of == i], landing, i)
         if name == "one window" and i == 2:
@@ -139,6 +141,31 @@ def test_stream_gives_batch_verdicts(spark, sends, tmp_path, name):
     right = want.loc[sorted(judged.index), columns]
     pd.testing.assert_frame_equal(left, right, check_dtype=False)
     assert (left["verdict"] == "duplicate").sum() > 50
+    raised = pd.read_json(alerts, lines=True)
+    assert raised[["kind", "event_id"]].value_counts().max() == 1, "an alert was raised twice"
+    collided, resent = collisions(judged), resends(spark, judged)
+    assert set(raised.loc[raised.kind == "collision", "event_id"]) == collided
+    assert set(raised.loc[raised.kind == "resend", "event_id"]) == resent
+    assert len(collided) > 10
+    assert len(resent) > 10
+
+
+def collisions(judged: pd.DataFrame) -> set[int]:
+    """Duplicates whose original carried other content (by payload_hash)."""
+    content = judged["payload_hash"]
+    dups = judged[judged["verdict"] == "duplicate"]
+    originals = content.reindex(dups["original_event_id"].astype("int64")).to_numpy()
+    return set(dups.index[dups["payload_hash"].to_numpy() != originals])
+
+
+def resends(spark, judged: pd.DataFrame) -> set[int]:
+    """Judged sends that missed_resends (the batch analysis) finds within an hour of the
+    copy before them."""
+    from dedup_lib import missed_resends
+
+    result = spark.createDataFrame(judged.reset_index())
+    misses = missed_resends(result).where("delay <= 3600").select("event_id").toPandas()
+    return set(misses["event_id"])
 
 
 def crash_once(spark, landing: Path, policy, folders: dict[str, str]) -> None:

@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         checkpoint=args.checkpoint,
         quarantine=args.quarantine,
         alerts=args.alerts,
+        resend_horizon=args.resend_horizon,
         content=content,
         format=args.format,
         mapping=mapping,
@@ -156,7 +157,15 @@ def add_to(
         help="the entities' real settings (ARM, az output, emulator Config.json; repeatable)",
     )
     cmd.add_argument("--once", action="store_true", help="judge the files present, then stop")
-    cmd.add_argument("--alerts", metavar="FILE", help="append collisions and rejections (JSON)")
+    cmd.add_argument(
+        "--alerts", metavar="FILE", help="append collisions, resends and rejections (JSON)"
+    )
+    cmd.add_argument(
+        "--resend-horizon",
+        type=_lateness,
+        default="PT1H",
+        help="alert on the same content accepted again within this long (default: PT1H)",
+    )
     cmd.add_argument(
         "--quarantine", help="Parquet folder of refused rows (default: OUT-quarantine)"
     )

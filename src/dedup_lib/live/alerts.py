@@ -3,7 +3,8 @@
 A collision is a duplicate whose content differs from its original's: a different message
 that reused an id, dropped by the broker and reported to its sender as sent (data loss). A
 rejected send was refused by the SDK or the broker. Each alert names the entity, the key, the
-send and, for a collision, the original, and says why.
+send and, for a collision, the original, and says why. Resends that reached consumers again
+are :mod:`dedup_lib.live.resends`'.
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ from dedup_lib.live.keyed import (
     KeyWatch,
     answer_fields,
 )
+from dedup_lib.live.resends import resend_alerts
 from dedup_lib.live.staging import Staging, part_name
 from dedup_lib.replay.passes import TIME as NTZ_TIME
 from dedup_lib.replay.sql_rules import MIXED_BATCH, sql_rules, text, window_micros
@@ -138,6 +139,10 @@ class _Folders:
     def staged(self) -> str:
         return os.path.join(self.checkpoint, "staged")
 
+    @property
+    def resends(self) -> str:
+        return os.path.join(self.checkpoint, "resends")
+
 
 def watch_duplicates(
     spark: SparkSession,
@@ -145,6 +150,7 @@ def watch_duplicates(
     policy: Policies | None = None,
     lateness: timedelta | str = "PT1M",
     *,
+    resend_horizon: timedelta | str = "PT1H",
     out: str,
     checkpoint: str,
     quarantine: str | None = None,
@@ -166,13 +172,16 @@ def watch_duplicates(
     columns and ``verdict``, ``reason``, ``dedup_key``, ``original_send_time``,
     ``original_event_id``, ``missed_watermark``; rows the load refuses to ``quarantine``
     (default: ``out`` + ``-quarantine``) with their reason; ``alerts`` (a file) gets one JSON
-    line per collision (a different message, by ``content``, dropped as a duplicate) and
-    per rejected send. ``checkpoint`` holds the queries' progress and state: a restart with
-    it resumes, exactly once. ``once`` processes the files present and returns when done;
-    otherwise the queries run (every ``trigger``) until :meth:`Watch.stop`.
+    line per collision (a different message, by ``content``, dropped as a duplicate), per
+    resend that reached consumers again (the same content accepted within
+    ``resend_horizon`` of an earlier accepted copy) and per rejected send. ``checkpoint``
+    holds the queries' progress and state: a restart with it resumes, exactly once.
+    ``once`` processes the files present and returns when done; otherwise the queries run
+    (every ``trigger``) until :meth:`Watch.stop`.
     """
     policy = check_policies(policy if policy is not None else DedupPolicy())
     late_by = parse_window(lateness)
+    horizon = parse_window(resend_horizon)
     folders = _Folders(out, checkpoint, quarantine or f"{out.rstrip('/')}-quarantine", alerts)
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
     landing = open_landing(spark, source, format, mapping, entity=entity)
@@ -194,7 +203,7 @@ def watch_duplicates(
     verdicts = _judged(staged, policy, late_by, wanted)
 
     def publish(batch: DataFrame, batch_id: int) -> None:
-        line = _publish(batch, batch_id, policy, folders, bool(wanted))
+        line = _publish(batch, batch_id, policy, folders, bool(wanted), horizon if wanted else None)
         watch.lines.append(line)
         if on_batch is not None:
             on_batch(line)
@@ -275,12 +284,17 @@ def _publish(
     policy: Policies,
     folders: _Folders,
     content: bool,
+    horizon: timedelta | None,
 ) -> BatchLine:
     """One micro-batch of answers as verdicts: written to ``out``, its alerts appended."""
     result = _result(batch, policy).cache()
     try:
         minutes = _by_minute(result)
-        found = alerts_of(result, content).collect() if len(minutes) else []
+        found = alerts_of(result, content)
+        if horizon is not None:
+            resent = resend_alerts(result, folders.resends, batch_id, horizon)
+            found = found.unionByName(resent) if len(minutes) else found
+        found_rows = found.collect() if len(minutes) else []
         if len(minutes):
             path = os.path.join(folders.out, part_name(batch_id))
             written = result.drop(CONTENT, ORIGINAL_CONTENT)
@@ -289,7 +303,7 @@ def _publish(
                 path,
                 "watch_duplicates",
             )
-        alerts = [a.asDict(recursive=True) for a in found]
+        alerts = [a.asDict(recursive=True) for a in found_rows]
         if folders.alerts is not None and alerts:
             _append_alerts(folders, batch_id, alerts)
         return BatchLine(batch_id, minutes, alerts)

@@ -103,7 +103,7 @@ class LiveMonitor:
                 scope="judged yet",
             ),
             counts_over_time(
-                per_minute, "kind", title="Alerts per minute: collisions and rejected sends",
+                per_minute, "kind", title="Alerts per minute: collisions, resends, rejected sends",
                 what="alerts", scope="raised yet",
             ),
         ]  # fmt: skip
