@@ -59,6 +59,10 @@ PARAMETERS = {
         "INPUT", "FORMAT", "MAPPING", "WINDOW", "PARTITIONING", "ENTITY", "START", "END",
         "CONTENT", "EMBED_CHARTS", "KEPT", "KEPT_FORMAT",
     },
+    "05_live_monitor": {
+        "SOURCE", "INPUT", "FORMAT", "MAPPING", "WINDOW", "PARTITIONING", "LATENESS", "CONTENT",
+        "WORK", "RUN_FOR",
+    },
 }  # fmt: skip
 
 

@@ -7,7 +7,7 @@ the input lacks ground truth or content, the notebook
 must say so in words and show no table of the figures it cannot know; and what it showed must
 be what the library's own calls give on the same data: a cell appended to each notebook, run in
 its kernel after the others, computes those calls independently (the engine where the
-notebook used the explorer's caches) and compares. The four notebooks of an input run one
+notebook used the explorer's caches) and compares. The notebooks of an input run one
 after the other (see :func:`_combined`), and every input in the same kernel, as an analyst
 points one kernel at file after file: one Spark start for all.
 """
@@ -130,7 +130,7 @@ def _said(cells: list[Any]) -> str:
 
 
 def _combined(given: UserInput) -> Any:
-    """The four notebooks as one, each with its parameters set as papermill sets them, its
+    """The notebooks as one, each with its parameters set as papermill sets them, its
     check appended, and the previous notebook's names forgotten before it (:data:`FORGET`):
     one kernel and one Spark for all four, at a quarter of the starts. Each cell says which
     notebook it came from."""
