@@ -3,8 +3,8 @@ alerts that name the entity, the key and why."""
 
 from __future__ import annotations
 
+import gzip
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +20,11 @@ COLUMNS = ["verdict", "reason", "dedup_key", "original_send_time", "original_eve
 def test_watch_once_gives_simulates_verdicts_on_traces(spark, capsys, tmp_path):
     landing = tmp_path / "landing"
     landing.mkdir()
-    shutil.copy(SAMPLES / "incident-otlp.jsonl.gz", landing)
+    with gzip.open(SAMPLES / "incident-otlp.jsonl.gz", "rt") as whole:
+        lines = whole.readlines()
+    # The first quarter of the Collector's lines: whole batches of spans, traces kept whole.
+    with gzip.open(landing / "traces.jsonl.gz", "wt") as part:
+        part.writelines(lines[: len(lines) // 4])
     policy = ["--window", "PT20S", "--partitioning"]
     out, alerts = tmp_path / "verdicts", tmp_path / "alerts.jsonl"
     argv = ["watch", str(landing), "--out", str(out), "--checkpoint", str(tmp_path / "ck")]
