@@ -168,6 +168,19 @@ def resends(spark, judged: pd.DataFrame) -> set[int]:
     return set(misses["event_id"])
 
 
+@pytest.mark.connect
+def test_on_spark_connect_it_says_it_needs_classic_spark(spark, tmp_path):
+    from dedup_lib.errors import InputError
+    from dedup_lib.spark import is_connect
+
+    if not is_connect(spark):
+        pytest.skip("the classic pass runs the monitor: test_stream_gives_batch_verdicts")
+    with pytest.raises(InputError, match="needs a classic Spark session"):
+        watch_duplicates(
+            spark, str(tmp_path), None, out=str(tmp_path / "o"), checkpoint=str(tmp_path / "c")
+        )
+
+
 def crash_once(spark, landing: Path, policy, folders: dict[str, str]) -> None:
     """A run that dies after writing a micro-batch's verdicts, before Spark records it: the
     next run does that micro-batch again and must not write it twice."""

@@ -50,6 +50,7 @@ from dedup_lib.replay.passes import TIME as NTZ_TIME
 from dedup_lib.replay.sql_rules import MIXED_BATCH, sql_rules, text, window_micros
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import DUPLICATE, DedupPolicy, Policies, check_policies
+from dedup_lib.spark import is_connect
 from dedup_lib.telemetry.landing import open_landing
 from dedup_lib.telemetry.write import one_file
 
@@ -179,6 +180,13 @@ def watch_duplicates(
     ``once`` processes the files present and returns when done; otherwise the queries run
     (every ``trigger``) until :meth:`Watch.stop`.
     """
+    if is_connect(spark):
+        raise InputError(
+            "watch_duplicates: needs a classic Spark session. On Spark Connect its "
+            "micro-batch functions run in the server's Python process, so neither the "
+            "verdicts' progress nor on_batch would reach you; start Spark without "
+            "SPARK_REMOTE or --remote"
+        )
     policy = check_policies(policy if policy is not None else DedupPolicy())
     late_by = parse_window(lateness)
     horizon = parse_window(resend_horizon)
