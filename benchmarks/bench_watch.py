@@ -19,7 +19,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -27,6 +26,7 @@ from pyspark.sql import functions as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import interleaved, paired
+from bench_explorer import seconds
 from dedup_lib import (
     DedupPolicy,
     detect_duplicates,
@@ -83,12 +83,6 @@ def state_size(spark: SparkSession, scratch: str, folder: str) -> tuple[int, int
     since = F.lit(last) - F.expr("INTERVAL 11 MINUTES")
     keys = valid.where(F.col("send_time") >= since).select("entity", "message_id").distinct()
     return held, keys.count()
-
-
-def seconds(run):  # type: ignore[no-untyped-def]
-    start = time.perf_counter()
-    run()
-    return time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,11 +14,12 @@ from dedup_lib.cli.common import (
     column_mapping,
     content_columns,
     entity_name,
+    positive,
     session,
     writable_target,
 )
 from dedup_lib.cli.simulate import describe, window_policy
-from dedup_lib.errors import excerpt, printable
+from dedup_lib.errors import printable
 from dedup_lib.rules.durations import format_window, parse_window
 from dedup_lib.rules.policy import Policies
 from dedup_lib.settings.load import load_entity_policies
@@ -178,16 +179,6 @@ def add_to(
         "--map", action="append", default=[], metavar="SOURCE=CANONICAL", help="rename a column"
     )
     cmd.add_argument(
-        "--every", type=_seconds, default=5, metavar="SECONDS", help="micro-batch interval (5)"
+        "--every", type=positive, default=5, metavar="SECONDS", help="micro-batch interval (5)"
     )
     cmd.set_defaults(run=run)
-
-
-def _seconds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected whole seconds, got {excerpt(text)}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1 second, got {value}")
-    return value

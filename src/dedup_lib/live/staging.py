@@ -62,15 +62,20 @@ class Staging:
         """An empty micro-batch made ready: the staging folder's columns, before any file."""
         spark = self.landing.stream.sparkSession
         empty = spark.createDataFrame([], self.landing.stream.schema)
-        return ready(self.landing.load(empty).valid, self.policy, 0)
+        loaded = self.landing.load(empty)
+        loaded.release()
+        return ready(loaded.valid, self.policy, 0)
 
     def write(self, batch: DataFrame, batch_id: int) -> BatchLoad:
         """Load one micro-batch and write its sends and quarantine; what it loaded."""
         loaded = self.landing.load(batch)
-        staged = ready(loaded.valid, self.policy, batch_id)
-        _save(staged, os.path.join(self.sends, part_name(batch_id)))
-        if loaded.counts["quarantined"]:
-            _save(loaded.quarantine, os.path.join(self.quarantine, part_name(batch_id)))
+        try:
+            staged = ready(loaded.valid, self.policy, batch_id)
+            _save(staged, os.path.join(self.sends, part_name(batch_id)))
+            if loaded.counts["quarantined"]:
+                _save(loaded.quarantine, os.path.join(self.quarantine, part_name(batch_id)))
+        finally:
+            loaded.release()
         return loaded
 
 

@@ -24,6 +24,8 @@ import pandas as pd
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dedup_lib.analysis.diagnostics import content_key
+from dedup_lib.analysis.evidence import Evidence
 from dedup_lib.columns import column
 from dedup_lib.errors import InputError
 from dedup_lib.live.alerts import alerts_of
@@ -47,7 +49,13 @@ from dedup_lib.live.keyed import (
 from dedup_lib.live.resends import resend_alerts
 from dedup_lib.live.staging import Staging, part_name
 from dedup_lib.replay.passes import TIME as NTZ_TIME
-from dedup_lib.replay.sql_rules import MIXED_BATCH, sql_rules, text, window_micros
+from dedup_lib.replay.sql_rules import (
+    MIXED_BATCH,
+    entity_window,
+    sql_rules,
+    text,
+    window_micros,
+)
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import DUPLICATE, DedupPolicy, Policies, check_policies
 from dedup_lib.spark import is_connect
@@ -57,7 +65,7 @@ from dedup_lib.telemetry.write import one_file
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
 WATERMARK = "__dedup_watermark"
@@ -195,7 +203,7 @@ def watch_duplicates(
     landing = open_landing(spark, source, format, mapping, entity=entity)
     staging = Staging(landing, policy, folders.staged, folders.quarantine)
     sends_schema = staging.schema_source().schema
-    wanted = _content_columns(sends_schema, content)
+    wanted = list(Evidence.of(sends_schema.names, content).content)
     watch = Watch([], columns=sends_schema.names, content=wanted)
 
     def stage(batch: DataFrame, batch_id: int) -> None:
@@ -231,21 +239,6 @@ def watch_duplicates(
     return watch
 
 
-def _content_columns(schema: T.StructType, content: Sequence[str] | str | None) -> list[str]:
-    """The columns that say what a message carries: those named, else ``payload_hash`` when
-    the telemetry has it, else none (no collision alerts)."""
-    if content is None:
-        return ["payload_hash"] if "payload_hash" in schema.names else []
-    names = [content] if isinstance(content, str) else list(content)
-    missing = [c for c in names if c not in schema.names]
-    if missing:
-        raise InputError(
-            f"watch_duplicates: content column(s) {', '.join(map(repr, missing))} not in the "
-            f"telemetry; it has {', '.join(schema.names)}"
-        )
-    return names
-
-
 def _judged(
     staged: DataFrame, policy: Policies, lateness: timedelta, content: list[str]
 ) -> DataFrame:
@@ -253,8 +246,7 @@ def _judged(
     rules = sql_rules(staged, policy)
     window = window_micros(policy)
     if isinstance(window, dict):
-        per_entity = F.create_map(*(F.lit(x) for pair in window.items() for x in pair))
-        window_col = F.coalesce(per_entity[text(staged, "entity")], F.lit(0)).cast("long")
+        window_col = entity_window(staged, window)
     else:
         window_col = F.lit(window).cast("long")
     keyed = staged.select(
@@ -262,7 +254,7 @@ def _judged(
         F.unix_micros(column("send_time")).alias(TIME),
         window_col.alias(WINDOW),
         rules.decided.alias(DECIDED),
-        *([_content(content).alias(CONTENT)] if content else []),
+        *([content_key(staged, content).alias(CONTENT)] if content else []),
         text(staged, "entity").alias("__dedup_entity"),
         rules.key.alias(GROUP),
         F.when(rules.decided, F.lit(-1))
@@ -277,13 +269,6 @@ def _judged(
     return keyed.groupBy("__dedup_entity", BUCKET).transformWithState(
         KeyWatch(sends), returns, "Append", "EventTime"
     )
-
-
-def _content(names: list[str]) -> Column:
-    """One text per message content: the column itself, or the columns as a JSON object."""
-    if len(names) == 1:
-        return column(names[0]).cast("string")
-    return F.to_json(F.struct(*(column(c) for c in names)))
 
 
 def _publish(

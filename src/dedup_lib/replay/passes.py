@@ -23,9 +23,9 @@ from dedup_lib.columns import column, utc_wall_clock
 from dedup_lib.replay.kernels import python as arrow_kernel
 from dedup_lib.replay.sql_rules import (
     MIXED_BATCH,
+    entity_window,
     partitioned,
     sql_rules,
-    text,
     validate,
     window_micros,
     with_batches,
@@ -112,10 +112,7 @@ def prepare(df: DataFrame, policy: Policies) -> Prepared:
         carried.append(F.col(MIXED_BATCH))
     window = window_micros(policy)
     if isinstance(window, dict):
-        per_entity = F.create_map(*(F.lit(x) for pair in window.items() for x in pair))
-        carried.append(
-            F.coalesce(per_entity[text(df, "entity")], F.lit(0)).cast("long").alias(WINDOW)
-        )
+        carried.append(entity_window(df, window).alias(WINDOW))
     # Names with dots or backticks travel under an alias, so that no step has to quote them.
     alias = {c: f"__dedup_col{i}" if "." in c or "`" in c else c for i, c in enumerate(columns)}
     prepared = df.select(

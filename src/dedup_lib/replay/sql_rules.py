@@ -217,6 +217,12 @@ def partitioned(policies: Policies) -> bool | list[str]:
     return [name for name, on in modes.items() if on]
 
 
+def entity_window(df: DataFrame, windows: dict[str, int]) -> Column:
+    """Each send's window in microseconds, by its entity (0 for entities without one)."""
+    per_entity = F.create_map(*(F.lit(x) for pair in windows.items() for x in pair))
+    return F.coalesce(per_entity[text(df, "entity")], F.lit(0)).cast("long")
+
+
 def window_micros(policies: Policies) -> int | dict[str, int]:
     """The window in microseconds when every checked entity has the same, else per entity."""
     if isinstance(policies, DedupPolicy):

@@ -44,6 +44,12 @@ class BatchLoad:
     quarantine: DataFrame
     not_sends: DataFrame
     counts: dict[str, int]
+    #: The judged micro-batch the three frames read, cached while they are written.
+    judged: DataFrame
+
+    def release(self) -> None:
+        """Drop the cached micro-batch, once its frames are written."""
+        self.judged.unpersist()
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,7 @@ class Landing:
             quarantine=opened.quarantine(frame),
             not_sends=opened.not_sends(frame),
             counts=counts,
+            judged=frame,
         )
 
 
