@@ -38,6 +38,8 @@ from dedup_lib.spark import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
+#: The tests' Spark defaults (the root conftest.py gives them to the JVMs PySpark starts).
+SPARK_DEFAULTS = ROOT / "tests" / "spark-conf" / "spark-defaults.conf"
 HOST = "127.0.0.1"
 #: Ports found free at run time, unless ``DEDUP_CLUSTER_MASTER_PORT`` or
 #: ``DEDUP_CLUSTER_CONNECT_PORT`` names one: Spark's defaults (7077, 15002) may be held by
@@ -239,6 +241,7 @@ def start(
             "connect",
             [str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--wait",
              "--master", cluster.master,
+             "--properties-file", str(SPARK_DEFAULTS),
              "--conf", f"spark.connect.grpc.binding.address={HOST}",
              "--conf", f"spark.connect.grpc.binding.port={connect_port}",
              "--conf", f"spark.driver.host={HOST}",

@@ -27,7 +27,13 @@ def test_the_run_writes_its_cache_and_log_under_build_only():
 
 
 def test_spark_reads_the_runs_own_defaults(spark):
-    assert os.environ["SPARK_CONF_DIR"] == str(ROOT / "tests" / "spark-conf")
+    conf = Path(os.environ["SPARK_CONF_DIR"])
+    assert conf == ROOT / "build" / "test-cache" / "spark-conf"
+    assert list(conf.iterdir()) == [], "a file there keeps the JDK from archiving the class path"
+    assert (
+        str(ROOT / "tests" / "spark-conf" / "spark-defaults.conf")
+        in os.environ["PYSPARK_SUBMIT_ARGS"]
+    )
     assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
 
 
