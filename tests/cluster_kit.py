@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pyspark
 
-from dedup_lib.class_data import alive
-from dedup_lib.spark import free_port
+from dedup_lib.class_data import alive, archive_options
+from dedup_lib.spark import cache_dir, check_java, free_port, java_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
@@ -145,9 +145,18 @@ def _executor_python(folder: Path) -> Path:
     return script
 
 
+def _archive() -> str:
+    """The JVM option that starts a cluster JVM from the run's class-data archive (its class
+    path is a local driver's), when there is one to read: each starts some 13 s sooner."""
+    java = java_tool("java")
+    found = archive_options(cache_dir() / "jvm", java, check_java()) if java else []
+    return " ".join(o for o in found if o.startswith("-XX:SharedArchiveFile="))
+
+
 def _environment(folder: Path, python: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in CLIENT_VARIABLES}
     env.update(
+        SPARK_DAEMON_JAVA_OPTS=_archive(),
         SPARK_HOME=str(SPARK_HOME),
         SPARK_LOCAL_IP=HOST,
         SPARK_LOG_DIR=str(folder),
@@ -249,7 +258,9 @@ def start(
              "--conf", f"spark.ui.port={free_port()}",
              "--conf", f"spark.pyspark.python={env['PYSPARK_PYTHON']}",
              "--conf", "spark.executor.memory=2g",
-             "--driver-memory", "2g"],
+             "--driver-memory", "2g",
+             *(["--driver-java-options", env["SPARK_DAEMON_JAVA_OPTS"]]
+               if env["SPARK_DAEMON_JAVA_OPTS"] else [])],
             env,
         )  # fmt: skip
         _wait(

@@ -134,3 +134,23 @@ def test_a_jvm_of_the_run_writes_an_archive_that_the_next_one_reads(tmp_path):
     assert "-XX:SharedArchiveFile=" in done.stdout
     log = (tmp_path / "second" / "spark.log").read_text(errors="replace")
     assert not [line for line in log.splitlines() if "[cds" in line]
+
+
+def test_a_configuration_folder_with_files_gets_no_archive(tmp_path, monkeypatch):
+    """Spark puts it on the JVM's class path, and the JDK archives no class path with a
+    non-empty folder on it: writing one would fail at every exit."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf))
+    assert archive_options(tmp_path / "jvm", JAVA, 17) != []
+    (conf / "spark-defaults.conf").write_text("spark.ui.enabled false\n")
+    assert archive_options(tmp_path / "jvm", JAVA, 17) == []
+    assert archive_options(tmp_path / "jvm", JAVA, 21) == []
+
+
+def test_another_configuration_folder_gets_another_archive(tmp_path, monkeypatch):
+    """It is on the class path, which a JVM reading an archive must share with the writer."""
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "one"))
+    one = _name(JAVA)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "two"))
+    assert _name(JAVA) != one

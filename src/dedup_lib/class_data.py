@@ -12,9 +12,12 @@ map in. :func:`archive_options` gives the driver JVM's options for it:
   wrote it is gone; later JVMs read it (``-XX:SharedArchiveFile``). While one is being
   written, other JVMs start without it rather than write another.
 
-The archive is named by the JDK, the pyspark version and the Spark jars, so another
-installation never reads it; a JVM that cannot use an archive runs without one (sharing is
-an optimisation, never a requirement). Set ``DEDUP_CLASS_DATA=0`` to leave it out.
+The archive is named by the JDK, the pyspark version, the Spark jars and Spark's
+configuration folder (``SPARK_CONF_DIR``, which Spark puts on the JVM's class path), so a JVM
+with another class path never reads it; a JVM that cannot use an archive runs without one
+(sharing is an optimisation, never a requirement). The JDK archives no class path with a
+non-empty folder on it: where that configuration folder has files (a ``spark-defaults.conf``),
+no archive is written or read. Set ``DEDUP_CLASS_DATA=0`` to leave it out.
 """
 
 from __future__ import annotations
@@ -34,9 +37,9 @@ _SETTLED_S = 30.0
 
 def archive_options(folder: Path, java: str, java_version: int) -> list[str]:
     """The driver JVM options that read (or on first use write) the archive kept in
-    ``folder`` for ``java``; none when turned off, when the folder cannot be made, or while
-    another JVM is writing the archive."""
-    if os.environ.get(SWITCH, "1") == "0":
+    ``folder`` for ``java``; none when turned off, when the folder cannot be made, when Spark's
+    configuration folder has files, or while another JVM is writing the archive."""
+    if os.environ.get(SWITCH, "1") == "0" or _has_files(spark_conf_dir()):
         return []
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -75,12 +78,35 @@ def _settle(archive: Path) -> bool:
     return writing
 
 
+def spark_conf_dir() -> Path:
+    """The configuration folder a local Spark JVM has on its class path: ``SPARK_CONF_DIR``,
+    else ``conf`` in ``SPARK_HOME`` (the pyspark package, when that is unset)."""
+    explicit = os.environ.get("SPARK_CONF_DIR")
+    if explicit:
+        return Path(explicit)
+    home = os.environ.get("SPARK_HOME")
+    if home:
+        return Path(home) / "conf"
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "conf"
+
+
+def _has_files(folder: Path) -> bool:
+    try:
+        return folder.is_dir() and any(folder.iterdir())
+    except OSError:
+        return False
+
+
 def _name(java: str) -> str:
-    """``spark-<pyspark version>-<hash>``: the hash of the java binary (resolved) and of the
-    names and sizes of Spark's jars, which the archive's class path must match."""
+    """``spark-<pyspark version>-<hash>``: the hash of the java binary (resolved), of Spark's
+    configuration folder and of the names and sizes of Spark's jars: the class path the
+    archive's must match."""
     import pyspark
 
     digest = hashlib.sha256(str(Path(java).resolve()).encode())
+    digest.update(str(spark_conf_dir().resolve()).encode())
     with contextlib.suppress(OSError):
         digest.update(str(Path(java).resolve().stat().st_mtime_ns).encode())
     jars = Path(pyspark.__file__).parent / "jars"

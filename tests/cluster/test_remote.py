@@ -38,7 +38,12 @@ VERDICT = ["event_id", "verdict", "reason", "dedup_key", "original_send_time", "
 
 
 def _environment(remote: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
+    # The run's Spark defaults and configuration folder stay: the class path, and so the
+    # class-data archive, is then the run's.
+    kept = ("SPARK_CONF_DIR", "PYSPARK_SUBMIT_ARGS")
+    env = {
+        k: v for k, v in os.environ.items() if k in kept or not k.startswith(("SPARK_", "PYSPARK_"))
+    }
     env.update(PYTHONPATH=SRC, DEDUP_LOG_DIR=str(FOLDER / "client-log"), DEDUP_DRIVER_MEMORY="2g")
     if remote is not None:
         env["SPARK_REMOTE"] = remote
