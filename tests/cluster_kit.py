@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pyspark
 
-from dedup_lib.class_data import alive, archive_options
-from dedup_lib.spark import cache_dir, check_java, free_port, java_tool
+from dedup_lib.class_data import alive
+from dedup_lib.spark import check_java, class_data_options, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
@@ -148,8 +148,7 @@ def _executor_python(folder: Path) -> Path:
 def _archive() -> str:
     """The JVM option that starts a cluster JVM from the run's class-data archive (its class
     path is a local driver's), when there is one to read: each starts some 13 s sooner."""
-    java = java_tool("java")
-    found = archive_options(cache_dir() / "jvm", java, check_java()) if java else []
+    found = class_data_options(check_java())
     return " ".join(o for o in found if o.startswith("-XX:SharedArchiveFile="))
 
 

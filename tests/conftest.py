@@ -119,14 +119,12 @@ def _write_class_data(timeout: float = 300.0) -> None:
     exit writes it, and the first JVM is the tests' own session, which lives for most of the
     run. Waits for the JVM to finish writing (its command line names the file), then adopts
     the file rather than wait for :mod:`~dedup_lib.class_data` to take it as settled."""
-    from dedup_lib.class_data import archive_options
-    from dedup_lib.spark import cache_dir, check_java, java_tool
+    from dedup_lib.spark import cache_dir, check_java, class_data_options, java_tool
 
     folder = cache_dir() / "jvm"
-    java = java_tool("java")
-    if java is None or os.environ.get("SPARK_REMOTE"):
+    if java_tool("java") is None or os.environ.get("SPARK_REMOTE"):
         return
-    if not archive_options(folder, java, check_java()) or any(folder.glob("*.jsa")):
+    if not class_data_options(check_java()) or any(folder.glob("*.jsa")):
         return
     start = "from dedup_lib import get_spark; s = get_spark('class-data', master='local[1]')"
     subprocess.run([sys.executable, "-c", f"{start}; s.range(1).count(); s.stop()"],

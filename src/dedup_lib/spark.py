@@ -259,6 +259,13 @@ def java_version(java: str | None = None) -> int | None:
     return int(match.group(2) or 0) if major == 1 else major
 
 
+def class_data_options(java_version: int) -> list[str]:
+    """The options that start a local JVM of this machine's Java from its class-data archive
+    in :func:`cache_dir` (:func:`~dedup_lib.class_data.archive_options`); none without Java."""
+    java = java_tool("java")
+    return archive_options(cache_dir() / "jvm", java, java_version) if java else []
+
+
 def check_java() -> int:
     """Fail early, with what to do, when Java 17+ is missing (PySpark 4 needs it)."""
     java = java_tool("java")
@@ -316,9 +323,8 @@ def get_spark(
     starts_jvm = _prepare_log(log) and local and not _jvm_running()
     if starts_jvm:
         settings = _tuned(_log_settings(log, settings))
-        java_path = java_tool("java")
-        if java is not None and java_path is not None:
-            archive = archive_options(cache_dir() / "jvm", java_path, java)
+        if java is not None:
+            archive = class_data_options(java)
             settings = _with_java_options(settings, [_quoted(o) for o in archive])
 
     with output_to(log) if starts_jvm else contextlib.nullcontext():
