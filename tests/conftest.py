@@ -18,10 +18,12 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+from codegen_kit import INTERPRETED, compiled
 from dedup_lib import get_spark
 from hostile_kit import IMG, Corpus, write_corpus
 
@@ -43,6 +45,7 @@ settings.load_profile(
 TEST_CONFIG = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "3",
+    **INTERPRETED,
 }
 MODES = ["connect"] if os.environ.get("SPARK_REMOTE") else ["classic", "connect"]
 #: Each collected test's Spark pass ("classic", "connect"), for the time summary.
@@ -63,6 +66,21 @@ def spark(request: pytest.FixtureRequest) -> Iterator[object]:
         session = get_spark("dedup-tests", remote=remote, config=TEST_CONFIG)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def compiled_expressions(spark: Any) -> Iterator[None]:
+    """Spark compiles expressions for the module's tests (:mod:`codegen_kit`): for those that
+    replay the day sample. Module-scoped, so the module's own fixtures are built compiled too."""
+    with compiled(spark):
+        yield
+
+
+@pytest.fixture
+def compiled_test(spark: Any) -> Iterator[None]:
+    """Spark compiles expressions for this test: one that replays the day sample."""
+    with compiled(spark):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -34,7 +34,8 @@ def test_spark_reads_the_runs_own_defaults(spark):
         str(ROOT / "tests" / "spark-conf" / "spark-defaults.conf")
         in os.environ["PYSPARK_SUBMIT_ARGS"]
     )
-    assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"  # the tests' own session
 
 
 def test_a_free_port_is_free():

@@ -24,6 +24,7 @@ def _tables(output: str) -> str:
     return output.split("\n", 1)[1]
 
 
+@pytest.mark.usefixtures("compiled_test")
 def test_simulate_gives_identical_verdicts_on_every_sample_format(spark, capsys):
     reports = []
     for name in DAY_SAMPLES:
@@ -59,6 +60,7 @@ def test_simulate_writes_verdicts_and_honours_the_policy(spark, capsys, tmp_path
     assert "exists; pass --overwrite" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("compiled_test")
 def test_simulate_with_the_entities_settings_and_diagnostics(spark, capsys):
     argv = ["simulate", str(SAMPLES / "day.parquet"), "--quiet"]
     assert main([*argv, "--entities", str(SAMPLES / "entities-arm.json")], spark=spark) == 0

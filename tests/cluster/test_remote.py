@@ -3,7 +3,9 @@ Connect server whose work runs on a standalone master and worker (:mod:`cluster_
 the verdicts of a local classic run, for both replay kernels.
 
 The input is named as a user in the checkout names it, relative
-(``data/samples/day.parquet``): the client sends it absolute, the cluster reads it. The
+(``data/samples/incident.parquet``): the client sends it absolute, the cluster reads it. Its
+entities partitioned, its 29,872 sends get all three verdicts (payments' batches span partition
+keys, and are rejected); the day sample, seven times its size, proves no more here. The
 cluster's Python has no dedup_lib: the Python kernel travels by value, the JVM one as an
 artifact. Nothing else runs while the cluster does: the local run comes first.
 """
@@ -31,7 +33,7 @@ pytestmark = pytest.mark.cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = str(Path(dedup_lib.__file__).resolve().parents[1])
-DAY = "data/samples/day.parquet"
+INPUT = "data/samples/incident.parquet"
 FOLDER = ROOT / "build" / "cluster"
 KERNELS = ("jvm", "python")
 VERDICT = ["event_id", "verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
@@ -52,7 +54,7 @@ def _environment(remote: str | None) -> dict[str, str]:
 
 def _simulate(out: str, kernel: str, remote: str | None) -> subprocess.CompletedProcess[str]:
     run = subprocess.run(
-        [sys.executable, "-m", "dedup_lib", "simulate", DAY, "--kernel", kernel,
+        [sys.executable, "-m", "dedup_lib", "simulate", INPUT, "--partitioning", "--kernel", kernel,
          "--out", out, "--overwrite", *(["--master", "local[2]"] if remote is None else [])],
         cwd=ROOT,
         env=_environment(remote),
@@ -135,9 +137,10 @@ CELLS = [
     "found = spark.range(2).select(F.udf(executors_have_dedup_lib, 'boolean')('id')).collect()\n"
     "print(json.dumps({'connect': is_connect(spark), 'master': spark.conf.get('spark.master'),\n"
     "                  'executors_have_dedup_lib': any(r[0] for r in found)}))",
-    "loaded = load_telemetry(spark, 'data/samples/day.parquet')\n"
+    f"loaded = load_telemetry(spark, {INPUT!r})\n"
     "for kernel in ('jvm', 'python'):\n"
-    "    result = detect_duplicates(loaded.valid, DedupPolicy('PT10M'), kernel=kernel)\n"
+    "    policy = DedupPolicy('PT10M', partitioning=True)\n"
+    "    result = detect_duplicates(loaded.valid, policy, kernel=kernel)\n"
     "    verdicts = result.select(*VERDICT).toPandas()\n"
     "    verdicts.attrs.clear()  # Connect's plan metrics, which Parquet cannot keep\n"
     "    verdicts.to_parquet(f'build/cluster/notebook-{kernel}.parquet')",

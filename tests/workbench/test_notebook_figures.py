@@ -9,7 +9,8 @@ The figures run on the classic pass. Four run on Spark Connect too (``connect``)
 and id quality of notebook 1, the incident's verdicts and the sections that say them; the
 engine's and the readers' own Connect tests check that both kinds of session give the same
 verdicts, and once is enough for the rest of the figures. Each module-scoped fixture computes
-its frames once per session kind.
+its frames once per session kind. Spark compiles expressions here (``codegen_kit``): most of
+these figures replay the day sample's 200 k sends.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ from dedup_lib.analysis.summaries import most_reused_ids
 from dedup_lib.analysis.whatif import compare_keys
 from dedup_lib.rules.durations import format_duration, format_window
 from dedup_lib.sweep.grid import configurable_window, smallest_window
+
+pytestmark = pytest.mark.usefixtures("compiled_expressions")
 
 
 def rows(table: pd.DataFrame, columns: list[str] | None = None) -> list[tuple[Any, ...]]:

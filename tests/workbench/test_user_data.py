@@ -24,6 +24,7 @@ from typing import Any
 import nbformat
 import pytest
 
+from codegen_kit import interpreted_submit_args
 from lab_kit import FORGET, LOG_TEXT, NOTEBOOKS, ROOT
 from user_corpus import UserInput, write_user_corpus
 
@@ -165,6 +166,7 @@ def kernel(tmp_path_factory: pytest.TempPathFactory, kernel_log: Path) -> Iterat
 
     env = {k: v for k, v in os.environ.items() if k not in CONNECT_VARIABLES}
     env["DEDUP_LOG_DIR"] = str(kernel_log)
+    env["PYSPARK_SUBMIT_ARGS"] = interpreted_submit_args(env)  # inputs of test size
     manager = KernelManager(kernel_name="python3")
     manager.start_kernel(env=env, cwd=str(tmp_path_factory.mktemp("kernel")))
     try:

@@ -1,0 +1,48 @@
+"""How the tests' JVMs evaluate expressions: interpreted on inputs of test size, compiled on
+the samples.
+
+Spark compiles each new plan's expressions to Java before it runs them. On tens to thousands
+of rows the compiling costs more than it saves (test_reconcile 238 s -> 182 s interpreted;
+two own-data notebook runs 136 s -> 86 s); on the day sample's 200 k sends it is the other way
+round (``test_notebook_figures`` 199 s -> 133 s compiled, ``test_cli`` 154 s -> 118 s,
+2026-11-27, one after the other). Spark gives the same results in both modes: its own test
+suite runs both. Users and the benchmarks keep the compiled default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+#: Expressions evaluated by Spark's interpreter, no generated code.
+INTERPRETED = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+#: Spark's defaults: whole-stage code generation, interpreted only where compiling fails.
+COMPILED = {
+    "spark.sql.codegen.wholeStage": "true",
+    "spark.sql.codegen.factoryMode": "FALLBACK",
+}
+
+
+def interpreted_submit_args(environ: Mapping[str, str]) -> str:
+    """``PYSPARK_SUBMIT_ARGS`` for a child process whose Spark runs interpreted: the run's
+    (its properties file) with :data:`INTERPRETED` added as ``--conf``."""
+    args = shlex.split(environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell"))
+    extra = [part for key, value in INTERPRETED.items() for part in ("--conf", f"{key}={value}")]
+    return shlex.join(args[:-1] + extra + args[-1:])
+
+
+@contextlib.contextmanager
+def compiled(spark: Any) -> Iterator[None]:
+    """Spark compiles expressions within the block, then interprets them again."""
+    for key, value in COMPILED.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in INTERPRETED.items():
+            spark.conf.set(key, value)
