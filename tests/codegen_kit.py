@@ -38,11 +38,12 @@ def interpreted_submit_args(environ: Mapping[str, str]) -> str:
 
 @contextlib.contextmanager
 def compiled(spark: Any) -> Iterator[None]:
-    """Spark compiles expressions within the block, then interprets them again."""
+    """Spark compiles expressions within the block, then evaluates them as before it."""
+    before = {key: spark.conf.get(key) for key in COMPILED}
     for key, value in COMPILED.items():
         spark.conf.set(key, value)
     try:
         yield
     finally:
-        for key, value in INTERPRETED.items():
+        for key, value in before.items():
             spark.conf.set(key, value)
