@@ -54,11 +54,15 @@ lab: $(STAMP)
 
 # The suite's own cache and log folder (conftest.py sets it for every process the run starts).
 TEST_CACHE := $(CURDIR)/build/test-cache
+# pytest-xdist workers for make test: one holds the run's own Spark session (tests/conftest.py,
+# UNITS), the other takes JupyterLab, the notebooks' kernels and the command lines meanwhile.
+WORKERS ?= 2
 
 # Everything, the cluster tests (tests/cluster, as make test-cluster) included.
 test: $(STAMP) lint docs
 	@DEDUP_LIB_CACHE=$(TEST_CACHE) $(CHECK)
-	DEDUP_TEST_CLUSTER=1 $(BIN)/python -m pytest --nbval-lax --durations=15 \
+	DEDUP_TEST_CLUSTER=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder \
+		--nbval-lax --durations=15 \
 		--junitxml=build/test-results.xml tests notebooks
 
 # A standalone master, a worker and a Spark Connect server on 127.0.0.1 (tests/cluster_kit.py,

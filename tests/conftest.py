@@ -47,9 +47,8 @@ TEST_CONFIG = {
     "spark.sql.shuffle.partitions": "3",
     **INTERPRETED,
 }
+
 MODES = ["connect"] if os.environ.get("SPARK_REMOTE") else ["classic", "connect"]
-#: Each collected test's Spark pass ("classic", "connect"), for the time summary.
-_PASSES: dict[str, str] = {}
 
 
 @pytest.fixture(scope="session", params=MODES)
@@ -102,6 +101,7 @@ def hostile_report(hostile: Corpus, tmp_path_factory: pytest.TempPathFactory) ->
     return report
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the units off the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     kept, classic_only = [], []
     for item in items:
@@ -113,11 +113,79 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             classic_only.append(item)
             continue
         if mode is not None:
-            _PASSES[item.nodeid] = mode
+            item.user_properties.append((PASS, mode))
+        unit = _unit(item)
+        if unit is not None:
+            item.add_marker(pytest.mark.xdist_group(unit))
         kept.append(item)
     if classic_only:
         config.hook.pytest_deselected(items=classic_only)
         items[:] = kept
+
+
+#: The test report's property naming the Spark pass a test ran on (classic, connect).
+PASS = "spark_pass"
+#: The unit of the tests on the run's own Spark session.
+SESSION_UNIT = "spark-session"
+#: The unit of the tests that share JupyterLab, its kernel and Chromium (tests/browser), with
+#: the postmortem report of the hostile corpus that the browser opens too.
+LAB_UNIT = "lab"
+#: The units a worker takes whole, longest first: the run's own Spark session, JupyterLab, and
+#: the modules whose fixtures start something costly (a kernel, a venv, a cluster). Every
+#: other test is a unit of its own, taken after these by whichever worker is free.
+UNITS = (
+    SESSION_UNIT,
+    LAB_UNIT,
+    "tests/workbench/test_user_data.py",
+    "tests/test_wheel.py",
+    "tests/cluster/test_remote.py",
+)
+
+
+def _unit(item: pytest.Item) -> str | None:
+    """The unit of :data:`UNITS` that ``item`` belongs to, if any (``--dist loadgroup``):
+    every test on the run's own Spark session, so that one JVM holds it and the classic pass
+    ends before the Connect one starts; the tests that share JupyterLab; a costly module."""
+    fixtures = getattr(item, "fixturenames", ())
+    if "spark" in fixtures:
+        return SESSION_UNIT
+    module = item.nodeid.partition("::")[0]
+    if module.startswith("tests/browser/") or "hostile_report" in fixtures:
+        return LAB_UNIT
+    return module if module in UNITS else None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """pytest-xdist's ``loadgroup`` keeps a unit together by a suffix it adds to the tests' ids,
+    which pytest 9.2 no longer takes (pytest-xdist issue 1386): the units would be spread
+    over the workers, each starting its own Spark, without a word. Stop instead."""
+    if node.config.getvalue("dist") == "loadgroup" and ids and not any("@" in i for i in ids):
+        pytest.exit(
+            "pytest-xdist's --dist loadgroup lost its units with this pytest (pytest-xdist "
+            "issue 1386): install pytest<9.2 (pip install -e '.[test]')",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
+
+
+class _LongestFirst:
+    """The tests in :data:`UNITS`' order, each test's order within its unit kept: with
+    ``--no-loadscope-reorder`` pytest-xdist hands the units out in the order they come, so
+    one worker starts the Spark session's at once while the other takes the rest."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        rank = {unit: i for i, unit in enumerate(UNITS)}
+
+        def order(item: pytest.Item) -> int:
+            mark = item.get_closest_marker("xdist_group")
+            return rank.get(mark.args[0] if mark else "", len(UNITS))
+
+        items.sort(key=order)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_LongestFirst(), "dedup-longest-first")
 
 
 #: Marks of the tests that start a JVM (their own Spark, a kernel's, a command line's).
@@ -125,9 +193,18 @@ JVM_MARKS = ("spark", "browser", "cluster", "slow")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Before the first test that starts a JVM: the run's class-data archive, written."""
+    """Before the first test that starts a JVM: the run's class-data archive, written. Each
+    pytest-xdist worker collects, and so comes here: the first writes the archive while the
+    others wait for it, under a lock of the run's own (``filelock``)."""
     if any(item.get_closest_marker(m) for item in session.items for m in JVM_MARKS):
-        _write_class_data()
+        from filelock import FileLock
+
+        from dedup_lib.spark import cache_dir
+
+        folder = cache_dir() / "jvm"
+        folder.mkdir(parents=True, exist_ok=True)
+        with FileLock(folder / "warm-up.lock"):
+            _write_class_data()
 
 
 def _write_class_data(timeout: float = 300.0) -> None:
@@ -171,14 +248,19 @@ def _named_by_a_process(folder: Path) -> bool:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Where the run's time went, by folder and Spark pass (setup and teardown included): the
-    whole suite has a 15-minute budget, and the slowest tests alone do not say what to cut."""
+    """Where the run's time went, by folder and Spark pass (setup and teardown included), and
+    by worker: the whole suite has a 15-minute budget, and the slowest tests alone do not say
+    what to cut. With workers, the folders' minutes add up to more than the run's."""
     spent: Counter[tuple[str, str]] = Counter()
+    workers: Counter[str] = Counter()
     for reports in terminalreporter.stats.values():
         for report in reports:
             if isinstance(report, pytest.TestReport):
                 folder = report.nodeid.split("::")[0].rpartition("/")[0]
-                spent[folder, _PASSES.get(report.nodeid, "no Spark")] += report.duration
+                spark_pass = dict(report.user_properties).get(PASS, "no Spark")
+                spent[folder, str(spark_pass)] += report.duration
+                node = getattr(report, "node", None)
+                workers[getattr(getattr(node, "gateway", None), "id", "main")] += report.duration
     if not spent:
         return
     kinds = ("classic", "connect", "no Spark")
@@ -192,3 +274,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     rows.append(("all", [sum(v for (_, k), v in spent.items() if k == kind) for kind in kinds]))
     for folder, row in rows:
         write(f"{folder:24s}" + "".join(f"{v / 60:10.1f}" for v in row) + f"{sum(row) / 60:10.1f}")
+    if len(workers) > 1:
+        write("by worker: " + ", ".join(f"{w} {v / 60:.1f}" for w, v in sorted(workers.items())))
