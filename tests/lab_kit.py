@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("0*.ipynb"))
 EXPLORER = "02_window_explorer.ipynb"
+LIVE = "05_live_monitor.ipynb"
 CHROMIUM = os.environ.get("DEDUP_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 INSTALL_LAB = "jupyterlab is not installed: pip install -e '.[test]' (or `make install`)"
 VIEWPORT = {"width": 1400, "height": 1000}

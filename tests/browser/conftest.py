@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from lab_kit import CHROMIUM, EXPLORER, NOTEBOOKS, Lab, LabMissingError, Notebook
+from lab_kit import CHROMIUM, EXPLORER, LIVE, NOTEBOOKS, Lab, LabMissingError, Notebook
 
 SCREENSHOTS = Path(os.environ.get("DEDUP_SCREENSHOTS", "build/screenshots")).resolve()
 INSTALL = (
@@ -91,10 +91,11 @@ def run(browser: Any, lab: Lab, kernel: str) -> Iterator[Callable[[str], Noteboo
             notebook.close()
 
 
-@pytest.fixture(params=[n for n in NOTEBOOKS if n != EXPLORER] + [EXPLORER])
+@pytest.fixture(params=[n for n in NOTEBOOKS if n not in (EXPLORER, LIVE)] + [EXPLORER])
 def notebook_name(request: pytest.FixtureRequest) -> str:
     """The notebooks, the explorer last: its page stays for test_window_explorer's controls,
-    and a notebook run after it would close its widgets."""
+    and a notebook run after it would close its widgets. Not the live monitor: its run on the
+    samples, as they land, is ``test_live_monitor.py``'s."""
     return str(request.param)
 
 
@@ -108,9 +109,10 @@ def screenshots(request: pytest.FixtureRequest) -> Path:
 
 
 class _NotebooksOnce:
-    """The notebooks run once: in JupyterLab in Chromium (test_notebooks.py, which fails on
-    anything nbval would and on what only a browser shows) when that test is selected and can
-    run here; else by nbval. Last, so the items are those left after ``-m``/``-k``."""
+    """The notebooks run once: in JupyterLab in Chromium (test_notebooks.py, and
+    test_live_monitor.py for notebook 05, which fail on anything nbval would and on what only
+    a browser shows) when that test is selected and can run here; else by nbval. Last, so
+    the items are those left after ``-m``/``-k``."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -135,6 +137,8 @@ def _notebooks_run_in_chromium(items: list[pytest.Item]) -> dict[str, str]:
         return {}
     found = {}
     for item in items:
+        if item.nodeid.startswith("tests/browser/test_live_monitor.py::"):
+            found[LIVE] = item.nodeid
         if item.nodeid.startswith("tests/browser/test_notebooks.py::"):
             callspec = getattr(item, "callspec", None)
             notebook = callspec.params.get("notebook_name") if callspec is not None else None

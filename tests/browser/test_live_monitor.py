@@ -1,8 +1,10 @@
 """Notebook 05 in JupyterLab while telemetry lands: its charts redraw in place.
 
-The test points the notebook at a folder of its own, lands the first file, runs all (the
-last cell lets the monitor run for a while), then lands the rest while the notebook runs, and
-requires the sends drawn in the first chart to grow, without a problem a user would see.
+The test points the notebook at a folder of its own, lands the first file of the incident
+sample, runs all (the last cell lets the monitor run for a while), then lands the rest while
+the notebook runs, and requires the sends drawn in the first chart to grow, without a problem
+a user would see (:meth:`lab_kit.Notebook.problems`, as for every notebook). This is notebook
+05's run in JupyterLab on the samples: ``test_notebooks.py`` runs the others.
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from dedup_lib import land_in_steps, sample_path
-from lab_kit import DONE_JS, RUN_ALL_JS, Lab, Notebook
+from lab_kit import DONE_JS, LIVE, RUN_ALL_JS, Lab, Notebook
 
-LIVE = "05_live_monitor.ipynb"
 #: The sends drawn in the notebook's first chart: every bar of every trace, summed.
 DRAWN_SENDS_JS = """() => {
     const plot = document.querySelector('.jp-NotebookPanel .js-plotly-plot');
