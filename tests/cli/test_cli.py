@@ -48,7 +48,9 @@ def test_simulate_writes_verdicts_and_honours_the_policy(spark, capsys, tmp_path
     assert "window 20s, partitioning disabled" in short
     verdicts = pd.read_parquet(out)
     assert {"verdict", "reason", "dedup_key", "logical_id"} <= set(verdicts.columns)
-    assert main(["simulate", str(SAMPLES / "incident.parquet"), "--quiet"], spark=spark) == 0
+    # the Python replay kernel, as the option asks (the JVM one, the default, above)
+    longer = ["simulate", str(SAMPLES / "incident.parquet"), "--quiet", "--kernel", "python"]
+    assert main(longer, spark=spark) == 0
     long = capsys.readouterr().out
     # a longer window catches more: the restart resends come minutes after their first send
     caught = [
