@@ -172,3 +172,39 @@ def test_to_pandas_tables_write_to_parquet_on_classic_and_connect(spark, tmp_pat
         [("orders", "accepted", None)], "entity string, verdict string, reason string"
     )
     summarize(verdicts).to_parquet(tmp_path / "summary.parquet")
+
+
+class _Conf:
+    def __init__(self, master: str | None) -> None:
+        self.master = master
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        assert key == "spark.master"
+        return self.master if self.master is not None else default
+
+
+class _Session:
+    """A classic session as far as local_cores reads it: its master."""
+
+    def __init__(self, master: str | None) -> None:
+        self.conf = _Conf(master)
+
+
+@pytest.mark.parametrize(
+    ("master", "cores"),
+    [
+        ("local", 1),
+        ("local[3]", 3),
+        ("local[*]", os.cpu_count()),
+        ("local[2,4]", 2),
+        ("local[*, 4]", os.cpu_count()),
+        ("spark://host:7077", None),
+        ("yarn", None),
+        ("local-cluster[2,1,1024]", None),
+        (None, None),
+    ],
+)
+def test_local_cores_reads_the_master(master, cores):
+    from dedup_lib.spark import local_cores
+
+    assert local_cores(_Session(master)) == cores

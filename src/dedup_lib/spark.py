@@ -438,3 +438,20 @@ def to_pandas(df: DataFrame) -> pd.DataFrame:
 def is_connect(spark: SparkSession) -> bool:
     """True when ``spark`` is a Spark Connect session."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+_LOCAL_MASTER = re.compile(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?")
+
+
+def local_cores(spark: SparkSession) -> int | None:
+    """The cores a local master runs tasks on (``local``, ``local[4]``, ``local[*]``), or None
+    for a cluster's master and a Connect session, whose size this process cannot see."""
+    if is_connect(spark):
+        return None
+    found = _LOCAL_MASTER.fullmatch(spark.conf.get("spark.master", "") or "")
+    if found is None:
+        return None
+    cores = found.group(1)
+    if cores is None:
+        return 1
+    return (os.cpu_count() or 1) if cores == "*" else int(cores)

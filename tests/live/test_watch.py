@@ -11,6 +11,7 @@ meets is the latest send time (milliseconds) of the files before it, minus the l
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +121,11 @@ def test_stream_gives_batch_verdicts(spark, sends, tmp_path, name):
         if name == "one window" and i == 2:
             crash_once(spark, landing, policy, folders)
         watch_duplicates(spark, str(landing), policy, "PT2M", once=True, **folders)
+
+    # the state in as many partitions as local[2] has cores, the session's setting left as it was
+    metadata = (tmp_path / "ck" / "judge" / "offsets" / "0").read_text().splitlines()[1]
+    assert json.loads(metadata)["conf"]["spark.sql.shuffle.partitions"] == "2"
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
 
     got = pd.read_parquet(folders["out"])
     assert got["event_id"].is_unique, "a send was judged twice"
