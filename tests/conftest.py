@@ -219,7 +219,9 @@ def _write_class_data(timeout: float = 300.0) -> None:
     folder = cache_dir() / "jvm"
     if java_tool("java") is None or os.environ.get("SPARK_REMOTE"):
         return
-    if not class_data_options(check_java()) or any(folder.glob("*.jsa")):
+    options = class_data_options(check_java())
+    read = [Path(o.split("=", 1)[1]) for o in options if o.startswith("-XX:SharedArchiveFile=")]
+    if not options or any(archive.is_file() for archive in read):
         return
     start = "from dedup_lib import get_spark; s = get_spark('class-data', master='local[1]')"
     subprocess.run([sys.executable, "-c", f"{start}; s.range(1).count(); s.stop()"],

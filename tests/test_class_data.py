@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from dedup_lib import class_data
 from dedup_lib.class_data import SWITCH, _name, archive_options
 
 JAVA = "/usr/bin/java"
@@ -142,4 +143,17 @@ def test_another_configuration_folder_gets_another_archive(tmp_path, monkeypatch
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "one"))
     one = _name(JAVA)
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "two"))
+    assert _name(JAVA) != one
+
+
+def test_another_jars_folder_gets_another_archive(tmp_path, monkeypatch):
+    """A second environment with the same pyspark has the same jars in another folder: the JDK
+    refuses an archive written with the other's class path, so it starts cold every time
+    unless it writes one of its own."""
+    for env in ("one", "two"):
+        (tmp_path / env).mkdir()
+        (tmp_path / env / "spark-core.jar").write_bytes(b"same")
+    monkeypatch.setattr(class_data, "spark_jars", lambda: tmp_path / "one")
+    one = _name(JAVA)
+    monkeypatch.setattr(class_data, "spark_jars", lambda: tmp_path / "two")
     assert _name(JAVA) != one

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from dedup_lib.class_data import SWITCH
 from report_kit import KEPT, NAME, WINDOW, check_incident_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +24,10 @@ pytestmark = pytest.mark.slow
 
 def run(*argv: str | Path, cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_REMOTE")}
+    # The venv's Spark jars are another class path than the run's, so its JVM would write an
+    # archive of its own as it exits, for no later JVM to read: 16 core-seconds more than a
+    # start without one (2026-11-28). The archive's own tests are test_class_data's.
+    env[SWITCH] = "0"
     done = subprocess.run(
         [str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )

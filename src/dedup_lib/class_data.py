@@ -12,12 +12,13 @@ map in. :func:`archive_options` gives the driver JVM's options for it:
   wrote it is gone; later JVMs read it (``-XX:SharedArchiveFile``). While one is being
   written, other JVMs start without it rather than write another.
 
-The archive is named by the JDK, the pyspark version, the Spark jars and Spark's
-configuration folder (``SPARK_CONF_DIR``, which Spark puts on the JVM's class path), so a JVM
-with another class path never reads it; a JVM that cannot use an archive runs without one
-(sharing is an optimisation, never a requirement). The JDK archives no class path with a
-non-empty folder on it: where that configuration folder has files (a ``spark-defaults.conf``),
-no archive is written or read. Set ``DEDUP_CLASS_DATA=0`` to leave it out.
+The archive is named by the JDK, the pyspark version, the Spark jars and their folder, and
+Spark's configuration folder (``SPARK_CONF_DIR``, which Spark puts on the JVM's class path), so
+a JVM with another class path (another environment too) never reads it; a JVM that cannot use
+an archive runs without one (sharing is an optimisation, never a requirement). The JDK
+archives no class path with a non-empty folder on it: where that configuration folder has
+files (a ``spark-defaults.conf``), no archive is written or read. Set ``DEDUP_CLASS_DATA=0``
+to leave it out.
 """
 
 from __future__ import annotations
@@ -99,17 +100,26 @@ def _has_files(folder: Path) -> bool:
         return False
 
 
+def spark_jars() -> Path:
+    """The folder of the jars a local Spark JVM has on its class path: pyspark's own."""
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
 def _name(java: str) -> str:
     """``spark-<pyspark version>-<hash>``: the hash of the java binary (resolved), of Spark's
-    configuration folder and of the names and sizes of Spark's jars: the class path the
-    archive's must match."""
+    configuration folder, of the jars folder (resolved: the JDK refuses an archive whose class
+    path lies elsewhere, so a second environment with the same pyspark needs its own) and of
+    the names and sizes of its jars: the class path the archive's must match."""
     import pyspark
 
     digest = hashlib.sha256(str(Path(java).resolve()).encode())
     digest.update(str(spark_conf_dir().resolve()).encode())
     with contextlib.suppress(OSError):
         digest.update(str(Path(java).resolve().stat().st_mtime_ns).encode())
-    jars = Path(pyspark.__file__).parent / "jars"
+    jars = spark_jars().resolve()
+    digest.update(str(jars).encode())
     for jar in sorted(jars.glob("*.jar")):
         digest.update(f"{jar.name}:{jar.stat().st_size}".encode())
     return f"spark-{pyspark.__version__}-{digest.hexdigest()[:16]}"
