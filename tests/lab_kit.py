@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from dedup_lib.cli.explore import dies_with_parent
+from dedup_lib.cli.explore import dying_with_parent
 from dedup_lib.spark import free_port
 
 if TYPE_CHECKING:
@@ -125,8 +125,8 @@ class Lab:
         log = workdir / "jupyterlab.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
-                command, env=environment, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True, cwd=workdir, preexec_fn=dies_with_parent(),
+                dying_with_parent(command), env=environment, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, cwd=workdir,
             )  # fmt: skip
         lab = cls(f"http://127.0.0.1:{port}", token, root, process, log, workdir / "runtime")
         try:

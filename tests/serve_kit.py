@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import dedup_lib
-from dedup_lib.cli.explore import dies_with_parent
+from dedup_lib.cli.explore import dying_with_parent
 from dedup_lib.spark import free_port
 
 #: Where the processes' environments are read.
@@ -103,9 +103,8 @@ def serve(path: Path, *options: str, cwd: Path | None = None) -> Iterator[Served
         log = Path(folder) / "stderr.log"
         with log.open("w") as err:
             process = subprocess.Popen(
-                [*command, *options, "--port", str(free_port())],
+                dying_with_parent([*command, *options, "--port", str(free_port())]),
                 env=env, stdout=subprocess.PIPE, stderr=err, text=True, cwd=cwd,
-                preexec_fn=dies_with_parent(),
             )  # fmt: skip
         server = None
         try:

@@ -124,3 +124,37 @@ def test_help_documents_the_command():
         assert option in text
     assert "Voilà" in text
     assert "dedup-lib explore data/samples/day.parquet" in text
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_what_it_starts_dies_with_it_even_of_sigkill(tmp_path):
+    """Voilà, started through :func:`explore.dying_with_parent`, is the command itself (exec,
+    same process) and gets SIGTERM when the command dies of a signal no handler sees."""
+    import signal
+    import time
+
+    parent = (
+        "import subprocess, sys, time; from dedup_lib.cli.explore import dying_with_parent; "
+        "child = subprocess.Popen(dying_with_parent(['sleep', '120'])); "
+        "print(child.pid, flush=True); time.sleep(120)"
+    )
+    process = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    child = int(process.stdout.readline())
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[0] != b"sleep":
+        assert time.monotonic() < deadline, "the command was never exec'd"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child}").exists() and b"Z" not in _state(child):
+        assert time.monotonic() < deadline, "the command outlived its parent"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except OSError:
+        return b"Z"

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
-import ctypes.util
 import importlib.util
 import os
 import secrets
@@ -30,7 +28,7 @@ import subprocess
 import sys
 import time
 import webbrowser
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from importlib.resources import as_file, files
 from types import FrameType
 
@@ -203,20 +201,26 @@ def stopped_by_signals() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def dies_with_parent() -> Callable[[], None] | None:
-    """On Linux, a function for the child to run before Voilà starts: the kernel sends it
-    SIGTERM when this command dies, even of SIGKILL, which no handler sees."""
+#: Run by :func:`dying_with_parent` in the child: ask the kernel for SIGTERM when the parent
+#: dies (``PR_SET_PDEATHSIG``, which exec keeps), unless it is gone already; become the command.
+_DIE_WITH_PARENT = (
+    "import ctypes, os, signal, sys; "
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM); "
+    "os.getppid() == int(sys.argv[1]) or sys.exit(143); "
+    "os.execvp(sys.argv[2], sys.argv[2:])"
+)
+
+
+def dying_with_parent(command: Sequence[str]) -> list[str]:
+    """``command`` started so that, on Linux, the kernel sends it SIGTERM when this process
+    dies, even of SIGKILL, which no handler sees. A short Python step asks for it and then
+    execs the command, rather than a ``preexec_fn``: Python code run between fork and exec in
+    a process with threads (a Spark Connect session's gRPC) can kill the child before it
+    starts ("epoll_wait error: Bad file descriptor"), and without one, subprocess spawns
+    without running this process's fork handlers."""
     if not sys.platform.startswith("linux"):
-        return None
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    parent = os.getpid()
-
-    def child() -> None:
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before the call
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return child
+        return list(command)
+    return [sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid()), *command]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -228,11 +232,10 @@ def run(args: argparse.Namespace) -> int:
     url = f"http://127.0.0.1:{args.port}/?token={token}"
     with as_file(EXPLORER) as notebook, stopped_by_signals():
         server = subprocess.Popen(
-            voila_command(str(notebook), args.port),
+            dying_with_parent(voila_command(str(notebook), args.port)),
             env=page_environment(args, token),
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=dies_with_parent(),
         )
         try:
             _wait_listening(server, args.port)
