@@ -41,11 +41,11 @@ SPARK_HOME = Path(pyspark.__file__).resolve().parent
 #: The tests' Spark defaults (the root conftest.py gives them to the JVMs PySpark starts).
 SPARK_DEFAULTS = ROOT / "tests" / "spark-conf" / "spark-defaults.conf"
 HOST = "127.0.0.1"
-#: Ports found free at run time, unless ``DEDUP_CLUSTER_MASTER_PORT`` or
-#: ``DEDUP_CLUSTER_CONNECT_PORT`` names one: Spark's defaults (7077, 15002) may be held by
-#: another Spark on the machine.
-MASTER_PORT = int(os.environ.get("DEDUP_CLUSTER_MASTER_PORT") or free_port())
-CONNECT_PORT = int(os.environ.get("DEDUP_CLUSTER_CONNECT_PORT") or free_port())
+#: Name the master's and the Connect server's ports; else each is found free as the cluster
+#: starts (Spark's defaults, 7077 and 15002, may be held by another Spark on the machine).
+PORT_VARIABLES = ("DEDUP_CLUSTER_MASTER_PORT", "DEDUP_CLUSTER_CONNECT_PORT")
+#: What the Connect server logs once it serves: its port open alone may be another's.
+CONNECT_STARTED = "Spark Connect server started at"
 #: What a start may take on a busy two-core machine.
 START_TIMEOUT = 180.0
 #: Variables of this process that would make a cluster JVM a client, or give its Python
@@ -71,8 +71,8 @@ class Cluster:
     """The running parts, in the order they were started."""
 
     folder: Path
-    master_port: int = MASTER_PORT
-    connect_port: int = CONNECT_PORT
+    master_port: int
+    connect_port: int
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     @property
@@ -207,8 +207,8 @@ def _start(cluster: Cluster, name: str, command: list[str], env: dict[str, str])
 def start(
     folder: Path = ROOT / "build" / "cluster",
     *,
-    master_port: int = MASTER_PORT,
-    connect_port: int = CONNECT_PORT,
+    master_port: int | None = None,
+    connect_port: int | None = None,
     cores: int = 2,
     memory: str = "4g",
 ) -> Cluster:
@@ -217,11 +217,13 @@ def start(
     start side by side once the master listens: neither needs the other to start."""
     connect_jar()
     _no_leftovers(folder)
+    master_port = master_port or _port(PORT_VARIABLES[0])
+    connect_port = connect_port or _port(PORT_VARIABLES[1])
     for port in (master_port, connect_port):
         if _port_open(port):
             raise ClusterError(
                 f"{HOST}:{port} is taken (another Spark?): stop it, or move the cluster's ports "
-                "with DEDUP_CLUSTER_MASTER_PORT and DEDUP_CLUSTER_CONNECT_PORT"
+                f"with {' and '.join(PORT_VARIABLES)}"
             )
     folder.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(folder, master_port, connect_port)
@@ -268,11 +270,25 @@ def start(
             lambda: "Successfully registered with master" in _text(cluster.log("worker")),
             "registration with the master",
         )
-        _wait(cluster, "connect", lambda: _port_open(connect_port), f"port {connect_port}")
+        _wait(cluster, "connect", lambda: serving(cluster), f"serving on port {connect_port}")
     except BaseException:
         cluster.stop()
         raise
     return cluster
+
+
+def serving(cluster: Cluster) -> bool:
+    """Whether the Connect server serves: it says so in its log, and its port is open. The
+    port alone may be another process's, which took it before the server could (and then a
+    client's first call waits forever)."""
+    started = CONNECT_STARTED in _text(cluster.log("connect"))
+    return started and _port_open(cluster.connect_port)
+
+
+def _port(variable: str) -> int:
+    """The port ``variable`` names, else one found free now (:func:`dedup_lib.spark.free_port`):
+    as the cluster starts, not when this module was imported, minutes of other servers before."""
+    return int(os.environ.get(variable) or free_port())
 
 
 def _no_leftovers(folder: Path) -> None:

@@ -44,6 +44,19 @@ def test_a_free_port_is_free():
         sock.bind(("127.0.0.1", port))
 
 
+def test_a_free_port_is_none_the_system_hands_out_and_a_taken_one_is_passed_over(monkeypatch):
+    """Below the range the system picks from for port 0, so no process (nor the server's own
+    JVM) is handed it before the server binds it; and never one that is held."""
+    from dedup_lib import spark
+
+    low = spark._ephemeral_ports()[0]
+    assert all(1024 <= free_port() < low for _ in range(20))
+    with socket.create_server(("127.0.0.1", spark._PORTS_FROM + 7)) as held:
+        picks = iter([7, 7, 8])
+        monkeypatch.setattr(spark.secrets, "randbelow", lambda n: next(picks))
+        assert free_port() == spark._PORTS_FROM + 8 != held.getsockname()[1]
+
+
 class Listener:
     """A foreign server on a port: accepts each connection and closes it, counting them."""
 

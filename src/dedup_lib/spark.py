@@ -354,11 +354,35 @@ _CONNECT_SERVER = {
 }
 
 
+#: Where :func:`free_port` looks: below the ports the system hands to whoever binds port 0.
+_PORTS_FROM = 20_000
+
+
 def free_port() -> int:
-    """A TCP port no one listens on now, chosen by the system."""
+    """A TCP port no one listens on now, for a server started a little later.
+
+    Not one the system would choose for port 0 (Linux: 32768 to 60999): in the seconds before
+    the server binds it, another process, or the server's own JVM opening its driver and
+    block-manager ports, may be handed that one, and a Connect server then fails to bind while
+    whoever took the port answers its clients (a test run hung so, 2026-11-28)."""
+    below = _ephemeral_ports()[0]
+    for _ in range(50) if below > _PORTS_FROM + 1000 else ():
+        port = _PORTS_FROM + secrets.randbelow(below - _PORTS_FROM)
+        with socket.socket() as probe, contextlib.suppress(OSError):
+            probe.bind(("", port))
+            return port
     with socket.socket() as probe:
         probe.bind(("", 0))
         return int(probe.getsockname()[1])
+
+
+def _ephemeral_ports() -> tuple[int, int]:
+    """The range the system picks ports for port 0 from (Linux's default elsewhere)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def _local_connect(app_name: str, master: str, settings: dict[str, str]) -> SparkSession:
