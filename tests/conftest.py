@@ -214,14 +214,14 @@ def _write_class_data(timeout: float = 300.0) -> None:
     exit writes it, and the first JVM is the tests' own session, which lives for most of the
     run. Waits for the JVM to finish writing (its command line names the file), then adopts
     the file rather than wait for :mod:`~dedup_lib.class_data` to take it as settled."""
+    from dedup_lib.class_data import archive_path
     from dedup_lib.spark import cache_dir, check_java, class_data_options, java_tool
 
     folder = cache_dir() / "jvm"
-    if java_tool("java") is None or os.environ.get("SPARK_REMOTE"):
+    java = java_tool("java")
+    if java is None or os.environ.get("SPARK_REMOTE"):
         return
-    options = class_data_options(check_java())
-    read = [Path(o.split("=", 1)[1]) for o in options if o.startswith("-XX:SharedArchiveFile=")]
-    if not options or any(archive.is_file() for archive in read):
+    if not class_data_options(check_java()) or archive_path(folder, java).is_file():
         return
     start = "from dedup_lib import get_spark; s = get_spark('class-data', master='local[1]')"
     subprocess.run([sys.executable, "-c", f"{start}; s.range(1).count(); s.stop()"],

@@ -49,7 +49,7 @@ def test_a_free_port_is_none_the_system_hands_out_and_a_taken_one_is_passed_over
     JVM) is handed it before the server binds it; and never one that is held."""
     from dedup_lib import spark
 
-    low = spark._ephemeral_ports()[0]
+    low = spark._first_ephemeral_port()
     assert all(1024 <= free_port() < low for _ in range(20))
     with socket.create_server(("127.0.0.1", spark._PORTS_FROM + 7)) as held:
         picks = iter([7, 7, 8])

@@ -46,7 +46,7 @@ def archive_options(folder: Path, java: str, java_version: int) -> list[str]:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         return []
-    archive = folder / f"{_name(java)}.jsa"
+    archive = archive_path(folder, java)
     if java_version >= 19:
         return ["-XX:+AutoCreateSharedArchive", f"-XX:SharedArchiveFile={archive}"]
     writing = _settle(archive)
@@ -55,6 +55,11 @@ def archive_options(folder: Path, java: str, java_version: int) -> list[str]:
     if writing:
         return []
     return [f"-XX:ArchiveClassesAtExit={archive.with_name(f'{archive.stem}.{os.getpid()}.part')}"]
+
+
+def archive_path(folder: Path, java: str) -> Path:
+    """Where the archive for ``java`` and this environment's class path is kept in ``folder``."""
+    return folder / f"{_name(java)}.jsa"
 
 
 def _settle(archive: Path) -> bool:

@@ -365,24 +365,25 @@ def free_port() -> int:
     the server binds it, another process, or the server's own JVM opening its driver and
     block-manager ports, may be handed that one, and a Connect server then fails to bind while
     whoever took the port answers its clients (a test run hung so, 2026-11-28)."""
-    below = _ephemeral_ports()[0]
-    for _ in range(50) if below > _PORTS_FROM + 1000 else ():
-        port = _PORTS_FROM + secrets.randbelow(below - _PORTS_FROM)
-        with socket.socket() as probe, contextlib.suppress(OSError):
-            probe.bind(("", port))
-            return port
+    below = _first_ephemeral_port()
+    if below > _PORTS_FROM + 1000:
+        for _ in range(50):
+            port = _PORTS_FROM + secrets.randbelow(below - _PORTS_FROM)
+            with socket.socket() as probe, contextlib.suppress(OSError):
+                probe.bind(("", port))
+                return port
     with socket.socket() as probe:
         probe.bind(("", 0))
         return int(probe.getsockname()[1])
 
 
-def _ephemeral_ports() -> tuple[int, int]:
-    """The range the system picks ports for port 0 from (Linux's default elsewhere)."""
+def _first_ephemeral_port() -> int:
+    """Where the range the system picks ports for port 0 from begins (Linux's default
+    elsewhere)."""
     try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def _local_connect(app_name: str, master: str, settings: dict[str, str]) -> SparkSession:
