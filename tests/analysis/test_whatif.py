@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry
+from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry, summarize
 from dedup_lib.analysis.whatif import by_content, compare_keys, count_sweep
 from dedup_lib.replay.by_count import detect_duplicates_by_count
 from dedup_lib.rules.broker import arrival_order
@@ -132,6 +132,9 @@ def test_count_sweep_against_time_windows(spark):
         small, large = table.to_dict("records")
         assert small["ids_held"] <= 10 * 5 < large["ids_held"]
         assert small["duplicates"] < large["duplicates"]
+        # One pass judges both capacities, each as a pass of its own would.
+        alone = summarize(detect_duplicates_by_count(sends, 10)).iloc[-1]
+        assert small["duplicates"] == alone["duplicates"]
         # A cache that never forgets drops what any time window drops, and more.
         week = detect_duplicates(sends, DedupPolicy("P7D")).where(F.col("verdict") == "duplicate")
         assert large["duplicates"] >= week.count()

@@ -21,7 +21,7 @@ from dedup_lib.analysis.diagnostics import content_key
 from dedup_lib.analysis.summaries import ground_truth_summary, has_ground_truth, summarize
 from dedup_lib.analysis.totals import ALL_ENTITIES, entity_column, with_total
 from dedup_lib.columns import count_where
-from dedup_lib.replay.by_count import detect_duplicates_by_count
+from dedup_lib.replay.by_count import by_counts
 from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.replay.sql_rules import OUTPUT_COLUMNS
 from dedup_lib.rules.policy import DUPLICATE, MAX_PROPERTY_LENGTH, Policies
@@ -108,28 +108,31 @@ def count_sweep(
     at the peak (the capacity, or fewer where fewer ids were ever accepted in an entity,
     summed over entities), ``duplicates`` dropped, and with ground truth ``resends_caught``,
     ``extra_deliveries`` and ``messages_lost``. Compare with the time windows' peak ids held
-    in :meth:`dedup_lib.ReplayCache.sweep`. One pass of :func:`detect_duplicates_by_count`
-    per capacity."""
-    rows = []
-    for capacity in capacities:
-        result = detect_duplicates_by_count(df, capacity, partitioning).persist()
-        try:
-            table = summarize(result)
-            entities = table[table["entity"] != ALL_ENTITIES] if len(table) > 1 else table
-            row: dict[str, object] = {
-                "capacity": capacity,
-                "ids_held": int(
-                    (entities["accepted"] - entities["without_message_id"])
-                    .clip(upper=capacity)
-                    .sum()
-                ),
-                "duplicates": int(entities["duplicates"].sum()),
-            }
-            if has_ground_truth(result):
-                truth = ground_truth_summary(result).iloc[-1]
-                for name in ("resends_caught", "extra_deliveries", "messages_lost"):
-                    row[name] = int(truth[name])
-            rows.append(row)
-        finally:
-            result.unpersist()
+    in :meth:`dedup_lib.ReplayCache.sweep`. One ordering of the sends and one pass of the
+    kernel for every capacity (:func:`dedup_lib.replay.by_count.by_counts`), held while each
+    capacity is counted."""
+    answers = by_counts(df, capacities, partitioning)
+    judged = answers.judged.persist()
+    try:
+        rows = [_count_row(answers.result(c), c) for c in answers.capacities]
+    finally:
+        judged.unpersist()
     return pd.DataFrame(rows)
+
+
+def _count_row(result: DataFrame, capacity: int) -> dict[str, object]:
+    """One capacity's row of :func:`count_sweep`."""
+    table = summarize(result)
+    entities = table[table["entity"] != ALL_ENTITIES] if len(table) > 1 else table
+    row: dict[str, object] = {
+        "capacity": capacity,
+        "ids_held": int(
+            (entities["accepted"] - entities["without_message_id"]).clip(upper=capacity).sum()
+        ),
+        "duplicates": int(entities["duplicates"].sum()),
+    }
+    if has_ground_truth(result):
+        truth = ground_truth_summary(result).iloc[-1]
+        for name in ("resends_caught", "extra_deliveries", "messages_lost"):
+            row[name] = int(truth[name])
+    return row

@@ -130,15 +130,17 @@ def judged(
     ordered: DataFrame,
     judge: Callable[[Iterator[tuple[pa.Array, ...]]], Iterator[pa.Array]],
     arguments: list[Column],
+    returns: T.StructType | None = None,
 ) -> DataFrame:
-    """``ordered`` with the kernel's answer per send, in a struct column.
+    """``ordered`` with the kernel's answer per send, in a struct column (of type
+    ``returns``, by default :func:`originals_type`).
 
     A scalar iterator Arrow UDF, not ``mapInArrow``: Spark keeps each row in the JVM and sends
     Python only the arguments, in the partition's order, one iterator per partition. It is
     marked nondeterministic because its answer depends on the rows before it: Spark must
     neither move it below the sort nor evaluate it twice.
     """
-    originals = originals_type(ordered)
+    originals = returns if returns is not None else originals_type(ordered)
     # The eval type comes from the type hints of ``judge`` (Iterator[tuple[pa.Array, ...]] ->
     # Iterator[pa.Array]), which Spark reads from this module's names.
     udf = arrow_udf(judge, originals).asNondeterministic()  # type: ignore[call-overload]

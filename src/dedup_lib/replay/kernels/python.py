@@ -1,7 +1,7 @@
 """The Python replay kernel: one pass over sends sorted by (entity, key, time), in Arrow batches.
 
 The engine runs it where the JVM kernel (:mod:`dedup_lib.replay.kernels.jvm`, the same pass in
-Java) cannot be built or loaded, and always for :func:`count_cache`.
+Java) cannot be built or loaded, and always for :func:`count_caches`.
 
 It runs inside Spark's Python workers as a scalar iterator Arrow UDF over the few columns it
 needs (what tells the keys apart, time, event id, whether Spark SQL already decided the send),
@@ -19,7 +19,7 @@ by one (SPEC section 1: the window is anchored on the accepted original).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,44 +193,70 @@ def _with_anchor(values: pa.Array, held: pa.Scalar | None) -> pa.Array:
     return pa.concat_arrays([head, values])
 
 
-def count_cache(
-    batches: Iterator[tuple[pa.Array, ...]], capacity: int, has_entity: bool
-) -> Iterator[pa.StructArray]:
-    """Judge sends against a cache of the last ``capacity`` accepted ids per entity (as
-    ActiveMQ Artemis does), not a time window; sends arrive sorted by (entity, time).
+class _IdCache:
+    """The last ``capacity`` accepted ids of one entity, each with its send's time and id."""
 
-    Takes and returns what :func:`find_originals` does. The cache holds ids, not sends: memory is
-    ``capacity`` entries whatever the traffic.
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.held: dict[Any, tuple[int, Any]] = {}
+        self.order: deque[Any] = deque()
+
+    def clear(self) -> None:
+        self.held.clear()
+        self.order.clear()
+
+    def judge(self, key: Any, time: int, event_id: Any) -> tuple[int, Any] | None:
+        """The original a send of ``key`` duplicates, or None once it is accepted (and held)."""
+        found = self.held.get(key)
+        if found is not None:
+            return found
+        self.held[key] = (time, event_id)
+        self.order.append(key)
+        if len(self.order) > self.capacity:
+            del self.held[self.order.popleft()]
+        return None
+
+
+def count_caches(
+    batches: Iterator[tuple[pa.Array, ...]], capacities: Sequence[int], has_entity: bool
+) -> Iterator[pa.StructArray]:
+    """Judge sends against a cache of the last N accepted ids per entity (as ActiveMQ Artemis
+    does), not a time window, for every N in ``capacities`` at once; sends arrive sorted by
+    (entity, time).
+
+    Takes what :func:`find_originals` does; returns per send a struct with one field per
+    capacity (``c0``, ``c1``, ... in the order given), each what :func:`find_originals`
+    answers. A cache holds ids, not sends: memory is N entries whatever the traffic.
     """
     entity: Any = object()
-    held: dict[Any, tuple[int, Any]] = {}
-    order: deque[Any] = deque()
+    caches = [_IdCache(capacity) for capacity in capacities]
+    names = [f"c{i}" for i in range(len(caches))]
     for arrays in batches:
         x = Inputs.unpack(arrays, has_entity, has_window=False)
-        n = len(x.key)
         keys = x.key.to_pylist()
         ents = x.entity.to_pylist()
         decided = pc.fill_null(x.decided, True).to_pylist()
         times = pc.cast(x.send_time, pa.int64()).to_pylist()
         ids = x.event_id.to_pylist()
-        original_time: list[Any] = [None] * n
-        original_id: list[Any] = [None] * n
-        for i in range(n):
+        found: list[list[Any]] = [[None] * len(keys) for _ in caches]
+        for i, key in enumerate(keys):
             if ents[i] != entity:
                 entity = ents[i]
-                held.clear()
-                order.clear()
+                for cache in caches:
+                    cache.clear()
             if decided[i]:
                 continue
-            key = keys[i]
-            if key in held:
-                original_time[i], original_id[i] = held[key]
-                continue
-            held[key] = (times[i], ids[i])
-            order.append(key)
-            if len(order) > capacity:
-                del held[order.popleft()]
-        yield _originals(
-            pa.array(original_time, pa.int64()).cast(x.send_time.type),
-            pa.array(original_id, x.event_id.type),
+            for answers, cache in zip(found, caches, strict=True):
+                answers[i] = cache.judge(key, times[i], ids[i])
+        yield pa.StructArray.from_arrays(
+            [_answers(answers, x.send_time.type, x.event_id.type) for answers in found],
+            names=names,
         )
+
+
+def _answers(found: list[Any], time_type: pa.DataType, id_type: pa.DataType) -> pa.StructArray:
+    original_time = [None if f is None else f[0] for f in found]
+    original_id = [None if f is None else f[1] for f in found]
+    return _originals(
+        pa.array(original_time, pa.int64()).cast(time_type), pa.array(original_id, id_type)
+    )
