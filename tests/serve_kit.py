@@ -120,3 +120,14 @@ def serve(path: Path, *options: str, cwd: Path | None = None) -> Iterator[Served
             for pid in (p.split()[0] for p in (server.processes() if server else [])):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(int(pid), signal.SIGKILL)
+
+
+def refused_without_its_token(served: Served) -> None:
+    """No page and no kernel for whoever lacks the token the command printed."""
+    assert "token=" in served.url
+    assert len(served.url.split("token=")[1]) >= 32
+    for url in (served.base, f"{served.base}?token=wrong", f"{served.base}api/kernels"):
+        status, location, _ = get(url)
+        assert status in (302, 403), (url, status)
+        assert status == 403 or "/login" in location
+    assert not any("ipykernel" in p for p in served.processes()), "a kernel ran without the token"

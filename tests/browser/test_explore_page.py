@@ -2,7 +2,9 @@
 page Voilà serves, opened with the token the command printed, shows the explorer, no code and
 no error; its controls change the numbers; every hostile entity picked and a hostile window
 typed show as text (no dialog, no element or handler from the data, no console error); and
-SIGTERM, as a service manager sends it, stops the command, Voilà, its kernel and its Spark."""
+SIGTERM, as a service manager sends it, stops the command, Voilà, its kernel and its Spark.
+Before the visit, whoever lacks the token gets no page and starts no kernel. (The other
+signals are ``tests/cli/test_explore_server.py``'s.)"""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import pytest
 
 from dedup_lib.text import SHORT, shown
 from hostile_kit import HOSTILE_ENTITIES, SENDS_NAME, SVG, Corpus, watch
-from serve_kit import serve
+from serve_kit import refused_without_its_token, serve
 
 pytestmark = pytest.mark.spark
 
@@ -131,6 +133,7 @@ def test_the_explorer_page_shows_the_explorer_and_hostile_data_as_text(
     browser: Any, screenshots: Path, hostile: Corpus
 ) -> None:
     with serve(hostile.sends) as served:
+        refused_without_its_token(served)
         page = browser.new_page(viewport={"width": 1400, "height": TALL})
         seen = watch(page, ignore=OFFLINE)
         page.goto(served.url, timeout=READY_MS)
