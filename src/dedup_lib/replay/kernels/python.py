@@ -193,28 +193,18 @@ def _with_anchor(values: pa.Array, held: pa.Scalar | None) -> pa.Array:
     return pa.concat_arrays([head, values])
 
 
+@dataclass
 class _IdCache:
-    """The last ``capacity`` accepted ids of one entity, each with its send's time and id."""
+    """The last ``capacity`` accepted ids of one entity, each with its send's time and id, in
+    the order they were accepted."""
 
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.held: dict[Any, tuple[int, Any]] = {}
-        self.order: deque[Any] = deque()
+    capacity: int
+    held: dict[Any, tuple[int, Any]]
+    order: deque[Any]
 
     def clear(self) -> None:
         self.held.clear()
         self.order.clear()
-
-    def judge(self, key: Any, time: int, event_id: Any) -> tuple[int, Any] | None:
-        """The original a send of ``key`` duplicates, or None once it is accepted (and held)."""
-        found = self.held.get(key)
-        if found is not None:
-            return found
-        self.held[key] = (time, event_id)
-        self.order.append(key)
-        if len(self.order) > self.capacity:
-            del self.held[self.order.popleft()]
-        return None
 
 
 def count_caches(
@@ -229,7 +219,7 @@ def count_caches(
     answers. A cache holds ids, not sends: memory is N entries whatever the traffic.
     """
     entity: Any = object()
-    caches = [_IdCache(capacity) for capacity in capacities]
+    caches = [_IdCache(capacity, {}, deque()) for capacity in capacities]
     names = [f"c{i}" for i in range(len(caches))]
     for arrays in batches:
         x = Inputs.unpack(arrays, has_entity, has_window=False)
@@ -239,6 +229,8 @@ def count_caches(
         times = pc.cast(x.send_time, pa.int64()).to_pylist()
         ids = x.event_id.to_pylist()
         found: list[list[Any]] = [[None] * len(keys) for _ in caches]
+        # The cache's steps inline: a method call per send and capacity cost 1.4x the pass.
+        walks = [(c.held, c.order, c.capacity, a) for c, a in zip(caches, found, strict=True)]
         for i, key in enumerate(keys):
             if ents[i] != entity:
                 entity = ents[i]
@@ -246,8 +238,15 @@ def count_caches(
                     cache.clear()
             if decided[i]:
                 continue
-            for answers, cache in zip(found, caches, strict=True):
-                answers[i] = cache.judge(key, times[i], ids[i])
+            for held, order, capacity, answers in walks:
+                original = held.get(key)
+                if original is not None:
+                    answers[i] = original
+                    continue
+                held[key] = (times[i], ids[i])
+                order.append(key)
+                if len(order) > capacity:
+                    del held[order.popleft()]
         yield pa.StructArray.from_arrays(
             [_answers(answers, x.send_time.type, x.event_id.type) for answers in found],
             names=names,
