@@ -44,7 +44,10 @@ def no_spark(monkeypatch, log_dir):
 
 
 def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err
+    return _only_line(capsys.readouterr().err)
+
+
+def _only_line(err: str) -> str:
     lines = err.splitlines()
     assert len(lines) == 1, err
     return lines[0]
@@ -247,9 +250,7 @@ def without_send_time(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, s
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(err):
         patch.setenv("DEDUP_LOG_DIR", str(folder / "log"))
         assert main(["postmortem", str(sends), "--quiet", "--out-dir", str(folder / "out")]) == 1
-    lines = err.getvalue().splitlines()
-    assert len(lines) == 1, err.getvalue()
-    return sends, lines[0]
+    return sends, _only_line(err.getvalue())
 
 
 @pytest.mark.connect
