@@ -45,8 +45,18 @@ def summarize(result: DataFrame) -> pd.DataFrame:
             f"summarize: expected a detect_duplicates result, but column(s) {', '.join(missing)} "
             "are missing"
         )
-    counted = to_pandas(
-        result.groupBy(entity_column(result)).agg(
+    counted = summary_counts(result)
+    table = with_total(counted, list(SUMMARY_COLUMNS[1:-1]))
+    judged = table["accepted"] + table["duplicates"] - table["not_checked"]
+    table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")
+    return table[list(SUMMARY_COLUMNS)]
+
+
+def summary_counts(result: DataFrame, *by: str) -> pd.DataFrame:
+    """:func:`summarize`'s counts per entity, and per ``by`` column (one Spark job for a
+    table per value of it, e.g. one per capacity of a sweep); no total row."""
+    return to_pandas(
+        result.groupBy(*by, entity_column(result)).agg(
             F.count(F.lit(1)).alias("sends"),
             count_where(F.col("verdict") == ACCEPTED).alias("accepted"),
             count_where(F.col("verdict") == DUPLICATE).alias("duplicates"),
@@ -55,10 +65,6 @@ def summarize(result: DataFrame) -> pd.DataFrame:
             count_where(F.col("reason") == DETECTION_OFF_NOTE).alias("not_checked"),
         )
     )
-    table = with_total(counted, list(SUMMARY_COLUMNS[1:-1]))
-    judged = table["accepted"] + table["duplicates"] - table["not_checked"]
-    table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")
-    return table[list(SUMMARY_COLUMNS)]
 
 
 TRUTH_COLUMNS = ("logical_id", "attempt")
@@ -96,8 +102,16 @@ def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
             "ground_truth_summary: expected a detect_duplicates result with ground truth "
             f"(logical_id, attempt), but column(s) {', '.join(missing)} are missing"
         )
+    counted = truth_counts(result)
+    table = with_total(counted, list(TRUTH_SUMMARY_COLUMNS[1:]))
+    return table[list(TRUTH_SUMMARY_COLUMNS)]
+
+
+def truth_counts(result: DataFrame, *by: str) -> pd.DataFrame:
+    """:func:`ground_truth_summary`'s counts per entity, and per ``by`` column (one Spark
+    job); no total row."""
     verdict, resend = F.col("verdict"), F.col("attempt") > 1
-    per_message = result.groupBy(entity_column(result), F.col("logical_id")).agg(
+    per_message = result.groupBy(*by, entity_column(result), F.col("logical_id")).agg(
         F.count(F.lit(1)).alias("sends"),
         count_where(resend).alias("resends"),
         count_where(resend & (verdict == DUPLICATE)).alias("resends_caught"),
@@ -106,8 +120,8 @@ def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
         count_where(verdict == DUPLICATE).alias("duplicates"),
     )
     accepted, duplicates = F.col("accepted"), F.col("duplicates")
-    counted = to_pandas(
-        per_message.groupBy("entity").agg(
+    return to_pandas(
+        per_message.groupBy(*by, "entity").agg(
             F.count(F.lit(1)).alias("messages"),
             F.sum("sends").alias("sends"),
             F.sum("resends").alias("resends"),
@@ -118,8 +132,6 @@ def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
             count_where((accepted == 0) & (duplicates == 0)).alias("messages_rejected"),
         )
     )
-    table = with_total(counted, list(TRUTH_SUMMARY_COLUMNS[1:]))
-    return table[list(TRUTH_SUMMARY_COLUMNS)]
 
 
 GUID_PATTERN = (

@@ -11,6 +11,7 @@ SPEC section 7 lists these neighbours.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -18,8 +19,8 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 from dedup_lib.analysis.diagnostics import content_key
-from dedup_lib.analysis.summaries import ground_truth_summary, has_ground_truth, summarize
-from dedup_lib.analysis.totals import ALL_ENTITIES, entity_column, with_total
+from dedup_lib.analysis.summaries import has_ground_truth, summary_counts, truth_counts
+from dedup_lib.analysis.totals import entity_column, with_total
 from dedup_lib.columns import count_where
 from dedup_lib.replay.by_count import by_counts
 from dedup_lib.replay.engine import detect_duplicates
@@ -109,21 +110,31 @@ def count_sweep(
     summed over entities), ``duplicates`` dropped, and with ground truth ``resends_caught``,
     ``extra_deliveries`` and ``messages_lost``. Compare with the time windows' peak ids held
     in :meth:`dedup_lib.ReplayCache.sweep`. One ordering of the sends and one pass of the
-    kernel for every capacity (:func:`dedup_lib.replay.by_count.by_counts`), held while each
-    capacity is counted."""
+    kernel for every capacity (:func:`dedup_lib.replay.by_count.by_counts`), held while all
+    capacities are counted in one job (two with ground truth)."""
     answers = by_counts(df, capacities, partitioning)
     judged = answers.judged.persist()
     try:
-        rows = [_count_row(answers.result(c), c) for c in answers.capacities]
+        stacked = functools.reduce(
+            lambda one, other: one.unionByName(other),
+            (answers.result(c).withColumn(_CAPACITY, F.lit(c)) for c in answers.capacities),
+        )
+        counts = summary_counts(stacked, _CAPACITY)
+        truth = truth_counts(stacked, _CAPACITY) if has_ground_truth(stacked) else None
     finally:
         judged.unpersist()
-    return pd.DataFrame(rows)
+    return pd.DataFrame([_count_row(counts, truth, c) for c in answers.capacities])
 
 
-def _count_row(result: DataFrame, capacity: int) -> dict[str, object]:
-    """One capacity's row of :func:`count_sweep`."""
-    table = summarize(result)
-    entities = table[table["entity"] != ALL_ENTITIES] if len(table) > 1 else table
+#: Which capacity a row of :func:`count_sweep`'s stacked results was judged at.
+_CAPACITY = "__dedup_capacity"
+
+
+def _count_row(
+    counts: pd.DataFrame, truth: pd.DataFrame | None, capacity: int
+) -> dict[str, object]:
+    """One capacity's row of :func:`count_sweep`, from its counts per entity."""
+    entities = counts[counts[_CAPACITY] == capacity]
     row: dict[str, object] = {
         "capacity": capacity,
         "ids_held": int(
@@ -131,8 +142,8 @@ def _count_row(result: DataFrame, capacity: int) -> dict[str, object]:
         ),
         "duplicates": int(entities["duplicates"].sum()),
     }
-    if has_ground_truth(result):
-        truth = ground_truth_summary(result).iloc[-1]
+    if truth is not None:
+        totals = truth[truth[_CAPACITY] == capacity]
         for name in ("resends_caught", "extra_deliveries", "messages_lost"):
-            row[name] = int(truth[name])
+            row[name] = int(totals[name].sum())
     return row
