@@ -234,17 +234,25 @@ def watch_duplicates(
     return watch
 
 
+#: How often the judging query looks for sends the loading query staged. Often, so that a
+#: file is judged soon after it is loaded rather than at the next ``trigger`` (both run on
+#: the same clock: the judge looked as the load began, and waited a whole trigger for what it
+#: wrote). A look that finds nothing new lists one folder and runs no job.
+FOLLOW = "500 milliseconds"
+
+
 def _start(spark: SparkSession, watch: Watch, writers: list[Any], trigger: str | None) -> None:
-    """Start the queries in order, every ``trigger``; with None, each on what is there, the
-    next once the one before has finished."""
+    """Start the queries in order: the load every ``trigger``, the judge every
+    :data:`FOLLOW`; with None, each on what is there, the next once the one before has
+    finished."""
     with _state_partitions(spark):
-        for writer in writers:
+        for writer, every in zip(writers, (trigger, FOLLOW), strict=True):
             if trigger is None:
                 query = writer.trigger(availableNow=True).start()
                 watch.queries.append(query)
                 query.awaitTermination()
             else:
-                watch.queries.append(writer.trigger(processingTime=trigger).start())
+                watch.queries.append(writer.trigger(processingTime=every).start())
 
 
 #: The setting that fixes how many partitions a stateful query keeps its state in.
@@ -317,9 +325,8 @@ def _publish(
     try:
         minutes = _by_minute(result)
         found = alerts_of(result, content)
-        if horizon is not None:
-            resent = resend_alerts(result, folders.resends, batch_id, horizon)
-            found = found.unionByName(resent) if len(minutes) else found
+        if horizon is not None and len(minutes):
+            found = found.unionByName(resend_alerts(result, folders.resends, batch_id, horizon))
         found_rows = found.collect() if len(minutes) else []
         if len(minutes):
             path = os.path.join(folders.out, part_name(batch_id))

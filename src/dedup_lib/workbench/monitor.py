@@ -44,6 +44,7 @@ class LiveMonitor:
         self.note = widgets.HTML()
         self.lacks: str | None = None
         self.refused: str | None = None
+        self._drawn = threading.Event()
 
     def start(
         self, spark: SparkSession, source: str, *args: Any, wait: float = 120, **kwargs: Any
@@ -53,6 +54,7 @@ class LiveMonitor:
         ``wait`` seconds). Telemetry the monitor cannot read (an export, not a stream) is
         said in the status line: None."""
         self.status.value = f"Watching {escape(source)}: waiting for the first micro-batch."
+        self._drawn.clear()
         try:
             self.watch = watch_duplicates(spark, source, *args, on_batch=self.update, **kwargs)
         except InputError as refused:
@@ -65,9 +67,8 @@ class LiveMonitor:
         self.note.value = escape(self.lacks, limit=None) if self.lacks else ""
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline and self.watch.active:
-            if any(line.judged for line in self.watch.lines):
+            if self._drawn.wait(timeout=0.5):
                 break
-            time.sleep(0.5)
         return self.watch
 
     def update(self, line: BatchLine) -> None:
@@ -83,6 +84,8 @@ class LiveMonitor:
             self._alerts.extend(line.found)
             self.charts.show(self.figures())
             self.table.value = self._table_html()
+        if line.judged:
+            self._drawn.set()
         self.status.value = (
             f"Micro-batch {line.batch} at {time.strftime('%H:%M:%S')}: {line.judged:,} sends "
             f"judged, {line.duplicates:,} duplicates, {line.late:,} late, {line.alerts:,} alerts."
