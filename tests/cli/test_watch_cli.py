@@ -17,6 +17,7 @@ COLUMNS = ["verdict", "reason", "dedup_key", "original_send_time", "original_eve
 
 
 @pytest.mark.slow
+@pytest.mark.connect  # on Connect, the lines come through the checkpoint (live.lines)
 def test_watch_once_gives_simulates_verdicts_on_traces(spark, capsys, tmp_path):
     landing = tmp_path / "landing"
     landing.mkdir()

@@ -12,6 +12,7 @@ meets is the latest send time (milliseconds) of the files before it, minus the l
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ from dedup_lib import (
     sample_path,
 )
 from dedup_lib.live.watch import watch_duplicates
+from dedup_lib.spark import to_pandas
 
 LATENESS = pd.Timedelta(minutes=2)
 FILES = 4
@@ -101,7 +103,7 @@ def batch_verdicts(spark, on_time: pd.DataFrame, folder: Path, policy) -> pd.Dat
     land(on_time, folder, 0)
     result = detect_duplicates(load_telemetry(spark, str(folder)).valid, policy)
     cols = ["event_id", "verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
-    return result.select(*cols).toPandas().set_index("event_id")
+    return to_pandas(result.select(*cols)).set_index("event_id")
 
 
 @pytest.mark.slow
@@ -175,16 +177,52 @@ def resends(spark, judged: pd.DataFrame) -> set[int]:
 
 
 @pytest.mark.connect
-def test_on_spark_connect_it_says_it_needs_classic_spark(spark, tmp_path):
-    from dedup_lib.errors import InputError
+def test_on_spark_connect_lines_reach_the_caller_and_a_restart_resumes(spark, tmp_path):
+    """On Connect the micro-batches run in the server's Python: their lines reach on_batch
+    here through the checkpoint, while the monitor runs and when it stops, each once; a
+    restart with the checkpoint judges only what landed since, and the verdicts are the
+    batch replay's."""
     from dedup_lib.spark import is_connect
 
     if not is_connect(spark):
-        pytest.skip("the classic pass runs the monitor: test_stream_gives_batch_verdicts")
-    with pytest.raises(InputError, match="needs a classic Spark session"):
-        watch_duplicates(
-            spark, str(tmp_path), None, out=str(tmp_path / "o"), checkpoint=str(tmp_path / "c")
-        )
+        pytest.skip("classic: test_stream_gives_batch_verdicts")
+    sends = to_pandas(load_telemetry(spark, sample_path("incident.parquet")).valid)
+    sends = sends.sort_values("send_time").head(6000).reset_index(drop=True)
+    half = len(sends) // 2
+    landing, policy = tmp_path / "landing", DedupPolicy("PT10M")
+    landing.mkdir()
+    folders = {"out": str(tmp_path / "out"), "checkpoint": str(tmp_path / "ck")}
+    land(sends.iloc[:half], landing, 0)
+    seen: list = []
+    watch = watch_duplicates(
+        spark, str(landing), policy, "PT1M", trigger="1 second", on_batch=seen.append, **folders
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not any(line.judged for line in seen) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert any(line.judged for line in seen), "no line reached on_batch while running"
+    finally:
+        watch.stop()
+    assert seen == watch.lines
+    assert [line.batch for line in seen] == sorted({line.batch for line in seen})
+    assert sum(c["read"] for c in watch.loads) == half
+
+    land(sends.iloc[half:], landing, 1)
+    again = watch_duplicates(spark, str(landing), policy, "PT1M", once=True, **folders)
+    assert sum(c["read"] for c in again.loads) == len(sends) - half
+    assert min(line.batch for line in again.lines) > max(line.batch for line in seen)
+
+    got = pd.read_parquet(folders["out"]).set_index("event_id")
+    assert got.index.is_unique, "a send was judged twice"
+    assert len(got) == sum(line.judged for line in [*seen, *again.lines])
+    assert (got["verdict"] != "late").all()
+    want = batch_verdicts(spark, sends, tmp_path / "batch", policy)
+    columns = list(want.columns)
+    pd.testing.assert_frame_equal(
+        got[columns].sort_index(), want.loc[got.index, columns].sort_index(), check_dtype=False
+    )
+    assert len(got) > half
 
 
 def crash_once(spark, landing: Path, policy, folders: dict[str, str]) -> None:

@@ -13,6 +13,7 @@ column is dropped before the state, so late sends reach it and are answered ``la
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import time
@@ -28,7 +29,6 @@ from pyspark.sql import types as T
 from dedup_lib.analysis.diagnostics import content_key
 from dedup_lib.analysis.evidence import Evidence
 from dedup_lib.columns import column
-from dedup_lib.errors import InputError
 from dedup_lib.live.alerts import alerts_of
 from dedup_lib.live.keyed import (
     ANSWER,
@@ -47,6 +47,7 @@ from dedup_lib.live.keyed import (
     KeyWatch,
     answer_fields,
 )
+from dedup_lib.live.lines import MINUTE_COLUMNS, BatchLine, Relay, record
 from dedup_lib.live.resends import resend_alerts
 from dedup_lib.live.staging import Staging, part_name
 from dedup_lib.replay.passes import TIME as NTZ_TIME
@@ -75,42 +76,6 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 
 
 @dataclass
-class BatchLine:
-    """What one micro-batch of verdicts held: its counts per minute of send time
-    (:data:`MINUTE_COLUMNS`) and its alerts (one dict each, as ``alerts`` gets them)."""
-
-    batch: int
-    minutes: pd.DataFrame
-    found: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def judged(self) -> int:
-        return int(self.minutes["sends"].sum())
-
-    @property
-    def duplicates(self) -> int:
-        return int(self.minutes["duplicates"].sum())
-
-    @property
-    def late(self) -> int:
-        return int(self.minutes["late"].sum())
-
-    @property
-    def alerts(self) -> int:
-        return len(self.found)
-
-    def __str__(self) -> str:
-        return (
-            f"batch {self.batch}: {self.judged:,} sends judged, {self.duplicates:,} "
-            f"duplicates, {self.late:,} late, {self.alerts:,} alerts"
-        )
-
-
-#: A micro-batch's counts per minute of send time.
-MINUTE_COLUMNS = ["minute", "sends", "duplicates", "late"]
-
-
-@dataclass
 class Watch:
     """A running (or, with ``once``, finished) monitor: its two queries and what each
     micro-batch of verdicts held."""
@@ -121,6 +86,8 @@ class Watch:
     content: list[str] = field(default_factory=list)
     lines: list[BatchLine] = field(default_factory=list)
     loads: list[dict[str, int]] = field(default_factory=list)
+    #: On Spark Connect: what reads the micro-batches' lines from the checkpoint.
+    relay: Relay | None = None
 
     def stop(self, timeout: float = 60) -> None:
         """Stop both queries, each between two micro-batches (one in flight finishes first,
@@ -132,6 +99,8 @@ class Watch:
                     break
                 time.sleep(0.1)
             query.stop()
+        if self.relay is not None:
+            self.relay.stop()
 
     @property
     def active(self) -> bool:
@@ -152,6 +121,14 @@ class _Folders:
     @property
     def resends(self) -> str:
         return os.path.join(self.checkpoint, "resends")
+
+    @property
+    def lines(self) -> str:
+        return os.path.join(self.checkpoint, "lines")
+
+    @property
+    def loads(self) -> str:
+        return os.path.join(self.checkpoint, "loads")
 
 
 def watch_duplicates(
@@ -187,15 +164,14 @@ def watch_duplicates(
     ``resend_horizon`` of an earlier accepted copy) and per rejected send. ``checkpoint``
     holds the queries' progress and state: a restart with it resumes, exactly once.
     ``once`` processes the files present and returns when done; otherwise the queries run
-    (every ``trigger``) until :meth:`Watch.stop`.
+    (every ``trigger``) until :meth:`Watch.stop`. ``on_batch`` gets each micro-batch's
+    :class:`~dedup_lib.live.lines.BatchLine` as it is judged.
+
+    On Spark Connect the micro-batches run in the server's Python: their lines reach
+    ``on_batch`` here through files in ``checkpoint`` (:mod:`dedup_lib.live.lines`), a
+    moment after each micro-batch, so the server and this process must see the same folders
+    (a local Connect server, or a shared mount).
     """
-    if is_connect(spark):
-        raise InputError(
-            "watch_duplicates: needs a classic Spark session. On Spark Connect its "
-            "micro-batch functions run in the server's Python process, so neither the "
-            "verdicts' progress nor on_batch would reach you; start Spark without "
-            "SPARK_REMOTE or --remote"
-        )
     policy = check_policies(policy if policy is not None else DedupPolicy())
     late_by = parse_window(lateness)
     horizon = parse_window(resend_horizon)
@@ -206,10 +182,14 @@ def watch_duplicates(
     sends_schema = staging.schema_source().schema
     wanted = list(Evidence.of(sends_schema.names, content).content)
     watch = Watch([], columns=sends_schema.names, content=wanted)
-
-    def stage(batch: DataFrame, batch_id: int) -> None:
-        watch.loads.append(staging.write(batch, batch_id).counts)
-
+    judge = functools.partial(
+        _publish,
+        policy=policy,
+        folders=folders,
+        content=bool(wanted),
+        horizon=horizon if wanted else None,
+    )
+    stage, publish = _handlers(watch, staging, judge, folders, on_batch, is_connect(spark))
     first = (
         landing.stream.writeStream.foreachBatch(stage)
         .option("checkpointLocation", os.path.join(checkpoint, "load"))
@@ -217,21 +197,65 @@ def watch_duplicates(
     )
     os.makedirs(folders.staged, exist_ok=True)
     staged = spark.readStream.schema(sends_schema).parquet(folders.staged)
-    verdicts = _judged(staged, policy, late_by, wanted)
-
-    def publish(batch: DataFrame, batch_id: int) -> None:
-        line = _publish(batch, batch_id, policy, folders, bool(wanted), horizon if wanted else None)
-        watch.lines.append(line)
-        if on_batch is not None:
-            on_batch(line)
-
     second = (
-        verdicts.writeStream.foreachBatch(publish)
+        _judged(staged, policy, late_by, wanted)
+        .writeStream.foreachBatch(publish)
         .option("checkpointLocation", os.path.join(checkpoint, "judge"))
         .queryName(f"dedup-judge-{os.getpid()}-{id(watch)}")
     )
     _start(spark, watch, [first, second], None if once else trigger)
     return watch
+
+
+#: A micro-batch function of a streaming query.
+_Handler = Callable[["DataFrame", int], None]
+
+
+def _handlers(
+    watch: Watch,
+    staging: Staging,
+    judge: Callable[[DataFrame, int], BatchLine],
+    folders: _Folders,
+    on_batch: Callable[[BatchLine], None] | None,
+    connect: bool,
+) -> tuple[_Handler, _Handler]:
+    """The two queries' micro-batch functions. On classic Spark they run in this process and
+    keep what each micro-batch held in ``watch``, calling ``on_batch`` with each line; on
+    Spark Connect they run in the server's Python and write it to the checkpoint, where the
+    watch's :class:`~dedup_lib.live.lines.Relay` reads it and does the same here."""
+    if connect:
+
+        def take(line: BatchLine) -> None:
+            watch.lines.append(line)
+            if on_batch is not None:
+                on_batch(line)
+
+        watch.relay = Relay(folders.lines, folders.loads, take, watch.loads.append)
+        return (
+            functools.partial(_stage_recorded, staging, folders.loads),
+            functools.partial(_publish_recorded, judge, folders.lines),
+        )
+
+    def stage(batch: DataFrame, batch_id: int) -> None:
+        watch.loads.append(staging.write(batch, batch_id).counts)
+
+    def publish(batch: DataFrame, batch_id: int) -> None:
+        line = judge(batch, batch_id)
+        watch.lines.append(line)
+        if on_batch is not None:
+            on_batch(line)
+
+    return stage, publish
+
+
+def _stage_recorded(staging: Staging, folder: str, batch: DataFrame, batch_id: int) -> None:
+    record(folder, batch_id, staging.write(batch, batch_id).counts)
+
+
+def _publish_recorded(
+    judge: Callable[[DataFrame, int], BatchLine], folder: str, batch: DataFrame, batch_id: int
+) -> None:
+    record(folder, batch_id, judge(batch, batch_id).to_json())
 
 
 #: How often the judging query looks for sends the loading query staged. Often, so that a
@@ -245,6 +269,8 @@ def _start(spark: SparkSession, watch: Watch, writers: list[Any], trigger: str |
     """Start the queries in order: the load every ``trigger``, the judge every
     :data:`FOLLOW`; with None, each on what is there, the next once the one before has
     finished."""
+    if watch.relay is not None:
+        watch.relay.skip_present()
     with _state_partitions(spark):
         for writer, every in zip(writers, (trigger, FOLLOW), strict=True):
             if trigger is None:
@@ -253,6 +279,10 @@ def _start(spark: SparkSession, watch: Watch, writers: list[Any], trigger: str |
                 query.awaitTermination()
             else:
                 watch.queries.append(writer.trigger(processingTime=every).start())
+    if watch.relay is not None and trigger is None:
+        watch.relay.drain()
+    elif watch.relay is not None:
+        watch.relay.start()
 
 
 #: The setting that fixes how many partitions a stateful query keeps its state in.
