@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -279,6 +279,8 @@ def load_telemetry(
 
 def _counted(opened: _Opened, keep_source_file: bool) -> LoadedTelemetry:
     """The input judged and counted by a pass of its own, which reads every file."""
+    if opened.record_format is not None:
+        opened = _materialized(opened)
     frame = opened.judged(opened.raw)
     expected = opened.record_format.expected if opened.record_format else None
     counts = tally(opened.files, opened.read, frame, opened.fmt, expected, opened.skipped)
@@ -286,6 +288,21 @@ def _counted(opened: _Opened, keep_source_file: bool) -> LoadedTelemetry:
         no_message_ids(counts.sends, opened.record_format, opened.message_id_key)
         no_sends(counts.table, opened.record_format, opened.path, opened.not_sends(frame))
     return opened.loaded(frame, counts.table, counts.reasons, keep_source_file)
+
+
+def _materialized(opened: _Opened) -> _Opened:
+    """A structured format's records built once and kept (``localCheckpoint``): they come
+    from parsed JSON or CSV joined with itself (an OTLP message span with the send call
+    that links to it), which every later read would parse again, for the count of what was
+    read, the count of what was judged, and each action on the valid rows. The incident's
+    traces (30 k sends, 8.5 MB of gzip JSON Lines): three parses of about 2 s each before."""
+    try:
+        records = opened.raw.localCheckpoint()
+    except spark_errors() as exc:
+        expected = opened.record_format.expected if opened.record_format else None
+        failure = read_failure(exc, opened.files, opened.fmt, LOADER, expected)
+        raise failure from chained(failure, exc)
+    return replace(opened, raw=records, read=records.select(SOURCE_FILE))
 
 
 @dataclass(frozen=True)
