@@ -218,19 +218,12 @@ class OtlpFormat:
         )
 
     def records(self, raw: DataFrame, keys: Mapping[str, str], entity: str | None) -> DataFrame:
-        spans = self._spans(raw, keys)
-        calls = self._calls(spans)
-        joined = spans.join(
-            calls,
-            (column("trace_id") == column("__call_target_trace"))
-            & (column("span_id") == column("__call_target_span")),
-            "left",
-        )
+        joined = _with_calls(self._spans(raw, keys))
         has_id = nonempty(column("message_id")).isNotNull()
         producer = column("__kind") == "producer"
         is_message = column("__sb") & ~column("__call") & (producer | has_id)
         trace_has_id = F.max((is_message & has_id).cast("int")).over(
-            Window.partitionBy(column("trace_id"))
+            Window.partitionBy(column(_TRACE))
         )
         name = F.coalesce(column("span_name"), F.lit("(no name)"))
         not_send = (
@@ -327,40 +320,59 @@ class OtlpFormat:
             *(v.alias(k) for k, v in looked.items()),
         )
 
-    @staticmethod
-    def _calls(spans: DataFrame) -> DataFrame:
-        """Per message span a send call links to: the earliest-ending such call (ties: the
-        smaller span id), its span id, end and entity."""
-        # Not a filter: Spark would push it below the projection and compute the attribute
-        # lookups again in it, once for each use.
-        links = spans.select(
-            F.explode(F.when(column("__call"), column("__links"))).alias("__link"),
-            column("span_id").alias("__cs"),
-            column("__end").alias("__ce"),
-            nonempty(column("entity")).alias("__cen"),
+
+#: The trace a span's rows are grouped by (its own; a link's, for a send call's entries).
+_TRACE = "__dedup_trace"
+
+
+def _with_calls(spans: DataFrame) -> DataFrame:
+    """Each span with the send call that links to it, if any: the earliest-ending such call
+    (ties: the smaller span id), its span id (``__call_span``), end and entity.
+
+    One read of the spans: each span stands for itself, and a send call also for each of its
+    links, keyed by the span linked to; a window per key finds the earliest call. A join of
+    the spans with the calls read the files twice (twice the JSON parsed)."""
+    call = F.struct(
+        column("__end").try_cast("decimal(38,0)").alias("at"),
+        column("span_id").alias("span"),
+        column("__end").alias("end"),
+        nonempty(column("entity")).alias("entity"),
+    )
+    own = F.struct(
+        F.lit(True).alias("own"),
+        column("trace_id").alias("trace"),
+        column("span_id").alias("span"),
+        F.when(F.lit(False), call).alias("call"),
+    )
+    links_type = spans.schema["__links"].dataType
+    links = F.coalesce(F.when(column("__call"), column("__links")), F.array().cast(links_type))
+    linked = F.transform(
+        links,
+        lambda link: F.struct(
+            F.lit(False).alias("own"),
+            F.lower(link["traceId"]).alias("trace"),
+            F.lower(link["spanId"]).alias("span"),
+            call.alias("call"),
+        ),
+    )
+    entries = spans.select("*", F.explode(F.concat(F.array(own), linked)).alias("__entry"))
+    trace, span = F.col("__entry.trace"), F.col("__entry.span")
+    earliest = F.when(
+        trace.isNotNull() & span.isNotNull(),
+        F.min(F.col("__entry.call")).over(Window.partitionBy(trace, span)),
+    )
+    return (
+        entries.repartition(trace)  # one shuffle for this window and the one per trace after
+        .select("*", earliest.alias("__first"))
+        .where(F.col("__entry.own"))
+        .select(
+            *(column(c) for c in spans.columns),
+            trace.alias(_TRACE),
+            F.col("__first.span").alias("__call_span"),
+            F.col("__first.end").alias("__call_end"),
+            F.col("__first.entity").alias("__call_entity"),
         )
-        earliest = F.min(
-            F.struct(
-                column("__ce").try_cast("decimal(38,0)").alias("at"),
-                column("__cs").alias("span"),
-                column("__ce").alias("end"),
-                column("__cen").alias("entity"),
-            )
-        )
-        return (
-            links.groupBy(
-                F.lower(F.col("__link.traceId")).alias("__call_target_trace"),
-                F.lower(F.col("__link.spanId")).alias("__call_target_span"),
-            )
-            .agg(earliest.alias("__first"))
-            .select(
-                "__call_target_trace",
-                "__call_target_span",
-                F.col("__first.span").alias("__call_span"),
-                F.col("__first.end").alias("__call_end"),
-                F.col("__first.entity").alias("__call_entity"),
-            )
-        )
+    )
 
 
 def _flattened(raw: DataFrame) -> DataFrame:
