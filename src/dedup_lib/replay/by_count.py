@@ -45,6 +45,11 @@ class CountAnswers:
 
     def result(self, capacity: int) -> DataFrame:
         """What :func:`detect_duplicates_by_count` gives at ``capacity``, one of these."""
+        if capacity not in self.capacities:
+            judged = ", ".join(f"{c:,}" for c in self.capacities)
+            raise InputError(
+                f"capacity: {capacity!r} was not judged in this pass; it judged {judged}"
+            )
         answer = F.col(JUDGED).getField(f"c{self.capacities.index(capacity)}")
         return finish(self.judged.withColumn(JUDGED, answer), self.prepared)
 
