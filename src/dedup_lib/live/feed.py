@@ -9,13 +9,17 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-import time
 from collections.abc import Callable
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dedup_lib.errors import InputError, printable
+
+#: The landings under way in this process, by folder: a new one into a folder ends the one
+#: before it (a notebook run again would otherwise get the earlier run's files in its own).
+_LANDING: dict[str, threading.Event] = {}
+_LOCK = threading.Lock()
 
 
 def land_in_steps(
@@ -24,18 +28,31 @@ def land_in_steps(
     """Land ``source`` in ``folder``: the first file before returning, then one every
     ``every`` seconds from a background thread (returned, started unless ``start`` is
     false). A Parquet file becomes ``files`` files in send-time order, times in
-    microseconds."""
+    microseconds. A landing into the same folder started later in this process ends this
+    one, and so does the folder's removal."""
     if not os.path.exists(source):
         raise InputError(f"land_in_steps: {printable(source)} does not exist")
     steps = _steps(source, folder, files)
+    ended = threading.Event()
+    with _LOCK:
+        earlier = _LANDING.get(os.path.abspath(folder))
+        if earlier is not None:
+            earlier.set()
+        _LANDING[os.path.abspath(folder)] = ended
     os.makedirs(folder, exist_ok=True)
     if steps:
         steps.pop(0)()
 
     def land() -> None:
         for step in steps:
-            time.sleep(every)
-            step()
+            if ended.wait(every):
+                return
+            try:
+                step()
+            except FileNotFoundError:
+                if os.path.isdir(folder) and not ended.is_set():
+                    raise
+                return
 
     thread = threading.Thread(target=land, name="dedup-land-in-steps", daemon=True)
     if start:
