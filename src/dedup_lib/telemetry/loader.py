@@ -26,7 +26,6 @@ from pyspark.sql import types as T
 
 from dedup_lib.columns import column
 from dedup_lib.errors import InputError, printable
-from dedup_lib.spark import spark_errors
 from dedup_lib.telemetry.files import InputFiles, file_key, list_input, spark_path
 from dedup_lib.telemetry.formats import NOT_SEND, RECORD_FORMATS, SOURCE_FILE, RecordFormat
 from dedup_lib.telemetry.loaded import KINDS, LoadedTelemetry
@@ -36,10 +35,10 @@ from dedup_lib.telemetry.renaming import check_types, record_keys, renamed_sourc
 from dedup_lib.telemetry.schema import CANONICAL_COLUMNS, LOADER, TEXT_COLUMNS, TIME_COLUMNS
 from dedup_lib.telemetry.sources import (
     CORRUPT,
-    chained,
     failed_file,
     read_failure,
     read_sources,
+    reading,
     resolve_format,
 )
 from dedup_lib.telemetry.tally import check_adds_up, no_message_ids, no_sends, tally, union
@@ -202,14 +201,11 @@ def _records(
     if not files.files:
         resolve_format(files, None, LOADER)
     keys = record_keys(record_format, mapping)
-    try:
+    with reading(files, record_format.name, LOADER, record_format.expected):
         raw = record_format.read(spark, [spark_path(f) for f in files.files])
         file_path = raw.metadataColumn("_metadata").getField("file_path").alias(SOURCE_FILE)
         records = record_format.records(raw.select("*", file_path), keys, entity)
         schema = records.schema
-    except spark_errors() as exc:
-        failure = read_failure(exc, files, record_format.name, LOADER, record_format.expected)
-        raise failure from chained(failure, exc)
     fields = {f.name: f.dataType for f in schema.fields if f.name in CANONICAL_COLUMNS}
     check_types(fields, {c: c for c in fields}, printable(path))
     corrupt = CORRUPT in schema.names
@@ -279,10 +275,10 @@ def load_telemetry(
 
 def _counted(opened: _Opened, keep_source_file: bool) -> LoadedTelemetry:
     """The input judged and counted by a pass of its own, which reads every file."""
-    if opened.record_format is not None:
-        opened = _materialized(opened)
-    frame = opened.judged(opened.raw)
     expected = opened.record_format.expected if opened.record_format else None
+    if opened.record_format is not None:
+        opened = _materialized(opened, expected)
+    frame = opened.judged(opened.raw)
     counts = tally(opened.files, opened.read, frame, opened.fmt, expected, opened.skipped)
     if opened.record_format is not None:
         no_message_ids(counts.sends, opened.record_format, opened.message_id_key)
@@ -290,18 +286,14 @@ def _counted(opened: _Opened, keep_source_file: bool) -> LoadedTelemetry:
     return opened.loaded(frame, counts.table, counts.reasons, keep_source_file)
 
 
-def _materialized(opened: _Opened) -> _Opened:
+def _materialized(opened: _Opened, expected: str | None) -> _Opened:
     """A structured format's records built once and kept (``localCheckpoint``): they come
     from parsed JSON or CSV joined with itself (an OTLP message span with the send call
     that links to it), which every later read would parse again, for the count of what was
     read, the count of what was judged, and each action on the valid rows. The incident's
     traces (30 k sends, 8.5 MB of gzip JSON Lines): three parses of about 2 s each before."""
-    try:
+    with reading(opened.files, opened.fmt, LOADER, expected):
         records = opened.raw.localCheckpoint()
-    except spark_errors() as exc:
-        expected = opened.record_format.expected if opened.record_format else None
-        failure = read_failure(exc, opened.files, opened.fmt, LOADER, expected)
-        raise failure from chained(failure, exc)
     return replace(opened, raw=records, read=records.select(SOURCE_FILE))
 
 

@@ -8,6 +8,7 @@ group and aligned by name; a line that does not parse is kept for the quarantine
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import os
@@ -23,6 +24,8 @@ from dedup_lib.telemetry.files import InputFiles, local_path, not_on_cluster, sp
 from dedup_lib.telemetry.schema import FORMAT_NAMES, FORMATS, SUPPORTED_FORMATS
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from pyspark.sql import DataFrame, SparkSession
 
 CORRUPT = "__dedup_corrupt_record"
@@ -95,6 +98,19 @@ def chained(failure: InputError, exc: BaseException) -> BaseException | None:
     return None if isinstance(failure, ClusterPathError) else exc
 
 
+@contextlib.contextmanager
+def reading(
+    files: InputFiles, fmt: str, caller: str, expected: str | None = None
+) -> Iterator[None]:
+    """Within: a Spark error raised as :func:`read_failure`'s one line (chained to Spark's
+    error as :func:`chained` says)."""
+    try:
+        yield
+    except spark_errors() as exc:
+        failure = read_failure(exc, files, fmt, caller, expected)
+        raise failure from chained(failure, exc)
+
+
 def _format_of(name: str) -> str | None:
     lower = name.lower()
     if lower.endswith(".parquet"):
@@ -157,13 +173,10 @@ def read_sources(spark: SparkSession, files: InputFiles, fmt: str, caller: str) 
     """The files as Spark reads them, one source per CSV header; the schemas are resolved here,
     so files whose footer or header cannot be read fail here."""
     groups = _csv_groups(files.files) if fmt == "csv" else [files.files]
-    try:
+    with reading(files, fmt, caller):
         sources = [Source(_reader(spark, group, fmt, files), group) for group in groups]
         for source in sources:
             _ = source.schema
-    except spark_errors() as exc:
-        failure = read_failure(exc, files, fmt, caller)
-        raise failure from chained(failure, exc)
     for source in sources:
         if fmt == "json" and source.schema.names == [CORRUPT]:
             raise InputError(

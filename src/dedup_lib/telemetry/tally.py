@@ -13,13 +13,12 @@ from pyspark.sql import functions as F
 
 from dedup_lib.columns import column
 from dedup_lib.errors import DedupLibError, InputError, excerpt, printable
-from dedup_lib.spark import spark_errors
 from dedup_lib.telemetry.files import file_key
 from dedup_lib.telemetry.formats import NOT_SEND, SOURCE_FILE
 from dedup_lib.telemetry.loaded import KINDS
 from dedup_lib.telemetry.quarantine import REASON, category
 from dedup_lib.telemetry.schema import GUIDE, LOADER
-from dedup_lib.telemetry.sources import CORRUPT, chained, read_failure
+from dedup_lib.telemetry.sources import CORRUPT, reading
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -86,11 +85,8 @@ def tally(
     """Records per file: read (counted from what was read, nothing judged), valid, quarantined
     and skipped (each counted, none inferred from the others), in one Spark job; an error when
     a file's valid, quarantined and skipped records do not add up to its records read."""
-    try:
+    with reading(files, fmt, LOADER, expected):
         rows = _counts(read, judged, skipped).collect()
-    except spark_errors() as exc:
-        failure = read_failure(exc, files, fmt, LOADER, expected)
-        raise failure from chained(failure, exc)
     names = (*KINDS, "send", "identified")
     counted: dict[str, dict[str, int]] = {file_key(f): dict.fromkeys(names, 0) for f in files.files}
     by_reason: dict[tuple[str, str], int] = {}
