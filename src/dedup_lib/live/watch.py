@@ -223,14 +223,14 @@ def _handlers(
     keep what each micro-batch held in ``watch``, calling ``on_batch`` with each line; on
     Spark Connect they run in the server's Python and write it to the checkpoint, where the
     watch's :class:`~dedup_lib.live.lines.Relay` reads it and does the same here."""
+
+    def keep(line: BatchLine) -> None:
+        watch.lines.append(line)
+        if on_batch is not None:
+            on_batch(line)
+
     if connect:
-
-        def take(line: BatchLine) -> None:
-            watch.lines.append(line)
-            if on_batch is not None:
-                on_batch(line)
-
-        watch.relay = Relay(folders.lines, folders.loads, take, watch.loads.append)
+        watch.relay = Relay(folders.lines, folders.loads, keep, watch.loads.append)
         return (
             functools.partial(_stage_recorded, staging, folders.loads),
             functools.partial(_publish_recorded, judge, folders.lines),
@@ -240,10 +240,7 @@ def _handlers(
         watch.loads.append(staging.write(batch, batch_id).counts)
 
     def publish(batch: DataFrame, batch_id: int) -> None:
-        line = judge(batch, batch_id)
-        watch.lines.append(line)
-        if on_batch is not None:
-            on_batch(line)
+        keep(judge(batch, batch_id))
 
     return stage, publish
 
@@ -279,10 +276,11 @@ def _start(spark: SparkSession, watch: Watch, writers: list[Any], trigger: str |
                 query.awaitTermination()
             else:
                 watch.queries.append(writer.trigger(processingTime=every).start())
-    if watch.relay is not None and trigger is None:
-        watch.relay.drain()
-    elif watch.relay is not None:
-        watch.relay.start()
+    if watch.relay is not None:
+        if trigger is None:
+            watch.relay.drain()
+        else:
+            watch.relay.start()
 
 
 #: The setting that fixes how many partitions a stateful query keeps its state in.
