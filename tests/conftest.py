@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, settings
 from codegen_kit import INTERPRETED, compiled
 from dedup_lib import get_spark
 from hostile_kit import IMG, Corpus, write_corpus
+from lab_kit import Lab, LabMissingError
 
 settings.register_profile(
     "default",
@@ -83,6 +84,30 @@ def compiled_test(spark: Any) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """One JupyterLab for every test that runs notebooks in it (tests/browser, and the
+    analysts' own data headless), serving a temporary copy of notebooks/; its kernels import
+    this checkout's src/. Stopped, with its kernels, however the tests end."""
+    try:
+        server = Lab.start(tmp_path_factory.mktemp("jupyterlab"))
+    except LabMissingError as exc:
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def kernel(lab: Lab) -> str:
+    """One kernel, and so one Spark, for every notebook these tests run, each after the names
+    and widgets of the one before are gone, as an analyst points one kernel at notebook after
+    notebook. A kernel's first notebook pays Spark's start and the JVM's warm-up, 30-35 s
+    measured on the samples; the next ones do not."""
+    return lab.start_kernel()
+
+
+@pytest.fixture(scope="session")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     """The hostile corpus (``hostile_kit``), written once per run."""
     return write_corpus(tmp_path_factory.mktemp("hostile"))
@@ -128,7 +153,8 @@ PASS = "spark_pass"
 #: The unit of the tests on the run's own Spark session.
 SESSION_UNIT = "spark-session"
 #: The unit of the tests that share JupyterLab, its kernel and Chromium (tests/browser), with
-#: the postmortem report of the hostile corpus that the browser opens too.
+#: the postmortem report of the hostile corpus that the browser opens too, and the notebooks
+#: on the analysts' own data, run in the same kernel.
 LAB_UNIT = "lab"
 #: The units a worker takes whole, longest first: the run's own Spark session, JupyterLab, and
 #: the modules whose fixtures start something costly (a kernel, a venv, a cluster). Every
@@ -136,7 +162,6 @@ LAB_UNIT = "lab"
 UNITS = (
     SESSION_UNIT,
     LAB_UNIT,
-    "tests/workbench/test_user_data.py",
     "tests/test_wheel.py",
     "tests/cluster/test_remote.py",
 )
@@ -150,7 +175,7 @@ def _unit(item: pytest.Item) -> str | None:
     if "spark" in fixtures:
         return SESSION_UNIT
     module = item.nodeid.partition("::")[0]
-    if module.startswith("tests/browser/") or "hostile_report" in fixtures:
+    if module.startswith("tests/browser/") or {"hostile_report", "lab"} & set(fixtures):
         return LAB_UNIT
     return module if module in UNITS else None
 

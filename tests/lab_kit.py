@@ -42,6 +42,9 @@ INSTALL_LAB = "jupyterlab is not installed: pip install -e '.[test]' (or `make i
 VIEWPORT = {"width": 1400, "height": 1000}
 #: The notebooks' kernelspec (``make install`` installs it into the venv).
 KERNEL = "dedup-lib"
+#: What a local Connect session of the tests sets in this process's environment: left out of
+#: JupyterLab's, so its kernels start their own local Spark, as a user's do.
+CONNECT_VARIABLES = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")
 #: Forget what earlier notebooks in the same kernel defined (not the kernel's own names, nor
 #: the dunders pyspark reads off ``__main__``), as a fresh kernel would not have it.
 FORGET = "%reset_selective -f ^(?!(In|Out|get_ipython|exit|quit)$)[^_]"
@@ -89,6 +92,7 @@ class Lab:
     process: subprocess.Popen[bytes]
     log: Path
     runtime: Path  # the server's and its kernels' connection files
+    kernel_log: Path  # the folder its kernels' Spark logs to
 
     @classmethod
     def start(cls, workdir: Path, env: dict[str, str] | None = None) -> Lab:
@@ -107,11 +111,12 @@ class Lab:
             path.write_text(json.dumps(values))
         src = str(ROOT / "src")
         environment = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k not in CONNECT_VARIABLES},
             "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")])),
             "JUPYTERLAB_SETTINGS_DIR": str(settings),
             "JUPYTERLAB_WORKSPACES_DIR": str(workdir / "workspaces"),
             "JUPYTER_RUNTIME_DIR": str(workdir / "runtime"),
+            "DEDUP_LOG_DIR": str(workdir / "kernel-log"),
             **(env or {}),
         }
         port, token = free_port(), secrets.token_hex(16)
@@ -128,7 +133,8 @@ class Lab:
                 dying_with_parent(command), env=environment, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True, cwd=workdir,
             )  # fmt: skip
-        lab = cls(f"http://127.0.0.1:{port}", token, root, process, log, workdir / "runtime")
+        runtime, kernel_log = workdir / "runtime", Path(environment["DEDUP_LOG_DIR"])
+        lab = cls(f"http://127.0.0.1:{port}", token, root, process, log, runtime, kernel_log)
         try:
             lab._wait_ready()
         except BaseException:
@@ -180,21 +186,42 @@ class Lab:
         return str(self.api("POST", "api/kernels", {"name": KERNEL, "path": ""})["id"])
 
     def reset(self, kernel: str) -> None:
-        """Run :data:`RESET` silently in ``kernel``, through its connection file: done before
-        a page joins the kernel, that page has no widget of an earlier notebook to restore
-        (closing them while it restores them logs "widget model not found")."""
+        """Run :data:`RESET` in ``kernel``: done before a page joins the kernel, that page has
+        no widget of an earlier notebook to restore (closing them while it restores them logs
+        "widget model not found")."""
+        self.run(kernel, RESET)
+
+    def run(self, kernel: str, code: str) -> None:
+        """Run ``code`` silently in ``kernel``, through its connection file."""
         from jupyter_client.blocking.client import BlockingKernelClient
 
-        client = BlockingKernelClient(connection_file=str(self.runtime / f"kernel-{kernel}.json"))
+        client = BlockingKernelClient(connection_file=str(self.connection_file(kernel)))
         client.load_connection_file()
         client.start_channels()
         try:
             client.wait_for_ready(timeout=60)
-            reply = client.execute(RESET, silent=True, store_history=False, reply=True, timeout=120)
+            reply = client.execute(code, silent=True, store_history=False, reply=True, timeout=120)
         finally:
             client.stop_channels()
         if reply["content"]["status"] != "ok":
-            raise RuntimeError(f"resetting kernel {kernel}: {reply['content']}")
+            raise RuntimeError(f"running {code!r} in kernel {kernel}: {reply['content']}")
+
+    def connection_file(self, kernel: str) -> Path:
+        return self.runtime / f"kernel-{kernel}.json"
+
+    def manager(self, kernel: str) -> Any:
+        """A kernel manager of the running ``kernel``, for nbclient to run a notebook in it
+        and leave it running (as a second client of it, beside JupyterLab)."""
+        from jupyter_client.manager import KernelManager
+
+        class Running(KernelManager):  # type: ignore[misc]
+            @property
+            def has_kernel(self) -> bool:
+                return True
+
+        manager = Running(connection_file=str(self.connection_file(kernel)))
+        manager.load_connection_file()
+        return manager
 
     def attach(self, notebook: str, kernel: str) -> None:
         """Make ``kernel`` the one ``notebook`` connects to when it is opened (JupyterLab

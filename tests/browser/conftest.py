@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from lab_kit import CHROMIUM, EXPLORER, LIVE, NOTEBOOKS, Lab, LabMissingError, Notebook
+from lab_kit import CHROMIUM, EXPLORER, LIVE, NOTEBOOKS, Lab, Notebook
 
 SCREENSHOTS = Path(os.environ.get("DEDUP_SCREENSHOTS", "build/screenshots")).resolve()
 INSTALL = (
@@ -48,29 +48,6 @@ def browser() -> Iterator[Any]:
         )
         yield chromium
         chromium.close()
-
-
-@pytest.fixture(scope="session")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """One JupyterLab for every browser test, serving a temporary copy of notebooks/; its
-    kernels import this checkout's src/. Stopped, with its kernels, however the tests end."""
-    try:
-        server = Lab.start(tmp_path_factory.mktemp("jupyterlab"))
-    except LabMissingError as exc:
-        pytest.skip(str(exc))
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="session")
-def kernel(lab: Lab) -> str:
-    """One kernel, and so one Spark, for every notebook the browser tests run, each after the
-    names and widgets of the one before are gone (``Notebook.open``), as an analyst points one
-    kernel at notebook after notebook. A kernel's first notebook pays Spark's start and the
-    JVM's warm-up, 30-35 s measured on the samples; the next ones do not."""
-    return lab.start_kernel()
 
 
 @pytest.fixture(scope="session")

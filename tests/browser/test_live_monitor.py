@@ -39,9 +39,11 @@ def test_the_charts_redraw_as_files_land(
 ) -> None:
     landing = tmp_path / "landing"
     feeder = land_in_steps(
-        sample_path("incident.parquet"), str(landing), files=4, every=4, start=False
+        sample_path("incident.parquet"), str(landing), files=4, every=2, start=False
     )
-    parameters = {"SOURCE": str(landing), "RUN_FOR": 30, "WORK": str(tmp_path / "work")}
+    # The monitor stops RUN_FOR seconds after its first verdicts: time for the next file to
+    # land and be judged (6 to 12 s here), not much more, the suite waiting on it.
+    parameters = {"SOURCE": str(landing), "RUN_FOR": 20, "WORK": str(tmp_path / "work")}
     notebook = Notebook.open(browser, lab, lab.parameterized(LIVE, parameters, "live"), kernel)
     try:
         notebook.page.evaluate(RUN_ALL_JS)

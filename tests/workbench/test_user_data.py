@@ -9,23 +9,23 @@ be what the library's own calls give on the same data: a cell appended to each n
 its kernel after the others, computes those calls independently (the engine where the
 notebook used the explorer's caches) and compares. The notebooks of an input run one
 after the other (see :func:`_combined`), and every input in the same kernel, as an analyst
-points one kernel at file after file: one Spark start for all.
+points one kernel at file after file: the kernel of JupyterLab that the browser tests run the
+samples in (``lab``, ``kernel``), so one Spark start for those and these. Its Spark is its own
+local one, as a user's kernel starts, whatever session the tests hold.
 """
 
 from __future__ import annotations
 
 import html
-import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 
-from codegen_kit import interpreted_submit_args
-from lab_kit import FORGET, LOG_TEXT, NOTEBOOKS, ROOT
+from codegen_kit import COMPILED, INTERPRETED
+from lab_kit import FORGET, LOG_TEXT, NOTEBOOKS, ROOT, Lab
 from user_corpus import UserInput, write_user_corpus
 
 pytestmark = pytest.mark.spark
@@ -89,8 +89,6 @@ SAID = {
     },
     "app-insights": {"05_live_monitor.ipynb": ["Not watching", "cannot be watched"]},
 }
-#: What a local Connect session of the tests sets in this process's environment.
-CONNECT_VARIABLES = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")
 #: What a notebook says where the input lacks ground truth, or content.
 NO_TRUTH = "no ground truth"
 NO_CONTENT = "no content to compare"
@@ -151,33 +149,28 @@ def _combined(given: UserInput) -> Any:
     return combined
 
 
-@pytest.fixture(scope="module")
-def kernel_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder the kernel's Spark logs to."""
-    return tmp_path_factory.mktemp("kernel-log")
+def _codegen(settings: dict[str, str]) -> str:
+    """Code that sets how the kernel's Spark evaluates expressions (:mod:`codegen_kit`)."""
+    sets = "".join(f"_spark.conf.set({k!r}, {v!r})\n" for k, v in settings.items())
+    return f"from dedup_lib import get_spark as _get\n_spark = _get()\n{sets}del _get, _spark"
 
 
 @pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory, kernel_log: Path) -> Iterator[Any]:
-    """One kernel, and so one Spark, for every input: the kernel's Spark is its own local one,
-    as a user's kernel starts, whatever session the tests hold (a local Connect session marks
-    this process's environment as remote)."""
-    from jupyter_client.manager import KernelManager
-
-    env = {k: v for k, v in os.environ.items() if k not in CONNECT_VARIABLES}
-    env["DEDUP_LOG_DIR"] = str(kernel_log)
-    env["PYSPARK_SUBMIT_ARGS"] = interpreted_submit_args(env)  # inputs of test size
-    manager = KernelManager(kernel_name="python3")
-    manager.start_kernel(env=env, cwd=str(tmp_path_factory.mktemp("kernel")))
+def interpreted(lab: Lab, kernel: str) -> Iterator[None]:
+    """The kernel's Spark evaluates expressions interpreted for these inputs of tens to
+    thousands of rows (:mod:`codegen_kit`), and compiled again after."""
+    lab.reset(kernel)
+    lab.run(kernel, _codegen(INTERPRETED))
     try:
-        yield manager
+        yield
     finally:
-        manager.shutdown_kernel(now=True)
+        lab.run(kernel, _codegen(COMPILED))
 
 
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.usefixtures("interpreted")
 def test_every_notebook_runs_on_the_analysts_own_data(
-    user_corpus: dict[str, UserInput], name: str, kernel: Any, kernel_log: Path
+    user_corpus: dict[str, UserInput], name: str, lab: Lab, kernel: str
 ) -> None:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
@@ -185,12 +178,12 @@ def test_every_notebook_runs_on_the_analysts_own_data(
     given = user_corpus[name]
     executed = _combined(given)
     try:
-        NotebookClient(executed, km=kernel, timeout=900).execute()
+        NotebookClient(executed, km=lab.manager(kernel), timeout=900).execute()
     except CellExecutionError as failure:
         where = next((c.metadata.get("dedup_notebook") for c in executed.cells if _failed(c)), "?")
         pytest.fail(f"{where} on {name}: {failure.ename}: {failure.evalue}", pytrace=False)
     _nothing_on_stderr_nor_log_text(executed, name)
-    assert (kernel_log / "spark.log").is_file(), "the kernel's Spark logged nowhere"
+    assert (lab.kernel_log / "spark.log").is_file(), "the kernel's Spark logged nowhere"
     for notebook in NOTEBOOKS:
         cells = [c for c in executed.cells if c.metadata.get("dedup_notebook") == notebook]
         text = _said(cells)
