@@ -139,6 +139,14 @@ def add_to(
         required=True,
         help="folder of the monitor's progress and state: a restart with it resumes, once",
     )
+    _policy_options(cmd)
+    _output_options(cmd)
+    _input_options(cmd)
+    cmd.set_defaults(run=run)
+
+
+def _policy_options(cmd: argparse.ArgumentParser) -> None:
+    """What the broker would do: the lateness judged within, the window, the entity's mode."""
     cmd.add_argument(
         "--lateness",
         type=_lateness,
@@ -157,6 +165,10 @@ def add_to(
         metavar="FILE",
         help="the entities' real settings (ARM, az output, emulator Config.json; repeatable)",
     )
+
+
+def _output_options(cmd: argparse.ArgumentParser) -> None:
+    """How long it runs and what it writes beside the verdicts."""
     cmd.add_argument("--once", action="store_true", help="judge the files present, then stop")
     cmd.add_argument(
         "--alerts", metavar="FILE", help="append collisions, resends and rejections (JSON)"
@@ -170,6 +182,10 @@ def add_to(
     cmd.add_argument(
         "--quarantine", help="Parquet folder of refused rows (default: OUT-quarantine)"
     )
+
+
+def _input_options(cmd: argparse.ArgumentParser) -> None:
+    """How the landing files are read, and how often."""
     cmd.add_argument(
         "--content", metavar="COL,COL,...", help="what a message carries (default: payload_hash)"
     )
@@ -181,4 +197,3 @@ def add_to(
     cmd.add_argument(
         "--every", type=positive, default=5, metavar="SECONDS", help="micro-batch interval (5)"
     )
-    cmd.set_defaults(run=run)

@@ -163,9 +163,8 @@ def watch_duplicates(
     resend that reached consumers again (the same content accepted within
     ``resend_horizon`` of an earlier accepted copy) and per rejected send. ``checkpoint``
     holds the queries' progress and state: a restart with it resumes, exactly once.
-    ``once`` processes the files present and returns when done; otherwise the queries run
-    (every ``trigger``) until :meth:`Watch.stop`. ``on_batch`` gets each micro-batch's
-    :class:`~dedup_lib.live.lines.BatchLine` as it is judged.
+    ``once`` processes the files present and returns when done; else the queries run (every
+    ``trigger``) until :meth:`Watch.stop`. ``on_batch`` gets each micro-batch's line as judged.
 
     On Spark Connect the micro-batches run in the server's Python: their lines reach
     ``on_batch`` here through files in ``checkpoint`` (:mod:`dedup_lib.live.lines`), a
@@ -173,10 +172,8 @@ def watch_duplicates(
     (a local Connect server, or a shared mount).
     """
     policy = check_policies(policy if policy is not None else DedupPolicy())
-    late_by = parse_window(lateness)
-    horizon = parse_window(resend_horizon)
+    late_by, horizon = parse_window(lateness), parse_window(resend_horizon)
     folders = _Folders(out, checkpoint, quarantine or f"{out.rstrip('/')}-quarantine", alerts)
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
     landing = open_landing(spark, source, format, mapping, entity=entity)
     staging = Staging(landing, policy, folders.staged, folders.quarantine)
     sends_schema = staging.schema_source().schema
@@ -189,22 +186,41 @@ def watch_duplicates(
         content=bool(wanted),
         horizon=horizon if wanted else None,
     )
-    stage, publish = _handlers(watch, staging, judge, folders, on_batch, is_connect(spark))
+    handlers = _handlers(watch, staging, judge, folders, on_batch, is_connect(spark))
+    judged = functools.partial(_judged, policy=policy, lateness=late_by, content=wanted)
+    writers = _writers(spark, watch, landing.stream, sends_schema, folders, handlers, judged)
+    _start(spark, watch, writers, None if once else trigger)
+    return watch
+
+
+def _writers(
+    spark: SparkSession,
+    watch: Watch,
+    landed: DataFrame,
+    schema: T.StructType,
+    folders: _Folders,
+    handlers: tuple[_Handler, _Handler],
+    judged: Callable[[DataFrame], DataFrame],
+) -> list[Any]:
+    """The two queries, not started: the load of what lands into the staged sends, and the
+    judging of the staged sends, each with its checkpoint."""
+    stage, publish = handlers
+    name = f"{os.getpid()}-{id(watch)}"
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
     first = (
-        landing.stream.writeStream.foreachBatch(stage)
-        .option("checkpointLocation", os.path.join(checkpoint, "load"))
-        .queryName(f"dedup-load-{os.getpid()}-{id(watch)}")
+        landed.writeStream.foreachBatch(stage)
+        .option("checkpointLocation", os.path.join(folders.checkpoint, "load"))
+        .queryName(f"dedup-load-{name}")
     )
     os.makedirs(folders.staged, exist_ok=True)
-    staged = spark.readStream.schema(sends_schema).parquet(folders.staged)
+    staged = spark.readStream.schema(schema).parquet(folders.staged)
     second = (
-        _judged(staged, policy, late_by, wanted)
+        judged(staged)
         .writeStream.foreachBatch(publish)
-        .option("checkpointLocation", os.path.join(checkpoint, "judge"))
-        .queryName(f"dedup-judge-{os.getpid()}-{id(watch)}")
+        .option("checkpointLocation", os.path.join(folders.checkpoint, "judge"))
+        .queryName(f"dedup-judge-{name}")
     )
-    _start(spark, watch, [first, second], None if once else trigger)
-    return watch
+    return [first, second]
 
 
 #: A micro-batch function of a streaming query.

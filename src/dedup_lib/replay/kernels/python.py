@@ -102,11 +102,12 @@ def find_originals(
 def _replay_batch(
     x: Inputs, window: int, anchor: _Anchor | None
 ) -> tuple[pa.Array, pa.Array, _Anchor | None]:
+    """One batch of sends in key and time order: each send's original (time, event id, or
+    nulls), and the anchor the next batch continues from."""
     n = len(x.key)
-    key, ent, send_time, event_id = x.key, x.entity, x.send_time, x.event_id
+    send_time, event_id = x.send_time, x.event_id
     if n == 0:
         return pa.nulls(0, send_time.type), pa.nulls(0, event_id.type), anchor
-
     eligible = ~np.asarray(pc.fill_null(x.decided, True).to_numpy(zero_copy_only=False), dtype=bool)
     w: int | np.ndarray = window
     if x.window is not None:
@@ -115,77 +116,92 @@ def _replay_batch(
     same = np.zeros(n, dtype=bool)
     if n > 1:
         same[1:] = (
-            _same(key.slice(1), key.slice(0, n - 1))
-            & _same(ent.slice(1), ent.slice(0, n - 1))
+            _same(x.key.slice(1), x.key.slice(0, n - 1))
+            & _same(x.entity.slice(1), x.entity.slice(0, n - 1))
             & eligible[1:]
             & eligible[:-1]
         )
     continues = (
         anchor is not None
         and bool(eligible[0])
-        and key[0].as_py() == anchor.key
-        and ent[0].as_py() == anchor.entity
+        and x.key[0].as_py() == anchor.key
+        and x.entity[0].as_py() == anchor.entity
     )
-
-    # Reference 0 is the held anchor; reference i + 1 is row i of this batch.
-    arange = np.arange(n)
-    start = np.maximum.accumulate(np.where(same, 0, arange))
-    head_ref = start + 1
-    head_t = t[start]
-    if continues:
-        assert anchor is not None
-        first_group = start == 0
-        head_ref[first_group] = 0
-        head_t[first_group] = anchor.micros
+    head_ref, head_t = _group_heads(same, t, anchor if continues else None)
     is_head = eligible & ~same
     if continues:
         is_head[0] = False
-
     duplicate = eligible & ~is_head & (t < head_t + w)
     orig_ref = np.where(duplicate, head_ref, -1)
-    tails = np.flatnonzero(eligible & ~is_head & ~duplicate)
-    if tails.size:
-        group_of = head_ref[tails].tolist()
-        times = t[tails].tolist()
-        rows = tails.tolist()
-        spans = np.broadcast_to(w, (n,))[tails].tolist()
-        current_group, anchor_ref, anchor_t = -1, -1, 0
-        for i, g, ti, span in zip(rows, group_of, times, spans, strict=True):
-            if g != current_group or ti >= anchor_t + span:
-                current_group, anchor_ref, anchor_t = g, i + 1, ti
-            else:
-                duplicate[i] = True
-                orig_ref[i] = anchor_ref
-
-    last = n - 1
-    if eligible[last]:
-        ref = int(orig_ref[last]) if duplicate[last] else last + 1
-        if ref == 0:
-            assert anchor is not None
-            next_anchor: _Anchor | None = _Anchor(
-                ent[last].as_py(),
-                key[last].as_py(),
-                anchor.micros,
-                anchor.send_time,
-                anchor.event_id,
-            )
-        else:
-            next_anchor = _Anchor(
-                ent[last].as_py(),
-                key[last].as_py(),
-                int(t[ref - 1]),
-                send_time[ref - 1],
-                event_id[ref - 1],
-            )
-    else:
-        next_anchor = None
-
+    _walk_tails(
+        np.flatnonzero(eligible & ~is_head & ~duplicate), head_ref, t, w, duplicate, orig_ref
+    )
+    next_anchor = _next_anchor(x, t, eligible, duplicate, orig_ref, anchor)
     if not duplicate.any():
         return pa.nulls(n, send_time.type), pa.nulls(n, event_id.type), next_anchor
     indices = pa.array(orig_ref, mask=orig_ref < 0)
     ext_time = _with_anchor(send_time, anchor.send_time if anchor else None)
     ext_id = _with_anchor(event_id, anchor.event_id if anchor else None)
     return pc.take(ext_time, indices), pc.take(ext_id, indices), next_anchor
+
+
+def _group_heads(
+    same: np.ndarray, t: np.ndarray, held: _Anchor | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per send, the reference of its group's first send and that send's time. Reference 0
+    is the held anchor (``held``: the batch's first group continues it); reference i + 1 is
+    row i of this batch."""
+    start = np.maximum.accumulate(np.where(same, 0, np.arange(len(same))))
+    head_ref = start + 1
+    head_t = t[start]
+    if held is not None:
+        first_group = start == 0
+        head_ref[first_group] = 0
+        head_t[first_group] = held.micros
+    return head_ref, head_t
+
+
+def _walk_tails(
+    tails: np.ndarray,
+    head_ref: np.ndarray,
+    t: np.ndarray,
+    w: int | np.ndarray,
+    duplicate: np.ndarray,
+    orig_ref: np.ndarray,
+) -> None:
+    """The sends past their group's first window (``tails``), in order: each opens a new
+    window or falls in the one open (``duplicate`` and ``orig_ref`` updated in place)."""
+    if not tails.size:
+        return
+    group_of = head_ref[tails].tolist()
+    spans = np.broadcast_to(w, (len(t),))[tails].tolist()
+    current_group, anchor_ref, anchor_t = -1, -1, 0
+    for i, g, ti, span in zip(tails.tolist(), group_of, t[tails].tolist(), spans, strict=True):
+        if g != current_group or ti >= anchor_t + span:
+            current_group, anchor_ref, anchor_t = g, i + 1, ti
+        else:
+            duplicate[i] = True
+            orig_ref[i] = anchor_ref
+
+
+def _next_anchor(
+    x: Inputs,
+    t: np.ndarray,
+    eligible: np.ndarray,
+    duplicate: np.ndarray,
+    orig_ref: np.ndarray,
+    anchor: _Anchor | None,
+) -> _Anchor | None:
+    """What the next batch continues from: the last send's key and the window it is in."""
+    last = len(t) - 1
+    if not eligible[last]:
+        return None
+    ref = int(orig_ref[last]) if duplicate[last] else last + 1
+    entity, key = x.entity[last].as_py(), x.key[last].as_py()
+    if ref == 0:
+        assert anchor is not None
+        return _Anchor(entity, key, anchor.micros, anchor.send_time, anchor.event_id)
+    return _Anchor(entity, key, int(t[ref - 1]), x.send_time[ref - 1], x.event_id[ref - 1])
 
 
 def _with_anchor(values: pa.Array, held: pa.Scalar | None) -> pa.Array:
