@@ -204,7 +204,10 @@ def _records(
     with reading(files, record_format.name, LOADER, record_format.expected):
         raw = record_format.read(spark, [spark_path(f) for f in files.files])
         file_path = raw.metadataColumn("_metadata").getField("file_path").alias(SOURCE_FILE)
-        records = record_format.records(raw.select("*", file_path), keys, entity)
+        read = raw.select("*", file_path)
+        if record_format.joins_read:
+            read = read.localCheckpoint()
+        records = record_format.records(read, keys, entity)
         schema = records.schema
     fields = {f.name: f.dataType for f in schema.fields if f.name in CANONICAL_COLUMNS}
     check_types(fields, {c: c for c in fields}, printable(path))

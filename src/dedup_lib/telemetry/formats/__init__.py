@@ -42,6 +42,9 @@ class RecordFormat(Protocol):
     expected: str
     #: Canonical column -> the source key read for it unless the user maps another one.
     defaults: Mapping[str, str]
+    #: Whether :meth:`records` joins the read with itself: the loader then keeps the parsed
+    #: read (``localCheckpoint``), so that each side of the join does not parse the files.
+    joins_read: bool
 
     def recognise(self, head: str) -> bool:
         """True when a file's first characters (decompressed, up to 64 KiB) are this format."""

@@ -193,6 +193,7 @@ class OtlpFormat:
     """OTLP JSON Lines traces (see the module docstring for what a record is)."""
 
     name = "otlp"
+    joins_read = False  # one window over one read (_with_calls)
     expected = (
         "OTLP JSON Lines (one TracesData per line), as the Collector's file exporter writes them"
     )

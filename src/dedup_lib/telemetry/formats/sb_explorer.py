@@ -115,6 +115,7 @@ class SbExplorerFormat:
     """Service Bus Explorer's JSON export of peeked messages (see the module docstring)."""
 
     name = "sb-explorer"
+    joins_read = False
     expected = (
         "a Service Bus Explorer message export: a JSON object or array of objects with "
         "camelCase keys messageId, enqueuedTimeUtc, ..."
