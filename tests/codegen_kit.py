@@ -12,7 +12,6 @@ suite runs both. Users and the benchmarks keep the compiled default.
 from __future__ import annotations
 
 import contextlib
-import shlex
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -28,12 +27,11 @@ COMPILED = {
 }
 
 
-def interpreted_submit_args(environ: Mapping[str, str]) -> str:
-    """``PYSPARK_SUBMIT_ARGS`` for a child process whose Spark runs interpreted: the run's
-    (its properties file) with :data:`INTERPRETED` added as ``--conf``."""
-    args = shlex.split(environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell"))
-    extra = [part for key, value in INTERPRETED.items() for part in ("--conf", f"{key}={value}")]
-    return shlex.join(args[:-1] + extra + args[-1:])
+def in_kernel(settings: Mapping[str, str]) -> str:
+    """Code that sets ``settings`` on the session of the kernel it runs in (``get_spark``),
+    leaving no name behind: for a kernel the tests share, e.g. JupyterLab's."""
+    sets = "".join(f"_spark.conf.set({k!r}, {v!r})\n" for k, v in settings.items())
+    return f"from dedup_lib import get_spark as _get\n_spark = _get()\n{sets}del _get, _spark"
 
 
 @contextlib.contextmanager

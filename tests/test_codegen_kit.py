@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import shlex
+import dedup_lib
+from codegen_kit import COMPILED, INTERPRETED, compiled, in_kernel
 
-from codegen_kit import COMPILED, INTERPRETED, compiled, interpreted_submit_args
 
+def test_the_kernel_code_sets_each_setting_on_its_session_and_leaves_no_name(monkeypatch):
+    set_on: dict[str, str] = {}
 
-def test_a_child_keeps_the_runs_properties_file_and_interprets():
-    given = {"PYSPARK_SUBMIT_ARGS": "--properties-file '/a b/spark-defaults.conf' pyspark-shell"}
-    args = shlex.split(interpreted_submit_args(given))
-    assert args[:2] == ["--properties-file", "/a b/spark-defaults.conf"]
-    assert args[-1] == "pyspark-shell"
-    assert {a for a in args if "=" in a} == {f"{k}={v}" for k, v in INTERPRETED.items()}
-    assert shlex.split(interpreted_submit_args({}))[-1] == "pyspark-shell"
+    class Session:
+        class conf:  # noqa: N801 - as a SparkSession's attribute
+            set = staticmethod(set_on.__setitem__)
+
+    monkeypatch.setattr(dedup_lib, "get_spark", Session)
+    names: dict[str, object] = {}
+    exec(in_kernel(INTERPRETED), names)  # the code the test hands a kernel
+    assert set_on == INTERPRETED
+    assert [n for n in names if n != "__builtins__"] == []
 
 
 def test_compiled_within_the_block_interpreted_after(spark):

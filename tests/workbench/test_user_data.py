@@ -24,7 +24,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from codegen_kit import COMPILED, INTERPRETED
+from codegen_kit import COMPILED, INTERPRETED, in_kernel
 from lab_kit import FORGET, LOG_TEXT, NOTEBOOKS, ROOT, Lab
 from user_corpus import UserInput, write_user_corpus
 
@@ -149,22 +149,16 @@ def _combined(given: UserInput) -> Any:
     return combined
 
 
-def _codegen(settings: dict[str, str]) -> str:
-    """Code that sets how the kernel's Spark evaluates expressions (:mod:`codegen_kit`)."""
-    sets = "".join(f"_spark.conf.set({k!r}, {v!r})\n" for k, v in settings.items())
-    return f"from dedup_lib import get_spark as _get\n_spark = _get()\n{sets}del _get, _spark"
-
-
 @pytest.fixture(scope="module")
 def interpreted(lab: Lab, kernel: str) -> Iterator[None]:
     """The kernel's Spark evaluates expressions interpreted for these inputs of tens to
     thousands of rows (:mod:`codegen_kit`), and compiled again after."""
     lab.reset(kernel)
-    lab.run(kernel, _codegen(INTERPRETED))
+    lab.run(kernel, in_kernel(INTERPRETED))
     try:
         yield
     finally:
-        lab.run(kernel, _codegen(COMPILED))
+        lab.run(kernel, in_kernel(COMPILED))
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -203,7 +203,8 @@ def _writers(
     judged: Callable[[DataFrame], DataFrame],
 ) -> list[Any]:
     """The two queries, not started: the load of what lands into the staged sends, and the
-    judging of the staged sends, each with its checkpoint."""
+    judging of the staged sends, each with its checkpoint; the session set to keep the
+    judging's state in RocksDB, which it needs."""
     stage, publish = handlers
     name = f"{os.getpid()}-{id(watch)}"
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
