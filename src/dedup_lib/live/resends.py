@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from dedup_lib.columns import column
 from dedup_lib.live.keyed import CONTENT
 from dedup_lib.rules.policy import ACCEPTED
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 RESEND = "resend"
 _KEPT = ["entity", CONTENT, "send_time", "event_id", "message_id"]
@@ -43,13 +44,24 @@ def _before(folder: str, batch_id: int) -> str | None:
     return os.path.join(folder, done[-1]) if done else None
 
 
-def resend_alerts(result: DataFrame, folder: str, batch_id: int, horizon: timedelta) -> DataFrame:
+def accepted_content() -> Column:
+    """Whether a verdict is an accepted send with content: what this module compares."""
+    return (column("verdict") == ACCEPTED) & column(CONTENT).isNotNull()
+
+
+def resend_alerts(
+    result: DataFrame, folder: str, batch_id: int, horizon: timedelta, latest: int
+) -> DataFrame:
     """The alerts for the resends in one micro-batch of verdicts (``result`` with the content
     column), in :func:`dedup_lib.live.alerts.alerts_of`'s columns; the table of last
-    accepted contents for the next micro-batch written to ``folder``."""
+    accepted contents for the next micro-batch written to ``folder``. ``latest`` is the time
+    of the micro-batch's latest :func:`accepted_content` send (microseconds since the epoch,
+    counted with its verdicts): the table keeps what is within the horizon of it. A
+    micro-batch without such a send has no resend and writes no table (the next reads the
+    one before)."""
     spark = result.sparkSession
     entity = column("entity") if "entity" in result.columns else F.lit(None)
-    accepted = result.where((column("verdict") == ACCEPTED) & column(CONTENT).isNotNull())
+    accepted = result.where(accepted_content())
     now = accepted.select(
         entity.cast("string").alias("entity"),
         column(CONTENT),
@@ -62,7 +74,9 @@ def resend_alerts(result: DataFrame, folder: str, batch_id: int, horizon: timede
     previous = _before(folder, batch_id)
     both = now
     if previous is not None:
-        old = spark.read.parquet(previous).select(
+        kept = T.StructType([now.schema[name] for name in _KEPT])
+        old = spark.read.schema(kept).parquet(previous)
+        old = old.select(
             *_KEPT, F.lit(None).cast("string").alias("dedup_key"), F.lit(False).alias("__new")
         )
         both = old.unionByName(now)
@@ -74,7 +88,7 @@ def resend_alerts(result: DataFrame, folder: str, batch_id: int, horizon: timede
         F.lag("message_id").over(order).alias("__prev_message"),
         F.row_number().over(order.orderBy(F.desc("send_time"), F.desc("event_id"))).alias("__n"),
     )
-    _keep(paired, folder, batch_id, horizon / timedelta(seconds=1))
+    _keep(paired, folder, batch_id, horizon / timedelta(seconds=1), latest)
     since = F.unix_micros(column("send_time")) - F.unix_micros(column("__prev_time"))
     within = since <= F.lit(int(horizon / timedelta(microseconds=1)))
     again = column("__new") & column("__prev_time").isNotNull() & within
@@ -98,15 +112,12 @@ def resend_alerts(result: DataFrame, folder: str, batch_id: int, horizon: timede
     )
 
 
-def _keep(paired: DataFrame, folder: str, batch_id: int, horizon_s: float) -> None:
+def _keep(paired: DataFrame, folder: str, batch_id: int, horizon_s: float, latest: int) -> None:
     """The last accepted send of each content, where it is within the horizon of the latest
-    send seen, for the next micro-batch."""
-    latest = paired.agg(F.max("send_time")).first()
-    if latest is None or latest[0] is None:
-        last = paired.where(F.lit(False))
-    else:
-        cutoff = F.lit(latest[0]) - F.make_dt_interval(secs=F.lit(horizon_s))
-        last = paired.where((column("__n") == 1) & (column("send_time") >= cutoff))
+    send seen, for the next micro-batch. Accepted sends come in send-time order across
+    micro-batches, so ``latest`` is the latest of the table's too."""
+    cutoff = F.timestamp_micros(F.lit(latest)) - F.make_dt_interval(secs=F.lit(horizon_s))
+    last = paired.where((column("__n") == 1) & (column("send_time") >= cutoff))
     target = _store(folder, batch_id)
     shutil.rmtree(target, ignore_errors=True)
     last.select(*_KEPT).write.parquet(target)

@@ -60,11 +60,7 @@ class Staging:
 
     def schema_source(self) -> DataFrame:
         """An empty micro-batch made ready: the staging folder's columns, before any file."""
-        spark = self.landing.stream.sparkSession
-        empty = spark.createDataFrame([], self.landing.stream.schema)
-        loaded = self.landing.load(empty)
-        loaded.release()
-        return ready(loaded.valid, self.policy, 0)
+        return ready(self.landing.valid_columns(), self.policy, 0)
 
     def write(self, batch: DataFrame, batch_id: int) -> BatchLoad:
         """Load one micro-batch and write its sends and quarantine; what it loaded."""

@@ -48,7 +48,7 @@ from dedup_lib.live.keyed import (
     answer_fields,
 )
 from dedup_lib.live.lines import MINUTE_COLUMNS, BatchLine, Relay, record
-from dedup_lib.live.resends import resend_alerts
+from dedup_lib.live.resends import accepted_content, resend_alerts
 from dedup_lib.live.staging import Staging, part_name
 from dedup_lib.replay.passes import TIME as NTZ_TIME
 from dedup_lib.replay.sql_rules import (
@@ -368,10 +368,11 @@ def _publish(
     """One micro-batch of answers as verdicts: written to ``out``, its alerts appended."""
     result = _result(batch, policy).cache()
     try:
-        minutes = _by_minute(result)
+        minutes, latest = _by_minute(result, horizon is not None)
         found = alerts_of(result, content)
-        if horizon is not None and len(minutes):
-            found = found.unionByName(resend_alerts(result, folders.resends, batch_id, horizon))
+        if horizon is not None and latest is not None:
+            resent = resend_alerts(result, folders.resends, batch_id, horizon, latest)
+            found = found.unionByName(resent)
         found_rows = found.collect() if len(minutes) else []
         if len(minutes):
             path = os.path.join(folders.out, part_name(batch_id))
@@ -389,15 +390,22 @@ def _publish(
         result.unpersist()
 
 
-def _by_minute(result: DataFrame) -> pd.DataFrame:
-    """Sends, duplicates and late sends per minute of send time (UTC)."""
+def _by_minute(result: DataFrame, resends: bool) -> tuple[pd.DataFrame, int | None]:
+    """Sends, duplicates and late sends per minute of send time (UTC); with ``resends``, the
+    time of the latest accepted send with content too (microseconds since the epoch; None if
+    none), in the same Spark job."""
     verdict = column("verdict")
+    micros = F.unix_micros(column("send_time"))
+    latest = F.max(F.when(accepted_content(), micros)) if resends else F.lit(None)
     counts = result.groupBy(F.date_trunc("minute", column("send_time")).alias("minute")).agg(
         F.count(F.lit(1)).alias("sends"),
         F.count_if(verdict == DUPLICATE).alias("duplicates"),
         F.count_if(verdict == LATE).alias("late"),
+        latest.alias("latest"),
     )
-    return counts.toPandas().sort_values("minute").reset_index(drop=True)[MINUTE_COLUMNS]
+    frame = counts.toPandas().sort_values("minute").reset_index(drop=True)
+    last = frame["latest"].max() if len(frame) else None
+    return frame[MINUTE_COLUMNS], None if pd.isna(last) else int(last)
 
 
 def _result(batch: DataFrame, policy: Policies) -> DataFrame:

@@ -67,20 +67,8 @@ class Landing:
     def load(self, batch: DataFrame) -> BatchLoad:
         """The micro-batch ``batch`` (rows of :attr:`stream`) loaded; an error if its rows do
         not add up (none is ever dropped without a word)."""
-        opened = self.opened
-        if opened.record_format is not None:
-            keys = record_keys(opened.record_format, self.mapping)
-            records = opened.record_format.records(batch, keys, self.entity)
-            if CORRUPT not in records.columns:
-                records = records.select("*", F.lit(None).cast("string").alias(CORRUPT))
-            batch = records
-        elif self.entity is not None:
-            named: dict[str, T.DataType] = (
-                {"entity": T.StringType()} if "entity" in batch.columns else {}
-            )
-            batch = _with_entity(batch, named, self.entity)
-        opened = replace(opened, raw=batch, read=batch.select(SOURCE_FILE))
-        frame = opened.judged(batch).cache()
+        opened, judged = self._judged(batch)
+        frame = judged.cache()
         not_send = opened.skipped if opened.skipped is not None else F.lit(False)
         row = frame.agg(
             F.count(F.lit(1)).alias("read"),
@@ -98,6 +86,30 @@ class Landing:
             counts=counts,
             judged=frame,
         )
+
+    def valid_columns(self) -> DataFrame:
+        """The valid rows of a micro-batch, as :meth:`load` gives them, of no rows: their
+        columns before any file is read, without a Spark job."""
+        empty = self.stream.sparkSession.createDataFrame([], self.stream.schema)
+        opened, judged = self._judged(empty)
+        return opened.valid(judged, keep_source_file=True)
+
+    def _judged(self, batch: DataFrame) -> tuple[_Opened, DataFrame]:
+        """The rows of ``batch`` as records of the format, each with its reason (if refused)."""
+        opened = self.opened
+        if opened.record_format is not None:
+            keys = record_keys(opened.record_format, self.mapping)
+            records = opened.record_format.records(batch, keys, self.entity)
+            if CORRUPT not in records.columns:
+                records = records.select("*", F.lit(None).cast("string").alias(CORRUPT))
+            batch = records
+        elif self.entity is not None:
+            named: dict[str, T.DataType] = (
+                {"entity": T.StringType()} if "entity" in batch.columns else {}
+            )
+            batch = _with_entity(batch, named, self.entity)
+        opened = replace(opened, raw=batch, read=batch.select(SOURCE_FILE))
+        return opened, opened.judged(batch)
 
 
 def open_landing(
