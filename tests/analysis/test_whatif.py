@@ -6,7 +6,7 @@ from collections import deque
 from datetime import timedelta
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
@@ -105,6 +105,8 @@ def count_model(messages, capacity, partitioning):
     return out
 
 
+#: Each example a Spark job: a third of the profile's examples, as the sweep's edge cases take.
+@settings(max_examples=max(10, settings().max_examples // 3))
 @given(case=telemetry(), capacity=st.integers(1, 4), partitioning=st.booleans())
 def test_count_cache_agrees_with_the_obvious_model(spark, case, capacity, partitioning):
     messages, with_entity, with_event_id = case
