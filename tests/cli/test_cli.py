@@ -226,6 +226,22 @@ def test_simulate_reads_traces_and_says_how_many_spans_were_not_sends(spark, cap
     assert "orders" in table
 
 
+def test_simulate_reads_pandas_parquet_and_says_how_once(spark, capsys, tmp_path):
+    path = tmp_path / "<i>sends &amp;.parquet"
+    times = pd.to_datetime(
+        ["2026-11-03 21:00:00.000000400", "2026-11-03 21:00:05"], format="ISO8601"
+    )
+    pd.DataFrame({"message_id": ["a", "a"], "send_time": times}).to_parquet(path)
+    assert main(["simulate", str(path), "--quiet", "--window", "PT1M"], spark=spark) == 0
+    out = capsys.readouterr().out
+    assert ": 2 rows read, 2 replayed, 0 quarantined." in out
+    (note,) = [line for line in out.splitlines() if line.startswith("Note: ")]
+    assert f"Note: {path}: nanosecond timestamps (the pandas and pyarrow default)" in note
+    table = out.split("Verdicts per entity", 1)[1]
+    (row,) = [line.split() for line in table.splitlines() if line.startswith("(none)")]
+    assert row[1:4] == ["2", "1", "1"]  # sends, accepted, duplicates: 5 s apart, 1-minute window
+
+
 def test_simulate_checks_entity_and_format_before_spark(capsys, tmp_path):
     path = tmp_path / "x.json"
     path.write_text("{}\n")

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -117,6 +118,22 @@ def _check_reordered(loaded: object) -> None:
     valid = loaded.valid  # type: ignore[attr-defined]
     got = {r[0]: r[1] for r in valid.selectExpr("message_id", "unix_seconds(send_time)").collect()}
     assert got == {"a": T0, "b": T0 + 1, "c": T0 + 2, "d": T0 + 3}
+
+
+#: Epoch nanoseconds with digits below the microsecond, which Spark cannot hold.
+NANOS = [T0 * 10**9 + 123_456_789, (T0 + 1) * 10**9 + 999]
+
+
+def _check_nanos(loaded: object) -> None:
+    """Send times rounded to the microsecond (as epoch nanoseconds in CSV or JSON are), said
+    once; the other time column as its epoch nanoseconds, exactly."""
+    valid = loaded.valid  # type: ignore[attr-defined]
+    rows = valid.selectExpr("message_id", "unix_micros(send_time)", "created").collect()
+    got = {r[0]: (r[1], r[2]) for r in rows}
+    assert got == {"a": (1_700_000_000_123_457, NANOS[0]), "b": (1_700_000_001_000_001, NANOS[1])}
+    (note,) = loaded.notes  # type: ignore[attr-defined]
+    assert "nanosecond timestamps" in note
+    assert "rounded to the microsecond" in note
 
 
 def _check_scheduled_never(loaded: object) -> None:
@@ -569,11 +586,19 @@ CASES: list[Case] = [
         ),
         counts=(3, 3, 0),
     ),
+    # pandas' to_parquet as it comes: nanosecond timestamps, naive (adjusted to UTC: false)
+    # or with a time zone (true); Spark refuses both on its own.
     Case(
-        "parquet-nanosecond-timestamps-in-utc",
-        lambda d: _parquet_nanos(d / "nanos.parquet"),
-        error="Spark cannot read nanosecond timestamps.*coerce_timestamps='us'",
-        names="nanos.parquet",
+        "pandas-parquet-nanosecond-timestamps",
+        lambda d: _pandas_nanos(d / "nanos.parquet", utc=False),
+        counts=(2, 2, 0),
+        check=_check_nanos,
+    ),
+    Case(
+        "pandas-parquet-nanosecond-timestamps-in-utc",
+        lambda d: _pandas_nanos(d / "nanos-utc.parquet", utc=True),
+        counts=(2, 2, 0),
+        check=_check_nanos,
     ),
     # Nested paths in a mapping: a field of a struct (JSON objects), a key of a map (Parquet).
     Case(
@@ -688,10 +713,11 @@ def _parquet_extremes(path: Path) -> Path:
     return path
 
 
-def _parquet_nanos(path: Path) -> Path:
+def _pandas_nanos(path: Path, utc: bool) -> Path:
+    """A file as pandas writes it by default: a send time and another time column in ns."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    times = pa.array([T0 * 10**9, (T0 + 1) * 10**9], pa.timestamp("ns", "UTC"))
-    pq.write_table(pa.table({"message_id": ["a", "b"], "send_time": times}), path)
+    times = pd.to_datetime(NANOS, unit="ns", utc=utc)
+    pd.DataFrame({"message_id": ["a", "b"], "send_time": times, "created": times}).to_parquet(path)
     return path
 
 

@@ -326,15 +326,26 @@ def test_unreadable_parquet_names_the_file(spark: Any, tmp_path: Path) -> None:
         assert path.name in str(info.value)
 
 
+@pytest.mark.connect
 @pytest.mark.spark
-def test_pandas_nanosecond_parquet_gets_a_hint(spark: Any, tmp_path: Path) -> None:
+def test_pandas_parquet_loads_as_pandas_writes_it(spark: Any, tmp_path: Path) -> None:
+    """pandas' to_parquet with its defaults (nanosecond timestamps, which Spark refuses on its
+    own) loads, on either kind of session, saying so once; the session is left as it was."""
     path = tmp_path / "pandas.parquet"
-    pd.DataFrame(
-        {"message_id": ["a"], "send_time": pd.to_datetime(["2024-01-01 10:00:00"])}
-    ).to_parquet(path)
+    times = pd.to_datetime(
+        ["2024-01-01 10:00:00.123456789", "2024-01-01 10:00:01"], format="ISO8601"
+    )
+    pd.DataFrame({"message_id": ["a", "b"], "send_time": times}).to_parquet(path)
 
-    with pytest.raises(ValueError, match="coerce_timestamps='us'"):
-        load_telemetry(spark, str(path))
+    loaded = load_telemetry(spark, str(path))
+
+    assert times_by_id(loaded) == {
+        "a": micros("2024-01-01T10:00:00.123457"),
+        "b": micros("2024-01-01T10:00:01"),
+    }
+    assert len(loaded.notes) == 1
+    assert "pandas.parquet: nanosecond timestamps" in loaded.notes[0]
+    assert spark.conf.get("spark.sql.legacy.parquet.nanosAsLong") == "false"
 
 
 @pytest.mark.connect

@@ -147,6 +147,8 @@ def _report(
         f"{printable(loaded.path)}: {counts['read']:,} rows read, {counts['valid']:,} replayed, "
         f"{counts['quarantined']:,} quarantined. {describe(policy)}."
     )
+    for note in loaded.notes:
+        print(f"Note: {note}.")
     if file_count > 1 or loaded.ignored or counts["skipped"]:
         ignored = list(loaded.ignored.items())
         listed = ", ".join(f"{printable(name)} ({why})" for name, why in ignored[:5])

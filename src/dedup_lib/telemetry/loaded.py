@@ -45,6 +45,9 @@ class LoadedTelemetry:
     #: Quarantined and skipped records per reason category, as counted when loading
     #: (``kind``, ``reason``, ``count``); None: counted from the frames when asked.
     reasons: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    #: What the load did to the data that the user should know, one sentence each: Parquet
+    #: nanosecond timestamps (pandas' default) read as epoch nanoseconds.
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def counts(self) -> dict[str, int]:
         """Records read, valid, quarantined and skipped as not sends, as counted when loading."""

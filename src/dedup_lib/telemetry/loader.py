@@ -70,6 +70,8 @@ class _Opened:
     message_id_key: str = "message_id"
     #: A plain format's columns as the first files read have them, before renaming.
     source_schema: T.StructType | None = None
+    #: What the read did that the user should know (:attr:`LoadedTelemetry.notes`).
+    notes: tuple[str, ...] = ()
 
     @property
     def data_columns(self) -> list[str]:
@@ -141,6 +143,7 @@ class _Opened:
             ignored=dict(self.files.ignored),
             not_sends=self.not_sends(frame),
             reasons=reasons,
+            notes=self.notes,
         )
 
 
@@ -184,8 +187,10 @@ def _plain(
     renames = {s: t for source in sources for s, t in source.names.items() if s != t}
     read = union([s.read for s in sources])
     first = read_as[0].schema if read_as else None
+    notes = tuple(note for source in read_as for note in source.notes)
+    corrupt = CORRUPT in raw.columns
     return _Opened(
-        files, path, raw, read, fields, fmt, renames, CORRUPT in raw.columns, source_schema=first
+        files, path, raw, read, fields, fmt, renames, corrupt, source_schema=first, notes=notes
     )
 
 

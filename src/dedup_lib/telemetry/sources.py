@@ -26,7 +26,7 @@ from dedup_lib.telemetry.schema import FORMAT_NAMES, FORMATS, SUPPORTED_FORMATS
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 CORRUPT = "__dedup_corrupt_record"
 _TEXT_EXTENSIONS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
@@ -78,13 +78,6 @@ def read_failure(
         return not_on_cluster(files.root, caller, here=local is not None and os.path.exists(local))
     found = failed_file(text)
     where = files.name(found) if found else printable(files.root)
-    if "TIMESTAMP(NANOS" in text or re.search(r"INT64, logicalType: timestamp", text):
-        return InputError(
-            f"{caller}: cannot read {where}: Spark cannot read nanosecond timestamps (the "
-            "pandas and pyarrow default): write with to_parquet(..., coerce_timestamps='us', "
-            "allow_truncated_timestamps=True), or set spark.sql.legacy.parquet.nanosAsLong=true "
-            "to read them as epoch nanoseconds, which load_telemetry parses."
-        )
     return InputError(
         f"{caller}: cannot read {where} as {fmt}: {_root_cause(exc)}; "
         f"expected {expected or EXPECTED[fmt]}. "
@@ -163,6 +156,8 @@ class Source:
 
     frame: DataFrame
     files: list[str]
+    #: What the read did that the user should know, once per load (nanosecond timestamps).
+    notes: tuple[str, ...] = ()
 
     @property
     def schema(self) -> T.StructType:
@@ -174,9 +169,14 @@ def read_sources(spark: SparkSession, files: InputFiles, fmt: str, caller: str) 
     so files whose footer or header cannot be read fail here."""
     groups = _csv_groups(files.files) if fmt == "csv" else [files.files]
     with reading(files, fmt, caller):
-        sources = [Source(_reader(spark, group, fmt, files), group) for group in groups]
-        for source in sources:
-            _ = source.schema
+        try:
+            sources = [Source(_reader(spark, group, fmt, files), group) for group in groups]
+            for source in sources:
+                _ = source.schema
+        except spark_errors() as exc:
+            if fmt != "parquet" or not _nanos(str(exc)):
+                raise
+            sources = [_nanos_source(spark, files)]
     for source in sources:
         if fmt == "json" and source.schema.names == [CORRUPT]:
             raise InputError(
@@ -186,11 +186,51 @@ def read_sources(spark: SparkSession, files: InputFiles, fmt: str, caller: str) 
     return sources
 
 
-def _reader(spark: SparkSession, group: list[str], fmt: str, files: InputFiles) -> DataFrame:
-    paths = [spark_path(f) for f in group]
+def _nanos(text: str) -> bool:
+    """Whether Spark refused a Parquet file for its nanosecond timestamps."""
+    return "TIMESTAMP(NANOS" in text or _NANOS_TYPE.search(text) is not None
+
+
+_NANOS_TYPE = re.compile(r"INT64, logicalType: timestamp")
+
+
+#: The setting under which Spark reads a nanosecond timestamp as its epoch nanoseconds.
+NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
+
+
+def _nanos_source(spark: SparkSession, files: InputFiles) -> Source:
+    """Parquet files with nanosecond timestamps (what pandas and pyarrow write by default):
+    their schema read with those columns as epoch nanoseconds (``long``), then the files
+    read with that schema, which needs no setting later. The loader parses a time column of
+    epoch nanoseconds as it does in any format (:func:`dedup_lib.telemetry.times.from_epoch`).
+    """
+    before = spark.conf.get(NANOS_AS_LONG, "false") or "false"
+    spark.conf.set(NANOS_AS_LONG, "true")
+    try:
+        schema = _reader(spark, files.files, "parquet", files).schema
+    finally:
+        spark.conf.set(NANOS_AS_LONG, before)
+    reader = _base(spark, files).schema(schema)
+    frame = reader.parquet(*(spark_path(f) for f in files.files))
+    note = (
+        f"{printable(files.root)}: nanosecond timestamps (the pandas and pyarrow default) read "
+        "as epoch nanoseconds: send and scheduled times rounded to the microsecond, which "
+        "Spark holds, as epoch nanoseconds in any format are; other such columns stay epoch "
+        "nanoseconds (long)"
+    )
+    return Source(frame, files.files, (note,))
+
+
+def _base(spark: SparkSession, files: InputFiles) -> DataFrameReader:
     reader = spark.read
     if files.partitioned:
         reader = reader.option("basePath", spark_path(files.root))
+    return reader
+
+
+def _reader(spark: SparkSession, group: list[str], fmt: str, files: InputFiles) -> DataFrame:
+    paths = [spark_path(f) for f in group]
+    reader = _base(spark, files)
     if fmt == "parquet":
         # mergeSchema reads every footer: a corrupt file fails now, and no column that only
         # some files have is lost.
