@@ -41,14 +41,14 @@ sends = loaded.valid.persist()  # parsed once, kept for the cells below
 loaded.mapping
 
 # %% [markdown]
-# Rows read, loaded and quarantined. Valid plus quarantined is always what was read.
+# Rows read, loaded and quarantined. Valid plus quarantined is always what was read. Below the
+# table, a note for anything the read did that changes what you see (for example, nanosecond
+# timestamps from pandas rounded to the microsecond); none when there is nothing to say.
 
 # %%
-import pandas as pd
+from dedup_lib import findings
 
-from dedup_lib import styled
-
-styled(pd.DataFrame([loaded.counts()]))
+findings.rows_read(loaded)
 
 # %% [markdown]
 # The same per file: every file under `PATH` (subfolders included) is listed with what it gave.
@@ -56,14 +56,14 @@ styled(pd.DataFrame([loaded.counts()]))
 # (`_SUCCESS`, `.crc`, `_temporary`) are not read; `loaded.ignored` lists them with why.
 
 # %%
+from dedup_lib import styled
+
 styled(loaded.files)
 
 # %% [markdown]
 # The quarantine by reason, then a few quarantined rows with the file they came from:
 
 # %%
-from dedup_lib import findings
-
 findings.quarantined(loaded)
 
 # %% [markdown]

@@ -82,7 +82,9 @@ class Corpus:
 
 
 def write_corpus(folder: Path) -> Corpus:
-    """Write the hostile sends (Parquet) and the kept export (Service Bus Explorer JSON)."""
+    """Write the hostile sends (Parquet, as pandas writes it by default: nanosecond times, so
+    the load's note names the hostile file too) and the kept export (Service Bus Explorer
+    JSON)."""
     corpus = Corpus(folder)
     folder.mkdir(parents=True, exist_ok=True)
     sends = pd.read_parquet(sample_path("incident.parquet"))
@@ -91,7 +93,7 @@ def write_corpus(folder: Path) -> Corpus:
         sends[column] = sends[column].map(_prefixed)
     sends["sender"] = sends["sender"].map(SENDERS)
     sends["cause"] = sends["cause"].map(lambda c: CAUSES.get(c, c))
-    sends.to_parquet(corpus.sends, coerce_timestamps="us", index=False)
+    sends.to_parquet(corpus.sends, index=False)
     with gzip.open(sample_path("incident-kept/orders.json.gz"), "rt") as source:
         kept = json.load(source)
     for message in kept:

@@ -53,3 +53,21 @@ def test_watch_once_gives_simulates_verdicts_on_traces(spark, capsys, tmp_path):
     lines = [json.loads(line) for line in alerts.read_text().splitlines()]
     assert sum(a["kind"] == "rejected" for a in lines) == rejected > 0
     assert all(a["entity"] and a["why"] for a in lines)
+
+
+def test_watch_prints_what_the_read_did_before_the_first_line(monkeypatch, capsys, tmp_path):
+    """The read's notes (``Watch.notes``: pandas' nanosecond Parquet, tests/live/test_watch)
+    print once each, as simulate prints them, before the micro-batches' lines."""
+    from dedup_lib.live import watch as live
+
+    def watching(spark, source, *args, on_batch, on_note, **kwargs):
+        on_note("<i>land</i>: a note")
+        on_batch("a line")
+        return live.Watch([], notes=("<i>land</i>: a note",))
+
+    monkeypatch.setattr(live, "watch_duplicates", watching)
+    (tmp_path / "land").mkdir()
+    argv = ["watch", str(tmp_path / "land"), "--out", str(tmp_path / "out"), "--once"]
+    assert main([*argv, "--checkpoint", str(tmp_path / "ck"), "--quiet"], spark=object()) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:2] == ["Note: <i>land</i>: a note.", "a line"]

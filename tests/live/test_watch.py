@@ -45,6 +45,9 @@ POLICIES = {
     "one window": DedupPolicy("PT10M"),
     "per entity": "entities-arm.json",
 }
+#: How each policy's files write their times: "ns" as pandas does by default (nanoseconds,
+#: read as epoch nanoseconds and said in :attr:`Watch.notes`), "us" as Spark holds them.
+UNITS = {"one window": "us", "per entity": "ns"}
 
 
 @pytest.fixture(scope="module")
@@ -89,13 +92,18 @@ def expected_late(sends: pd.DataFrame, file_of: pd.Series) -> tuple[set[int], in
     return late, (latest_ms - lateness_ms) * 1000
 
 
-def land(sends: pd.DataFrame, folder: Path, i: int) -> None:
+def land(sends: pd.DataFrame, folder: Path, i: int, unit: str = "us") -> None:
     """Write a file as a sender's pipeline would: under a hidden name, then renamed. Every
-    file has the same types (a column of nulls in one file is still text)."""
+    file has the same types (a column of nulls in one file is still text). ``unit`` "ns":
+    times as pandas writes them by default, which Spark reads only as epoch nanoseconds."""
     schema = pa.Schema.from_pandas(sends, preserve_index=False)
     fields = [f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in schema]
+    fields = [
+        f.with_type(pa.timestamp(unit, f.type.tz)) if pa.types.is_timestamp(f.type) else f
+        for f in fields
+    ]
     table = pa.Table.from_pandas(sends, schema=pa.schema(fields), preserve_index=False)
-    pq.write_table(table, folder / f".landing-{i}", coerce_timestamps="us")
+    pq.write_table(table, folder / f".landing-{i}", coerce_timestamps=None)
     (folder / f".landing-{i}").rename(folder / f"sends-{i:02d}.parquet")
 
 
@@ -104,9 +112,11 @@ def policy_of(name: str):
     return load_entity_policies(sample_path(shape)) if isinstance(shape, str) else shape
 
 
-def batch_verdicts(spark, on_time: pd.DataFrame, folder: Path, policy) -> pd.DataFrame:
+def batch_verdicts(
+    spark, on_time: pd.DataFrame, folder: Path, policy, unit: str = "us"
+) -> pd.DataFrame:
     folder.mkdir()
-    land(on_time, folder, 0)
+    land(on_time, folder, 0, unit)
     result = detect_duplicates(load_telemetry(spark, str(folder)).valid, policy)
     cols = ["event_id", "verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
     return to_pandas(result.select(*cols)).set_index("event_id")
@@ -124,11 +134,18 @@ def test_stream_gives_batch_verdicts(spark, sends, tmp_path, name):
     alerts = tmp_path / "alerts.jsonl"
     folders = {"out": str(tmp_path / "out"), "checkpoint": str(tmp_path / "ck")}
     folders["alerts"] = str(alerts)
+    unit = UNITS[name]
     for i in range(FILES):
-        land(sends[file_of == i], landing, i)
+        land(sends[file_of == i], landing, i, unit)
         if name == "one window" and i == 2:
             crash_once(spark, landing, policy, folders)
-        watch_duplicates(spark, str(landing), policy, "PT2M", once=True, **folders)
+        told: list[str] = []
+        watch = watch_duplicates(
+            spark, str(landing), policy, "PT2M", once=True, on_note=told.append, **folders
+        )
+        assert told == list(watch.notes)
+        assert len(told) == (unit == "ns"), told
+        assert all("nanosecond timestamps" in note for note in told)
 
     # the state in as many partitions as local[2] has cores, the session's setting left as it was
     metadata = (tmp_path / "ck" / "judge" / "offsets" / "0").read_text().splitlines()[1]
@@ -144,7 +161,7 @@ def test_stream_gives_batch_verdicts(spark, sends, tmp_path, name):
     assert (times <= missed).all()
 
     on_time = sends[~sends["event_id"].isin(late)]
-    want = batch_verdicts(spark, on_time, tmp_path / "batch", policy)
+    want = batch_verdicts(spark, on_time, tmp_path / "batch", policy, unit)
     judged = got[~is_late].set_index("event_id")
     micros = on_time["send_time"].astype("datetime64[us]").astype("int64")
     due = set(on_time.loc[micros <= final, "event_id"])

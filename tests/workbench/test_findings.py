@@ -181,3 +181,26 @@ def test_the_tour_loads_every_shipped_shape_of_the_incident_alike(spark):
     assert traces["trace_id"].notna().all()
     assert kept["format"].tolist() == ["sb-explorer"]
     assert int(kept["valid"].iloc[0]) > 0
+
+
+class _Read:
+    """What :func:`findings.rows_read` reads of a load: its counts and its notes."""
+
+    def __init__(self, *notes: str) -> None:
+        self.notes = notes
+
+    def counts(self) -> dict[str, int]:
+        return {"read": 3, "valid": 2, "quarantined": 1, "skipped": 0}
+
+
+def test_rows_read_shows_the_counts_then_each_note_as_text():
+    (table,) = findings.rows_read(_Read()).parts  # nothing to note: the table alone
+    assert table.to_dict("records") == [_Read().counts()]
+    note = "<b>land</b>/*_x_*.parquet: nanosecond timestamps read as epoch nanoseconds"
+    section = findings.rows_read(_Read(note))
+    (sentence,) = section.sentences
+    assert sentence.startswith("**Note:** ")
+    assert sentence.endswith("nanoseconds.")
+    assert "<b>" not in sentence
+    assert "&lt;b&gt;land&lt;" in sentence
+    assert r"\*\_x\_\*" in sentence  # neither bold nor italic

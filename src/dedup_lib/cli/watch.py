@@ -95,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         once=args.once,
         trigger=f"{args.every} seconds",
         on_batch=print,
+        on_note=lambda note: print(f"Note: {note}."),
     )
     if not args.once:
         try:

@@ -86,6 +86,8 @@ class Watch:
     content: list[str] = field(default_factory=list)
     lines: list[BatchLine] = field(default_factory=list)
     loads: list[dict[str, int]] = field(default_factory=list)
+    #: What reading the folder did that the user should know (as ``LoadedTelemetry.notes``).
+    notes: tuple[str, ...] = ()
     #: On Spark Connect: what reads the micro-batches' lines from the checkpoint.
     relay: Relay | None = None
 
@@ -149,6 +151,7 @@ def watch_duplicates(
     once: bool = False,
     trigger: str = "5 seconds",
     on_batch: Callable[[BatchLine], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> Watch:
     """Judge the sends that land in the folder ``source``, as they land.
 
@@ -164,7 +167,8 @@ def watch_duplicates(
     ``resend_horizon`` of an earlier accepted copy) and per rejected send. ``checkpoint``
     holds the queries' progress and state: a restart with it resumes, exactly once.
     ``once`` processes the files present and returns when done; else the queries run (every
-    ``trigger``) until :meth:`Watch.stop`. ``on_batch`` gets each micro-batch's line as judged.
+    ``trigger``) until :meth:`Watch.stop`. ``on_batch`` gets each micro-batch's line as judged;
+    ``on_note`` each of :attr:`Watch.notes` before the first.
 
     On Spark Connect the micro-batches run in the server's Python: their lines reach
     ``on_batch`` here through files in ``checkpoint`` (:mod:`dedup_lib.live.lines`), a
@@ -178,7 +182,10 @@ def watch_duplicates(
     staging = Staging(landing, policy, folders.staged, folders.quarantine)
     sends_schema = staging.schema_source().schema
     wanted = list(Evidence.of(sends_schema.names, content).content)
-    watch = Watch([], columns=sends_schema.names, content=wanted)
+    watch = Watch([], columns=sends_schema.names, content=wanted, notes=landing.opened.notes)
+    if on_note is not None:
+        for note in watch.notes:
+            on_note(note)
     judge = functools.partial(
         _publish,
         policy=policy,

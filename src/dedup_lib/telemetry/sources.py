@@ -186,12 +186,13 @@ def read_sources(spark: SparkSession, files: InputFiles, fmt: str, caller: str) 
     return sources
 
 
+#: The other way a refusal of Spark names a nanosecond timestamp column.
+_NANOS_TYPE = re.compile(r"INT64, logicalType: timestamp")
+
+
 def _nanos(text: str) -> bool:
     """Whether Spark refused a Parquet file for its nanosecond timestamps."""
     return "TIMESTAMP(NANOS" in text or _NANOS_TYPE.search(text) is not None
-
-
-_NANOS_TYPE = re.compile(r"INT64, logicalType: timestamp")
 
 
 #: The setting under which Spark reads a nanosecond timestamp as its epoch nanoseconds.

@@ -35,6 +35,7 @@ from dedup_lib.spark import to_pandas
 from dedup_lib.sweep.cache import ReplayCache
 from dedup_lib.telemetry.loader import load_telemetry
 from dedup_lib.telemetry.samples import is_shipped_sample, sample_path
+from dedup_lib.text import escape
 from dedup_lib.workbench import charts
 from dedup_lib.workbench.section import Section
 
@@ -51,6 +52,7 @@ __all__ = [
     "quarantined",
     "resends_missed",
     "reused_ids",
+    "rows_read",
     "telemetry_shapes",
     "top_keys",
     "truth_per_entity",
@@ -61,6 +63,13 @@ Window = timedelta | float | str
 #: The ground truth's figures, as a sweep of a cache gives them.
 TRUTH_FIGURES = ("resends_caught", "extra_deliveries", "messages_lost")
 MODES = {"disabled": False, "enabled": True}
+
+
+def rows_read(loaded: LoadedTelemetry) -> Section:
+    """The rows read, loaded and quarantined, then what the read did that the analyst should
+    know (:attr:`~dedup_lib.telemetry.loaded.LoadedTelemetry.notes`), each as a sentence."""
+    notes = (f"**Note:** {escape(note, 'markdown', limit=None)}." for note in loaded.notes)
+    return Section.of(pd.DataFrame([loaded.counts()]), *notes)
 
 
 def quarantined(loaded: LoadedTelemetry, n: int = 5) -> Section:
