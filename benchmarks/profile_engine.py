@@ -1,7 +1,8 @@
 """Profile: where ``detect_duplicates`` spends its time beside the shuffle-and-sort floor.
 
 For each row shape (narrow: ``event_id``, ``message_id``, ``send_time``, ``entity``; wide:
-those plus partition key, session and a payload size, as ``make bench`` generates them) it
+those plus partition key, session and a payload size, as ``make bench`` generates them;
+short: narrow rows with ids as ``order-123456`` on one entity) it
 runs the floor and the engine once untimed (the JIT, the file cache), then once each with
 
 - Spark's SQL metrics per operator, read from the driver's REST API after the run: each
@@ -260,7 +261,9 @@ def driver_pid() -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--shape", choices=("narrow", "wide", "both"), default="both")
+    parser.add_argument(
+        "--shape", choices=("narrow", "wide", "short", "both", "all"), default="both"
+    )
     parser.add_argument("--window", default="PT10M")
     parser.add_argument("--top", type=int, default=20, help="frames listed per run (20)")
     parser.add_argument("--keep", type=Path, help="keep the .jfr recordings in this folder")
@@ -272,7 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     metrics = SqlMetrics(spark, port)
     policy = DedupPolicy(args.window)
-    shapes = ["narrow", "wide"] if args.shape == "both" else [args.shape]
+    shapes = {"both": ["narrow", "wide"], "all": ["narrow", "wide", "short"]}.get(
+        args.shape, [args.shape]
+    )
     with tempfile.TemporaryDirectory(prefix="dedup-profile-") as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
@@ -281,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
         wide = generate(spark, args.rows, 7)
         wide.write.parquet(f"{tmp}/wide")
         spark.read.parquet(f"{tmp}/wide").select(*NARROW).write.parquet(f"{tmp}/narrow")
+        if "short" in shapes:
+            short = generate(spark, args.rows, 7, short=True).select(*NARROW)
+            short.write.parquet(f"{tmp}/short")
         for shape in shapes:
             frame = spark.read.parquet(f"{tmp}/{shape}")
             runs = {
