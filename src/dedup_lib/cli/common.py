@@ -117,6 +117,12 @@ def session(args: argparse.Namespace) -> SparkSession:
     return spark
 
 
+def print_note(note: str) -> None:
+    """One of what a load did that the user should know (``LoadedTelemetry.notes``,
+    ``Watch.notes``), as every command prints it."""
+    print(f"Note: {note}.")
+
+
 def column_mapping(pairs: Sequence[str]) -> dict[str, str]:
     mapping = {}
     for pair in pairs:

@@ -15,6 +15,7 @@ from dedup_lib.cli.common import (
     content_columns,
     entity_name,
     existing_input,
+    print_note,
     session,
     text_table,
     writable_target,
@@ -148,7 +149,7 @@ def _report(
         f"{counts['quarantined']:,} quarantined. {describe(policy)}."
     )
     for note in loaded.notes:
-        print(f"Note: {note}.")
+        print_note(note)
     if file_count > 1 or loaded.ignored or counts["skipped"]:
         ignored = list(loaded.ignored.items())
         listed = ", ".join(f"{printable(name)} ({why})" for name, why in ignored[:5])

@@ -15,6 +15,7 @@ from dedup_lib.cli.common import (
     content_columns,
     entity_name,
     positive,
+    print_note,
     session,
     writable_target,
 )
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         once=args.once,
         trigger=f"{args.every} seconds",
         on_batch=print,
-        on_note=lambda note: print(f"Note: {note}."),
+        on_note=print_note,
     )
     if not args.once:
         try:
