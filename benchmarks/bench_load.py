@@ -1,8 +1,8 @@
 """Benchmark: ``load_telemetry``, with its per-file tally, against one plain scan of the files.
 
-``load_telemetry`` reads every file once while loading: it counts the rows Spark reads, the
-valid rows and the quarantined ones, each by its own query, and decodes every value (so a
-damaged file fails there). The baseline is what any reader of the same data pays at least:
+``load_telemetry`` reads every file once while loading: it counts per file the rows read, the
+valid rows and the quarantined ones, in one pass, and decodes every value (so a damaged file
+fails there). The baseline is what any reader of the same data pays at least:
 one scan that decodes every value (the maximum of a hash of all columns). Both run on narrow
 rows (ids and times only) and on wide ones (ten more text columns), as Parquet, interleaved
 in rounds after an untimed warm-up; each ratio is the median of the ratios within a round.

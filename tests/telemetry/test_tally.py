@@ -1,14 +1,21 @@
 """The tally's guard: counts that do not add up are an error naming the file, never a load.
 
 The loads that add up are every test of ``test_load.py`` and ``test_corpus.py`` (each checks
-the counts); here, the counts a bug would give.
+the counts); here, the counts a bug would give, and the files a load counts told apart.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
+from pyspark.sql import functions as F
 
 from dedup_lib.errors import DedupLibError
+from dedup_lib.telemetry import tally
+from dedup_lib.telemetry.loader import load_telemetry
+from dedup_lib.telemetry.quarantine import REASON
 from dedup_lib.telemetry.tally import check_adds_up
 
 ADDS_UP = {"read": 10, "valid": 6, "quarantined": 3, "skipped": 1}
@@ -34,3 +41,61 @@ def test_counts_that_do_not_add_up_name_the_file_and_the_figures(
     assert f"{counts['read']} read" in said
     assert f"{counts['valid']} valid" in said
     assert "a bug in dedup_lib" in said
+
+
+#: Files whose names Spark's rows spell with percent signs, and one in a subfolder; the second
+#: holds rows the quarantine takes.
+FILES = {
+    'a b%20c/"><img src=x onerror=alert(1)>.csv': "m1,2024-01-01T00:00:00Z\nm2,1704067201\n",
+    "ü#?[1].csv": "m3,not a time\nm4,\nm5,2024-01-01T00:00:02Z\n",
+    "plain.csv": "m6,2024-01-01T00:00:03Z\n",
+}
+EXPECTED: dict[str, tuple[int, ...]] = {
+    'a b%20c/"><img src=x onerror=alert(1)>.csv': (2, 2, 0),
+    "plain.csv": (1, 1, 0),
+    "ü#?[1].csv": (3, 1, 2),
+}
+
+
+def _per_file(loaded: Any) -> dict[str, tuple[int, ...]]:
+    table = loaded.files.set_index("file")
+    return {
+        f: tuple(int(table.loc[f, k]) for k in ("read", "valid", "quarantined"))
+        for f in table.index
+    }
+
+
+def _folder(tmp_path: Path) -> Path:
+    for name, rows in FILES.items():
+        path = tmp_path / "in" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("message_id,send_time\n" + rows, encoding="utf-8")
+    return tmp_path / "in"
+
+
+@pytest.mark.connect
+@pytest.mark.spark
+def test_each_file_is_counted_and_named_as_the_user_knows_it(spark: Any, tmp_path: Path) -> None:
+    loaded = load_telemetry(spark, str(_folder(tmp_path)))
+    assert _per_file(loaded) == EXPECTED
+    assert loaded.reasons is not None
+    reasons = dict(zip(loaded.reasons[REASON], loaded.reasons["count"], strict=True))
+    assert reasons == {"missing send_time": 1, "unparseable send_time": 1}
+
+
+@pytest.mark.spark
+def test_files_whose_hash_no_spelling_gives_are_named_from_their_rows(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where Spark spells a path otherwise than its list of files does, the counts still go to
+    the right files: the rows name them."""
+    monkeypatch.setattr(tally, "spark_xxhash64", lambda text: 0)
+    assert _per_file(load_telemetry(spark, str(_folder(tmp_path)))) == EXPECTED
+
+
+@pytest.mark.spark
+def test_the_hash_is_sparks(spark: Any) -> None:
+    texts = ["", "file:/tmp/a%20b.csv", 'ü#?[1]"><img>', "日本語", "x" * 1000, "12345678"]
+    frame = spark.createDataFrame([(t,) for t in texts], "t string")
+    hashed = dict(frame.select("t", F.xxhash64("t")).collect())
+    assert {t: tally.spark_xxhash64(t) for t in texts} == hashed

@@ -5,10 +5,12 @@ counts can tell: a file of sends without any MessageId, files without any send."
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pandas as pd
+import xxhash
 from pyspark.sql import functions as F
 
 from dedup_lib.columns import column
@@ -16,7 +18,7 @@ from dedup_lib.errors import DedupLibError, InputError, excerpt, printable
 from dedup_lib.telemetry.files import file_key
 from dedup_lib.telemetry.formats import NOT_SEND, SOURCE_FILE
 from dedup_lib.telemetry.loaded import KINDS
-from dedup_lib.telemetry.quarantine import REASON, category
+from dedup_lib.telemetry.quarantine import REASON, categories, category
 from dedup_lib.telemetry.schema import GUIDE, LOADER
 from dedup_lib.telemetry.sources import CORRUPT, reading
 
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
     from dedup_lib.telemetry.formats import RecordFormat
 
 _WHY = "__dedup_why"
-_SEEN = "__dedup_seen"
+_FILE = "__dedup_file"
 
 
 def union(frames: list[DataFrame]) -> DataFrame:
@@ -82,70 +84,139 @@ def tally(
     expected: str | None = None,
     skipped: Column | None = None,
 ) -> Tally:
-    """Records per file: read (counted from what was read, nothing judged), valid, quarantined
-    and skipped (each counted, none inferred from the others), in one Spark job; an error when
-    a file's valid, quarantined and skipped records do not add up to its records read."""
+    """Records per file: read, valid, quarantined and skipped (each counted, none inferred
+    from the others), in one Spark job; an error when a file's valid, quarantined and skipped
+    records do not add up to its records read, or its quarantined ones to their reasons."""
     with reading(files, fmt, LOADER, expected):
-        rows = _counts(read, judged, skipped).collect()
+        found = (
+            _per_file(judged, fmt) if skipped is None else _records_counted(read, judged, skipped)
+        )
     names = (*KINDS, "send", "identified")
     counted: dict[str, dict[str, int]] = {file_key(f): dict.fromkeys(names, 0) for f in files.files}
     by_reason: dict[tuple[str, str], int] = {}
-    for file, kind, reason, count, _ in rows:
-        counts = counted.setdefault(file_key(file), dict.fromkeys(names, 0))
-        counts[kind] += int(count)
-        if kind in ("quarantined", "skipped"):
-            by_reason[kind, reason] = by_reason.get((kind, reason), 0) + int(count)
+    reasons_of: dict[str, int] = {}
+    for file, counts, reasons in found:
+        key = file_key(file)
+        for kind, count in counts.items():
+            counted.setdefault(key, dict.fromkeys(names, 0))[kind] += count
+        for (kind, reason), count in reasons.items():
+            by_reason[kind, reason] = by_reason.get((kind, reason), 0) + count
+            if kind == "quarantined":
+                reasons_of[key] = reasons_of.get(key, 0) + count
     table = pd.DataFrame(
         [{"file": files.name(f), **{k: c[k] for k in KINDS}} for f, c in counted.items()],
         columns=["file", *KINDS],
     )
-    for record in table.to_dict("records"):
-        check_adds_up(str(record["file"]), {k: int(record[k]) for k in KINDS})
+    for (key, counts), record in zip(counted.items(), table.to_dict("records"), strict=True):
+        check_adds_up(str(record["file"]), counts, reasons_of.get(key, 0))
     sends = {files.name(f): (c["send"], c["identified"]) for f, c in counted.items()}
-    reasons = pd.DataFrame(
-        [{"kind": k, REASON: r, "count": n} for (k, r), n in by_reason.items()],
+    why = pd.DataFrame(
+        [{"kind": k, REASON: r, "count": n} for (k, r), n in by_reason.items() if n],
         columns=["kind", REASON, "count"],
     )
-    return Tally(table, sends, reasons)
+    return Tally(table, sends, why)
 
 
-def _counts(read: DataFrame, judged: DataFrame, skipped: Column | None) -> DataFrame:
-    """Records per file, kind and reason category (``read``, ``valid``, ``quarantined``,
-    ``skipped``; for a structured format also ``send`` and ``identified``: sends with a
-    MessageId), as one plan; its last column is the largest hash of a file's values, so that
-    every value is decoded."""
+#: One file's counts by kind, and by (kind, reason category), as :func:`tally` adds them up.
+_Found = list[tuple[str, dict[str, int], dict[tuple[str, str], int]]]
+
+
+def _per_file(judged: DataFrame, fmt: str) -> _Found:
+    """A plain format's records per file: read, valid, quarantined, and quarantined per reason
+    category, each counted in one pass over the files. Judging is a projection of the rows
+    read (nothing filtered, nothing joined), so the rows read and their fates are counted from
+    the same rows. Files are told apart by a hash of their path, a number: grouping by the
+    path's text took as long as the scan itself (bench_load.py)."""
+    why = category(column(REASON))
+    reasons = categories(fmt)
+    rows = (
+        judged.groupBy(F.xxhash64(column(SOURCE_FILE)).alias(_FILE))
+        .agg(
+            F.count(F.lit(1)),
+            F.count_if(column(REASON).isNull()),
+            F.count_if(column(REASON).isNotNull()),
+            F.max(_every_value(judged)),  # the hash is used, so every value is read
+            *(F.count_if(why == c) for c in reasons),
+        )
+        .collect()
+    )
+    names = _file_names(judged, {int(row[0]) for row in rows})
+    found: _Found = []
+    for key, read, valid, quarantined, _, *per_reason in rows:
+        counts = {"read": int(read), "valid": int(valid), "quarantined": int(quarantined)}
+        why_counted = {("quarantined", r): int(n) for r, n in zip(reasons, per_reason, strict=True)}
+        found.append((names[int(key)], counts, why_counted))
+    return found
+
+
+#: ``file:///x`` as ``DataFrame.inputFiles`` spells a local file, ``file:/x`` as Spark's rows do.
+_LOCAL_URL = re.compile(r"^file:///")
+
+
+def _file_names(frame: DataFrame, keys: set[int]) -> dict[int, str]:
+    """The path of each file whose hash :func:`_per_file` grouped by, as Spark's rows spell it:
+    from the frame's own list of files, hashed here as Spark hashes; a hash that no spelling
+    of them gives is looked up in the rows."""
+    listed = frame.inputFiles() if keys else []
+    spelled = {s for f in listed for s in (f, _LOCAL_URL.sub("file:/", f))}
+    names = {h: s for s in spelled if (h := spark_xxhash64(s)) in keys}
+    missing = sorted(keys - names.keys())
+    if missing:
+        hash_of = F.xxhash64(column(SOURCE_FILE))
+        seen = frame.where(hash_of.isin(missing)).select(hash_of.alias(_FILE), SOURCE_FILE)
+        names |= {int(h): p for h, p in seen.dropDuplicates([_FILE]).collect()}
+    return names
+
+
+def spark_xxhash64(text: str) -> int:
+    """Spark's ``xxhash64`` of a string (XXH64 of its UTF-8 bytes, seed 42, as a signed long),
+    without a Spark job: a collect of even a one-row local table took 0.15 s."""
+    value = xxhash.xxh64_intdigest(text.encode("utf-8"), seed=42)
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _records_counted(read: DataFrame, judged: DataFrame, skipped: Column) -> _Found:
+    """A structured format's records per file, kind and reason category: read counted by a
+    pass of its own (the records come from parsed lines joined with each other), skipped,
+    valid and quarantined, and the sends with and without a MessageId."""
+    found: _Found = []
+    for file, kind, reason, count in _counts(read, judged, skipped).collect():
+        reasons = {(kind, reason): int(count)} if kind in ("quarantined", "skipped") else {}
+        found.append((file, {kind: int(count)}, reasons))
+    return found
+
+
+def _counts(read: DataFrame, judged: DataFrame, skipped: Column) -> DataFrame:
+    """A structured format's records per file, kind and reason category (``read``,
+    ``valid``, ``quarantined``, ``skipped``, ``send`` and ``identified``: sends with a
+    MessageId), as one plan. Its records are built from fully parsed lines (its read counts
+    them): hashing every derived value again would cost several times the load and find
+    nothing."""
     kind = F.when(column(REASON).isNull(), F.lit("valid")).otherwise(F.lit("quarantined"))
-    why = F.when(column(REASON).isNotNull(), category(column(REASON)))
-    kinds = [kind]
-    # A structured format's records are built from fully parsed lines (its read counts them):
-    # hashing every derived value again would cost several times the load and find nothing.
-    seen = _every_value(judged) if skipped is None else F.lit(0).cast("long")
-    if skipped is not None:
-        why = F.when(skipped, category(column(NOT_SEND))).otherwise(why)
-        send = ~skipped & column(CORRUPT).isNull()
-        identified = F.trim(column("message_id").cast("string")) != ""
-        kinds = [
-            F.when(skipped, F.lit("skipped")).otherwise(kind),
-            F.when(send, F.lit("send")),
-            F.when(send & identified, F.lit("identified")),
-        ]
+    why = F.when(skipped, category(column(NOT_SEND))).otherwise(
+        F.when(column(REASON).isNotNull(), category(column(REASON)))
+    )
+    send = ~skipped & column(CORRUPT).isNull()
+    identified = F.trim(column("message_id").cast("string")) != ""
+    kinds = [
+        F.when(skipped, F.lit("skipped")).otherwise(kind),
+        F.when(send, F.lit("send")),
+        F.when(send & identified, F.lit("identified")),
+    ]
     every = F.explode(F.array_compact(F.array(*kinds)))
     nothing = F.lit(None).cast("string")
     parts = [
-        read.select(column(SOURCE_FILE), F.lit("read"), nothing, F.lit(0).cast("long")),
-        judged.select(
-            column(SOURCE_FILE), every.alias("kind"), why.alias(_WHY), seen.alias(_SEEN)
-        ).select(
+        read.select(column(SOURCE_FILE), F.lit("read"), nothing),
+        judged.select(column(SOURCE_FILE), every.alias("kind"), why.alias(_WHY)).select(
             column(SOURCE_FILE),
             "kind",
             F.when(F.col("kind").isin("quarantined", "skipped"), F.col(_WHY)),
-            _SEEN,
         ),
     ]
     return (
-        union([p.toDF(SOURCE_FILE, "kind", REASON, "seen") for p in parts])
+        union([p.toDF(SOURCE_FILE, "kind", REASON) for p in parts])
         .groupBy(SOURCE_FILE, "kind", REASON)
-        .agg(F.count(F.lit(1)), F.max("seen"))  # the hash is used, so every value is read
+        .count()
     )
 
 
