@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import functions as F
 
 from dedup_lib.errors import DedupLibError
 from dedup_lib.telemetry import tally
@@ -91,11 +90,3 @@ def test_files_whose_hash_no_spelling_gives_are_named_from_their_rows(
     the right files: the rows name them."""
     monkeypatch.setattr(tally, "spark_xxhash64", lambda text: 0)
     assert _per_file(load_telemetry(spark, str(_folder(tmp_path)))) == EXPECTED
-
-
-@pytest.mark.spark
-def test_the_hash_is_sparks(spark: Any) -> None:
-    texts = ["", "file:/tmp/a%20b.csv", 'ü#?[1]"><img>', "日本語", "x" * 1000, "12345678"]
-    frame = spark.createDataFrame([(t,) for t in texts], "t string")
-    hashed = dict(frame.select("t", F.xxhash64("t")).collect())
-    assert {t: tally.spark_xxhash64(t) for t in texts} == hashed

@@ -115,7 +115,8 @@ def collect(
     eligible = int(counted.loc[counted["kind"] == "eligible", "sends"].sum())
     needed = footprint.at_most(eligible, int(counted["sends"].sum()), truth, size)
     if footprint.over(needed, limits):
-        needed = footprint.measure(df, entity, rules.key, time, truth, size)
+        names = sorted(set(counted["entity"]))
+        needed = footprint.measure(df, entity, rules.key, time, truth, size, names)
         footprint.refuse_over(needed, limits)
     repeated = _repeated_sends(df, entity, rules.key, time, truth, carry)
     # The passes are independent: run at once, one plans or waits on a result while another
