@@ -7,9 +7,11 @@ baseline) and building the ReplayCache (the explorer's Spark passes, one mode); 
 is the median over the rounds of build / detect within a round. Targets: the build at most
 1.5x one detect_duplicates (issue 37), the sweep with its build within 2x, a control change
 under 0.5 s on 200 k sends and under 2 s on 10 M. Where the cache would not fit in the driver
-(100 M sends), the build's refusal and its time are the result.
+(100 M sends did not, before its budget came from the machine's memory), the build's refusal
+and its time are the result.
 
     make bench-explorer             # 10 M sends
+    make bench-explorer ROWS=100000000 REPEAT=1
     .venv/bin/python benchmarks/bench_explorer.py --rows 200000
 """
 
