@@ -108,7 +108,7 @@ class Landing:
                 {"entity": T.StringType()} if "entity" in batch.columns else {}
             )
             batch = _with_entity(batch, named, self.entity)
-        opened = replace(opened, raw=batch, read=batch.select(SOURCE_FILE))
+        opened = replace(opened, raw=batch)
         return opened, opened.judged(batch)
 
 

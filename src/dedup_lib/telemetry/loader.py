@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class _Opened:
     """An input read and renamed, not yet judged: ``raw`` has the columns (``CORRUPT`` and
-    ``SOURCE_FILE`` among them, and :data:`NOT_SEND` for a structured format), ``read`` one
-    row (its file) per record read. The one place that turns a judged frame into the valid
+    ``SOURCE_FILE`` among them, and :data:`NOT_SEND` for a structured format), one row per
+    record read. The one place that turns a judged frame into the valid
     rows, the quarantine and the records that are not sends. ``corrupt``: whether the read
     can flag a record as malformed; ``message_id_key``: where a structured format read the
     MessageId."""
@@ -61,7 +61,6 @@ class _Opened:
     files: InputFiles
     path: str
     raw: DataFrame
-    read: DataFrame
     fields: dict[str, T.DataType]
     fmt: str
     mapping: dict[str, str]
@@ -185,12 +184,11 @@ def _plain(
     if entity is not None:
         raw = _with_entity(raw, fields, entity)
     renames = {s: t for source in sources for s, t in source.names.items() if s != t}
-    read = union([s.read for s in sources])
     first = read_as[0].schema if read_as else None
     notes = tuple(note for source in read_as for note in source.notes)
     corrupt = CORRUPT in raw.columns
     return _Opened(
-        files, path, raw, read, fields, fmt, renames, corrupt, source_schema=first, notes=notes
+        files, path, raw, fields, fmt, renames, corrupt, source_schema=first, notes=notes
     )
 
 
@@ -223,7 +221,6 @@ def _records(
         files,
         path,
         raw=records,
-        read=records.select(SOURCE_FILE),
         fields=fields,
         fmt=record_format.name,
         mapping={source: name for name, source in keys.items()},
@@ -287,7 +284,7 @@ def _counted(opened: _Opened, keep_source_file: bool) -> LoadedTelemetry:
     if opened.record_format is not None:
         opened = _materialized(opened, expected)
     frame = opened.judged(opened.raw)
-    counts = tally(opened.files, opened.read, frame, opened.fmt, expected, opened.skipped)
+    counts = tally(opened.files, frame, opened.fmt, expected, opened.skipped)
     if opened.record_format is not None:
         no_message_ids(counts.sends, opened.record_format, opened.message_id_key)
         no_sends(counts.table, opened.record_format, opened.path, opened.not_sends(frame))
@@ -302,7 +299,7 @@ def _materialized(opened: _Opened, expected: str | None) -> _Opened:
     traces (30 k sends, 8.5 MB of gzip JSON Lines): three parses of about 2 s each before."""
     with reading(opened.files, opened.fmt, LOADER, expected):
         records = opened.raw.localCheckpoint()
-    return replace(opened, raw=records, read=records.select(SOURCE_FILE))
+    return replace(opened, raw=records)
 
 
 @dataclass(frozen=True)

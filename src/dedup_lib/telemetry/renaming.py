@@ -125,7 +125,6 @@ class Renamed:
     """One source with its columns renamed: canonical names, ``CORRUPT``, ``SOURCE_FILE``."""
 
     frame: DataFrame
-    read: DataFrame
     fields: dict[str, T.DataType]
     names: dict[str, str]
 
@@ -144,7 +143,6 @@ def _renamed(source: Source, mapping: Mapping[str, str], where: str) -> Renamed:
     )
     return Renamed(
         frame=frame,
-        read=source.frame.select(file_path),
         fields={t: source_fields[s] for s, t in names.items()},
         names=names,
     )

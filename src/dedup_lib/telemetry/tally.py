@@ -78,7 +78,6 @@ class Tally:
 
 def tally(
     files: InputFiles,
-    read: DataFrame,
     judged: DataFrame,
     fmt: str,
     expected: str | None = None,
@@ -88,9 +87,7 @@ def tally(
     from the others), in one Spark job; an error when a file's valid, quarantined and skipped
     records do not add up to its records read, or its quarantined ones to their reasons."""
     with reading(files, fmt, LOADER, expected):
-        found = (
-            _per_file(judged, fmt) if skipped is None else _records_counted(read, judged, skipped)
-        )
+        found = _per_file(judged, fmt) if skipped is None else _records_counted(judged, skipped)
     names = (*KINDS, "send", "identified")
     counted: dict[str, dict[str, int]] = {file_key(f): dict.fromkeys(names, 0) for f in files.files}
     by_reason: dict[tuple[str, str], int] = {}
@@ -107,8 +104,8 @@ def tally(
         [{"file": files.name(f), **{k: c[k] for k in KINDS}} for f, c in counted.items()],
         columns=["file", *KINDS],
     )
-    for (key, counts), record in zip(counted.items(), table.to_dict("records"), strict=True):
-        check_adds_up(str(record["file"]), counts, reasons_of.get(key, 0))
+    for key, counts in counted.items():
+        check_adds_up(files.name(key), counts, reasons_of.get(key, 0))
     sends = {files.name(f): (c["send"], c["identified"]) for f, c in counted.items()}
     why = pd.DataFrame(
         [{"kind": k, REASON: r, "count": n} for (k, r), n in by_reason.items() if n],
@@ -168,21 +165,21 @@ def _file_names(frame: DataFrame, keys: set[int]) -> dict[int, str]:
     return names
 
 
-def _records_counted(read: DataFrame, judged: DataFrame, skipped: Column) -> _Found:
-    """A structured format's records per file, kind and reason category: read counted by a
-    pass of its own (the records come from parsed lines joined with each other), skipped,
+def _records_counted(judged: DataFrame, skipped: Column) -> _Found:
+    """A structured format's records per file, kind and reason category: read, skipped,
     valid and quarantined, and the sends with and without a MessageId."""
     found: _Found = []
-    for file, kind, reason, count in _counts(read, judged, skipped).collect():
+    for file, kind, reason, count in _counts(judged, skipped).collect():
         reasons = {(kind, reason): int(count)} if kind in ("quarantined", "skipped") else {}
         found.append((file, {kind: int(count)}, reasons))
     return found
 
 
-def _counts(read: DataFrame, judged: DataFrame, skipped: Column) -> DataFrame:
+def _counts(judged: DataFrame, skipped: Column) -> DataFrame:
     """A structured format's records per file, kind and reason category (``read``,
     ``valid``, ``quarantined``, ``skipped``, ``send`` and ``identified``: sends with a
-    MessageId), as one plan. Its records are built from fully parsed lines (its read counts
+    MessageId), as one plan: the records read counted apart from the kinds each one
+    becomes. Its records are built from fully parsed lines (its read counts
     them): hashing every derived value again would cost several times the load and find
     nothing."""
     kind = F.when(column(REASON).isNull(), F.lit("valid")).otherwise(F.lit("quarantined"))
@@ -199,7 +196,7 @@ def _counts(read: DataFrame, judged: DataFrame, skipped: Column) -> DataFrame:
     every = F.explode(F.array_compact(F.array(*kinds)))
     nothing = F.lit(None).cast("string")
     parts = [
-        read.select(column(SOURCE_FILE), F.lit("read"), nothing),
+        judged.select(column(SOURCE_FILE), F.lit("read"), nothing),
         judged.select(column(SOURCE_FILE), every.alias("kind"), why.alias(_WHY)).select(
             column(SOURCE_FILE),
             "kind",
