@@ -210,45 +210,10 @@ def test_local_cores_reads_the_master(master, cores):
     assert local_cores(_Session(master)) == cores
 
 
-@pytest.mark.parametrize(
-    ("physical", "heap"),
-    [(8 * 2**30, "2g"), (24 * 2**30, "6g"), (23.4 * 2**30, "5g"), (512 * 2**30, "32g")],
-)
-def test_the_driver_heap_is_a_quarter_of_the_machine(monkeypatch, physical, heap):
-    from dedup_lib import spark
-
-    monkeypatch.delenv("DEDUP_DRIVER_MEMORY", raising=False)
-    assert spark.driver_memory(int(physical)) == heap
-    monkeypatch.setattr(spark, "_physical_memory", lambda: None)
-    assert spark.driver_memory() == "4g"
-    monkeypatch.setenv("DEDUP_DRIVER_MEMORY", "1500m")
-    assert spark.driver_memory(int(physical)) == "1500m"
-
-
-def test_a_collect_may_take_half_the_heap():
-    from dedup_lib.spark import result_size, size_in_bytes
-
-    assert result_size("6g") == "3072m"
-    assert result_size("1500m") == "750m"
-    assert size_in_bytes(result_size("5g")) == 5 * 2**30 // 2
-
-
 def test_the_local_session_lets_a_collect_take_half_its_heap(spark):
     """Not Spark's 1 GiB whatever the heap: the explorer's build on 100 M sends brings back
     1.2 GiB (benchmarks/README.md)."""
-    from dedup_lib.spark import result_size
+    from dedup_lib.memory import result_size
 
     heap = spark.conf.get("spark.driver.memory")
     assert spark.conf.get("spark.driver.maxResultSize") == result_size(heap)
-
-
-def test_the_hash_is_sparks(spark):
-    """The driver names what Spark grouped by ``xxhash64`` (files, entities) by hashing here."""
-    from pyspark.sql import functions as F
-
-    from dedup_lib.spark import spark_xxhash64
-
-    texts = ["", "file:/tmp/a%20b.csv", 'ü#?[1]"><img>', "日本語", "x" * 1000, "12345678"]
-    frame = spark.createDataFrame([(t,) for t in texts], "t string")
-    hashed = dict(frame.select("t", F.xxhash64("t")).collect())
-    assert {t: spark_xxhash64(t) for t in texts} == hashed

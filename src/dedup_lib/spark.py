@@ -25,10 +25,9 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-import xxhash
-
 from dedup_lib.class_data import archive_options
 from dedup_lib.errors import ToolMissingError
+from dedup_lib.memory import driver_memory, result_size
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -37,51 +36,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 MIN_JAVA = 17
-
-_GIB = 2**30
-
-
-def _physical_memory() -> int | None:
-    """This machine's memory in bytes, or None where the system does not say."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def driver_memory(physical: int | None = None) -> str:
-    """The heap of a local driver JVM: ``DEDUP_DRIVER_MEMORY`` if set, else a quarter of this
-    machine's memory in whole GiB, from 2 to 32 (4 where the memory is unknown). The
-    explorer brings every send of a repeated key into the driver: on 100 M sends of a busy
-    day, 1.2 GiB as Spark returns them."""
-    if given := os.environ.get("DEDUP_DRIVER_MEMORY"):
-        return given
-    memory = _physical_memory() if physical is None else physical
-    if memory is None:
-        return "4g"
-    return f"{min(max(memory // 4 // _GIB, 2), 32)}g"
-
-
-def size_in_bytes(text: str) -> int:
-    """A Spark size (``1g``, ``512m``, ``2048k``, ``0``) in bytes."""
-    value = text.strip().lower().removesuffix("b")
-    scale = {"k": 2**10, "m": 2**20, "g": _GIB, "t": 2**40}.get(value[-1:], 1)
-    return int(float(value.rstrip("kmgt")) * scale)
-
-
-def result_size(heap: str) -> str:
-    """``spark.driver.maxResultSize`` for a driver of ``heap`` (``6g``, ``4096m``): half of
-    it, where Spark's default is 1 GiB whatever the heap. A collect is held in the heap,
-    beside the driver's own work, while it streams to Python."""
-    return f"{size_in_bytes(heap) // 2 // 2**20}m"
-
-
-def spark_xxhash64(text: str) -> int:
-    """Spark's ``xxhash64`` of a string (XXH64 of its UTF-8 bytes, seed 42, as a signed long),
-    without a Spark job: a collect of even a one-row local table took 0.15 s."""
-    value = xxhash.xxh64_intdigest(text.encode("utf-8"), seed=42)
-    return value - (1 << 64) if value >= 1 << 63 else value
-
 
 #: Settings for a small machine: few shuffle partitions, UTC, quiet console, Arrow on.
 LOCAL_DEFAULTS: dict[str, str] = {

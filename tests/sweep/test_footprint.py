@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from dedup_lib import generate_telemetry
 from dedup_lib.errors import InputError
-from dedup_lib.spark import size_in_bytes
+from dedup_lib.memory import size_in_bytes
 from dedup_lib.sweep import collect as collect_module
 from dedup_lib.sweep import footprint
 from dedup_lib.sweep.collect import collect
@@ -165,14 +165,6 @@ def test_when_every_send_would_fit_nothing_is_counted(spark, sends, monkeypatch,
 )
 def test_sizes_read_in_the_unit_that_fits(size, text):
     assert footprint.readable(size) == text
-
-
-@pytest.mark.parametrize(
-    ("text", "size"),
-    [("1g", 2**30), ("512m", 512 * 2**20), ("2048k", 2 * 2**20), ("0", 0), ("4096", 4096)],
-)
-def test_spark_sizes(text, size):
-    assert size_in_bytes(text) == size
 
 
 @pytest.mark.connect

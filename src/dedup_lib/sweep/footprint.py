@@ -25,8 +25,10 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from dedup_lib.analysis.totals import NO_ENTITY
+from dedup_lib.columns import spark_xxhash64
 from dedup_lib.errors import InputError, printable
-from dedup_lib.spark import size_in_bytes, spark_errors, spark_xxhash64
+from dedup_lib.memory import available_memory, size_in_bytes
+from dedup_lib.spark import spark_errors
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -89,22 +91,10 @@ def budget(spark: SparkSession) -> Budget:
         setting = _DEFAULT_RESULT_SIZE
     limit = size_in_bytes(setting or _DEFAULT_RESULT_SIZE)
     result = (limit or None, f"spark.driver.maxResultSize={setting}")
-    available = _available_memory()
+    available = available_memory()
     share = None if available is None else int(available * _AVAILABLE_SHARE)
     where = "unknown" if available is None else f"{readable(available)} available on this machine"
     return Budget(*result, share, where)
-
-
-def _available_memory() -> int | None:
-    """Memory available to a new allocation (Linux's MemAvailable), or None elsewhere."""
-    try:
-        with open("/proc/meminfo") as info:
-            for line in info:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
 
 
 def _driver_size(table: pa.Table) -> int:

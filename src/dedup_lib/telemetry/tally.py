@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from pyspark.sql import functions as F
 
-from dedup_lib.columns import column
+from dedup_lib.columns import column, spark_xxhash64
 from dedup_lib.errors import DedupLibError, InputError, excerpt, printable
-from dedup_lib.spark import spark_xxhash64
 from dedup_lib.telemetry.files import file_key
 from dedup_lib.telemetry.formats import NOT_SEND, SOURCE_FILE
 from dedup_lib.telemetry.loaded import KINDS

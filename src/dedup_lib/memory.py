@@ -1,0 +1,56 @@
+"""The memory this machine has, and what a local Spark driver may take of it: the heap
+:func:`dedup_lib.get_spark` gives its JVM, the largest result one collect may bring back, and
+what is available now for the explorer's cache (:mod:`dedup_lib.sweep.footprint`)."""
+
+from __future__ import annotations
+
+import os
+
+_GIB = 2**30
+
+
+def physical_memory() -> int | None:
+    """This machine's memory in bytes, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def driver_memory(physical: int | None = None) -> str:
+    """The heap of a local driver JVM: ``DEDUP_DRIVER_MEMORY`` if set, else a quarter of this
+    machine's memory in whole GiB, from 2 to 32 (4 where the memory is unknown). The
+    explorer brings every send of a repeated key into the driver: on 100 M sends of a busy
+    day, 1.2 GiB as Spark returns them."""
+    if given := os.environ.get("DEDUP_DRIVER_MEMORY"):
+        return given
+    memory = physical_memory() if physical is None else physical
+    if memory is None:
+        return "4g"
+    return f"{min(max(memory // 4 // _GIB, 2), 32)}g"
+
+
+def size_in_bytes(text: str) -> int:
+    """A Spark size (``1g``, ``512m``, ``2048k``, ``0``) in bytes."""
+    value = text.strip().lower().removesuffix("b")
+    scale = {"k": 2**10, "m": 2**20, "g": _GIB, "t": 2**40}.get(value[-1:], 1)
+    return int(float(value.rstrip("kmgt")) * scale)
+
+
+def result_size(heap: str) -> str:
+    """``spark.driver.maxResultSize`` for a driver of ``heap`` (``6g``, ``4096m``): half of
+    it, where Spark's default is 1 GiB whatever the heap. A collect is held in the heap,
+    beside the driver's own work, while it streams to Python."""
+    return f"{size_in_bytes(heap) // 2 // 2**20}m"
+
+
+def available_memory() -> int | None:
+    """Memory available to a new allocation (Linux's MemAvailable), or None elsewhere."""
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None

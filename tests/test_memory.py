@@ -1,0 +1,35 @@
+"""memory: the heap a local driver gets, and the largest result it may collect, from the
+machine's memory; Spark's sizes read. The session's own settings are test_spark's."""
+
+from __future__ import annotations
+
+import pytest
+
+from dedup_lib import memory
+
+
+@pytest.mark.parametrize(
+    ("physical", "heap"),
+    [(8 * 2**30, "2g"), (24 * 2**30, "6g"), (23.4 * 2**30, "5g"), (512 * 2**30, "32g")],
+)
+def test_the_driver_heap_is_a_quarter_of_the_machine(monkeypatch, physical, heap):
+    monkeypatch.delenv("DEDUP_DRIVER_MEMORY", raising=False)
+    assert memory.driver_memory(int(physical)) == heap
+    monkeypatch.setattr(memory, "physical_memory", lambda: None)
+    assert memory.driver_memory() == "4g"
+    monkeypatch.setenv("DEDUP_DRIVER_MEMORY", "1500m")
+    assert memory.driver_memory(int(physical)) == "1500m"
+
+
+def test_a_collect_may_take_half_the_heap():
+    assert memory.result_size("6g") == "3072m"
+    assert memory.result_size("1500m") == "750m"
+    assert memory.size_in_bytes(memory.result_size("5g")) == 5 * 2**30 // 2
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("1g", 2**30), ("512m", 512 * 2**20), ("2048k", 2 * 2**20), ("0", 0), ("4096", 4096)],
+)
+def test_spark_sizes(text, size):
+    assert memory.size_in_bytes(text) == size
