@@ -462,6 +462,12 @@ def to_pandas(df: DataFrame) -> pd.DataFrame:
     return table
 
 
+def shuffle_partitions(spark: SparkSession) -> int:
+    """The session's ``spark.sql.shuffle.partitions``: for a shuffle of every send that
+    Spark's adaptive execution should not merge into fewer partitions than cores."""
+    return int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+
+
 def is_connect(spark: SparkSession) -> bool:
     """True when ``spark`` is a Spark Connect session."""
     return type(spark).__module__.startswith("pyspark.sql.connect")

@@ -87,6 +87,22 @@ def test_an_event_id_the_driver_cannot_order_as_spark_goes_to_the_passes(spark, 
     assert passes_run == [1]
 
 
+@pytest.mark.connect
+def test_the_passes_rows_convert_through_arrow_as_spark_converts_them(spark, sends):
+    """The repeated sends leave Spark through Arrow alone when their types allow: the same
+    frame as Spark's toPandas gives, nulls in integer and string columns included."""
+    df = sends.select(
+        "entity",
+        "event_id",
+        F.when(F.col("attempt") > 1, F.col("logical_id")).alias("logical_id"),
+        F.when(F.col("attempt") > 1, F.col("attempt")).alias("attempt"),
+        F.when(F.col("attempt") > 1, F.col("cause")).alias("cause"),
+        (F.col("attempt") > 1).alias("resend"),
+    )
+    assert 0 < df.where(F.col("logical_id").isNull() & F.col("cause").isNull()).count() < 6_000
+    pd.testing.assert_frame_equal(collect_module._rows(df, True), collect_module._rows(df, False))
+
+
 @settings(max_examples=max(10, settings().max_examples // 3))
 @given(case=telemetry(), partitioning=st.booleans(), truth=st.booleans())
 def test_edge_cases_are_grouped_alike(spark, case, partitioning, truth):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from dedup_lib.analysis.summaries import TRUTH_SUMMARY_COLUMNS
 from dedup_lib.analysis.totals import NO_ENTITY, with_total
@@ -48,6 +49,55 @@ def message_codes(entity: np.ndarray, logical_id: pd.Series) -> tuple[np.ndarray
     first = np.zeros(len(firsts), dtype=np.int64)
     first[code[::-1]] = np.arange(len(code) - 1, -1, -1)
     return code, first
+
+
+@dataclass(frozen=True)
+class HeldMessages:
+    """The messages of the repeated sends: ``code`` per send, and per message its entity,
+    logical_id, sends held (``repeated``) and number (``message``)."""
+
+    code: np.ndarray
+    messages: pd.DataFrame
+
+
+def held_messages(rows: pd.DataFrame) -> HeldMessages:
+    """:class:`HeldMessages` of ``rows`` (the cache's repeated sends): numbered while Spark
+    still counts the messages."""
+    entity = rows["entity"].fillna(NO_ENTITY).to_numpy(dtype=object)
+    code, first = message_codes(entity, rows["logical_id"])
+    held = pd.DataFrame(
+        {
+            "entity": entity[first],
+            "logical_id": rows["logical_id"].to_numpy()[first],
+            "repeated": np.bincount(code, minlength=len(first)),
+            "message": np.arange(len(first)),
+        }
+    )
+    return HeldMessages(code, held)
+
+
+def accepted_elsewhere(held: HeldMessages, messages: pa.Table) -> tuple[np.ndarray, pd.DataFrame]:
+    """Per repeated send, the sends of its message that are accepted whatever the window
+    (outside repeated keys, not rejected); and per entity the messages, the extra deliveries
+    of messages with no send in a repeated key, and the messages whose every send was
+    rejected. ``messages`` has one row per message with several sends not rejected, one per
+    entity for the others."""
+    # Filtered before leaving Arrow: integer ids without the nulls of the other rows stay
+    # integers, exact.
+    several = messages.filter(messages["several"]).to_pandas()
+    matched = several.merge(held.messages, on=["entity", "logical_id"], how="left")
+    hit = matched["message"].notna().to_numpy()
+    elsewhere = np.zeros(len(held.messages), dtype=np.int64)
+    elsewhere[matched["message"].to_numpy()[hit].astype(np.int64)] = (
+        matched["unrejected"].to_numpy()[hit] - matched["repeated"].to_numpy()[hit]
+    )
+    # A message with no send in a repeated key is delivered once per send not rejected.
+    settled = matched[~hit]
+    extra = (settled["unrejected"] - 1).groupby(settled["entity"]).sum()
+    totals = messages.select(["entity", "messages", "messages_rejected"]).to_pandas()
+    totals = totals.groupby("entity")[["messages", "messages_rejected"]].sum()
+    totals.insert(1, "extra_deliveries", extra.reindex(totals.index, fill_value=0))
+    return elsewhere[held.code], totals.astype("int64").reset_index()
 
 
 def truth_codes(
