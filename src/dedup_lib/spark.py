@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     import pandas as pd
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 MIN_JAVA = 17
 
@@ -462,10 +462,14 @@ def to_pandas(df: DataFrame) -> pd.DataFrame:
     return table
 
 
-def shuffle_partitions(spark: SparkSession) -> int:
-    """The session's ``spark.sql.shuffle.partitions``: for a shuffle of every send that
-    Spark's adaptive execution should not merge into fewer partitions than cores."""
-    return int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+def hashed(df: DataFrame, *by: Column | str) -> DataFrame:
+    """``df`` hashed by ``by`` into the session's shuffle partitions: before counting by a key
+    that nearly every row has to itself (a message, an id), where Spark's partial
+    aggregation within each input partition merges almost nothing and costs up to half the
+    pass. The number is given, so adaptive execution does not merge the partitions into fewer
+    than there are cores."""
+    partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    return df.repartition(partitions, *by)
 
 
 def is_connect(spark: SparkSession) -> bool:

@@ -17,7 +17,7 @@ from dedup_lib.rules.policy import (
     NO_MESSAGE_ID_WARNING,
     REJECTED,
 )
-from dedup_lib.spark import to_pandas
+from dedup_lib.spark import hashed, to_pandas
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -109,15 +109,25 @@ def ground_truth_summary(result: DataFrame) -> pd.DataFrame:
 
 def truth_counts(result: DataFrame, *by: str) -> pd.DataFrame:
     """:func:`ground_truth_summary`'s counts per entity, and per ``by`` column (one Spark
-    job); no total row."""
+    job); no total row.
+
+    The sends are hashed to their message's partition before they are counted: nearly every
+    message is sent once or twice, so counting within each input partition first (Spark's
+    partial aggregation) merged almost nothing (on 10 M sends of the day scenario, 12 s ->
+    5.5 s)."""
     verdict, resend = F.col("verdict"), F.col("attempt") > 1
-    per_message = result.groupBy(*by, entity_column(result), F.col("logical_id")).agg(
-        F.count(F.lit(1)).alias("sends"),
-        count_where(resend).alias("resends"),
-        count_where(resend & (verdict == DUPLICATE)).alias("resends_caught"),
-        count_where(~resend & (verdict == DUPLICATE)).alias("first_sends_dropped"),
-        count_where(verdict == ACCEPTED).alias("accepted"),
-        count_where(verdict == DUPLICATE).alias("duplicates"),
+    message = [*map(F.col, by), entity_column(result), F.col("logical_id")]
+    per_message = (
+        hashed(result, *message)
+        .groupBy(*message)
+        .agg(
+            F.count(F.lit(1)).alias("sends"),
+            count_where(resend).alias("resends"),
+            count_where(resend & (verdict == DUPLICATE)).alias("resends_caught"),
+            count_where(~resend & (verdict == DUPLICATE)).alias("first_sends_dropped"),
+            count_where(verdict == ACCEPTED).alias("accepted"),
+            count_where(verdict == DUPLICATE).alias("duplicates"),
+        )
     )
     accepted, duplicates = F.col("accepted"), F.col("duplicates")
     return to_pandas(
@@ -184,11 +194,14 @@ def id_quality(df: DataFrame) -> pd.DataFrame:
 
 def most_reused_ids(df: DataFrame, n: int = 10) -> pd.DataFrame:
     """The MessageIds sent most often per entity: ``entity``, ``message_id``, ``sends``,
-    ``first_send``, ``last_send``. A constant or reused id shows at the top."""
+    ``first_send``, ``last_send``. A constant or reused id shows at the top. Hashed to the
+    id's partition before the count, as :func:`truth_counts` (5.9 s -> 3.7 s on 10 M sends)."""
     mid = F.col("message_id").cast("string")
+    key = [entity_column(df), mid.alias("message_id")]
+    identified = df.where(mid.isNotNull() & (mid != ""))
     return to_pandas(
-        df.where(mid.isNotNull() & (mid != ""))
-        .groupBy(entity_column(df), mid.alias("message_id"))
+        hashed(identified, *key)
+        .groupBy(*key)
         .agg(
             F.count(F.lit(1)).alias("sends"),
             F.min("send_time").alias("first_send"),

@@ -36,7 +36,7 @@ from dedup_lib.errors import InputError
 from dedup_lib.replay.passes import POS, with_position
 from dedup_lib.replay.sql_rules import Rules, sql_rules, validate, with_batches
 from dedup_lib.rules.policy import REJECTED, DedupPolicy
-from dedup_lib.spark import shuffle_partitions, spark_errors, to_pandas
+from dedup_lib.spark import hashed, spark_errors, to_pandas
 from dedup_lib.sweep import footprint
 from dedup_lib.sweep.grid import to_micros
 from dedup_lib.sweep.truth import HeldMessages, accepted_elsewhere, held_messages
@@ -406,7 +406,7 @@ def _messages(df: DataFrame, named: Column, verdict: Column) -> pa.Table:
         df.select(
             named.alias("entity"), F.col("logical_id"), (verdict == REJECTED).alias("rejected")
         )
-        .repartition(shuffle_partitions(df.sparkSession), "entity", "logical_id")
+        .transform(hashed, "entity", "logical_id")
         .groupBy("entity", "logical_id")
         .agg(unrejected.alias("unrejected"))
         .groupBy(

@@ -28,7 +28,7 @@ from dedup_lib.analysis.totals import NO_ENTITY
 from dedup_lib.columns import spark_xxhash64
 from dedup_lib.errors import InputError, printable
 from dedup_lib.memory import available_memory, size_in_bytes
-from dedup_lib.spark import shuffle_partitions, spark_errors
+from dedup_lib.spark import hashed, spark_errors
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -164,8 +164,8 @@ def measure(
     named = F.coalesce(entity, F.lit(NO_ENTITY))
     code = F.pmod(F.xxhash64(named), F.lit(_CODES)).cast("long")
 
-    def number(hashed: Column, what: int) -> Column:
-        low = F.shiftleft(hashed.bitwiseAND(F.lit(_HASH_MASK)), 1).bitwiseOR(F.lit(what))
+    def number(digest: Column, what: int) -> Column:
+        low = F.shiftleft(digest.bitwiseAND(F.lit(_HASH_MASK)), 1).bitwiseOR(F.lit(what))
         return F.shiftleft(code, _CODE_SHIFT).bitwiseOR(low)
 
     numbers = [F.when(key.isNotNull(), number(F.xxhash64(entity, key), 0))]
@@ -180,7 +180,7 @@ def measure(
     each = observed.select(F.explode(F.array(*numbers)).alias("h")).where(F.col("h").isNotNull())
     n = F.col("count")
     counted = (
-        each.repartition(shuffle_partitions(df.sparkSession), "h")
+        hashed(each, "h")
         .groupBy("h")
         .count()
         .where(n > 1)
