@@ -39,10 +39,10 @@ from dedup_lib.rules.policy import REJECTED, DedupPolicy
 from dedup_lib.spark import hashed, spark_errors, to_pandas
 from dedup_lib.sweep import footprint
 from dedup_lib.sweep.grid import to_micros
-from dedup_lib.sweep.truth import HeldMessages, accepted_elsewhere, held_messages
+from dedup_lib.sweep.truth import accepted_elsewhere, held_messages
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from pyspark.sql import DataFrame
 
@@ -149,15 +149,13 @@ def _collected(
             rows_done = pool.submit(_rows, repeated, arrow)
             messages_done = pool.submit(_messages, df, named, rules.verdict) if truth else None
             rows = in_replay_order(rows_done.result())
-            fixed = _fixed(counted, rows, bucket_us, truth)
-            held = held_messages(rows) if truth else None
-            messages = messages_done.result() if messages_done is not None else None
+            messages = messages_done.result if messages_done is not None else lambda: None
+            return _finished(rows, counted, messages, bucket_us, truth)
         except spark_errors() as exc:
             refused = footprint.too_large(exc, needed, limits)
             if refused is None:
                 raise
             raise refused from None
-    return _completed(rows, fixed, held, messages, bucket_us)
 
 
 def _check_carry(columns: list[str], carry: Sequence[str]) -> None:
@@ -179,24 +177,19 @@ def _rows(repeated: DataFrame, arrow: bool) -> pd.DataFrame:
 def _finished(
     rows: pd.DataFrame,
     counted: pd.DataFrame,
-    messages: pa.Table | None,
+    messages: Callable[[], pa.Table | None],
     bucket_us: int,
     truth: bool,
 ) -> Collected:
+    """The tables from the repeated sends, the counts of all sends and, with ground truth,
+    the messages: asked for last, so that the Spark passes still counting them run beside
+    the driver's numbering."""
     fixed = _fixed(counted, rows, bucket_us, truth)
-    return _completed(rows, fixed, held_messages(rows) if truth else None, messages, bucket_us)
-
-
-def _completed(
-    rows: pd.DataFrame,
-    fixed: pd.DataFrame,
-    held: HeldMessages | None,
-    messages: pa.Table | None,
-    bucket_us: int,
-) -> Collected:
+    held = held_messages(rows) if truth else None
+    table = messages()
     truth_fixed = None
-    if messages is not None and held is not None:
-        rows["accepted_elsewhere"], truth_fixed = accepted_elsewhere(held, messages)
+    if held is not None and table is not None:
+        rows["accepted_elsewhere"], truth_fixed = accepted_elsewhere(held, table)
     return Collected(rows, fixed, truth_fixed, bucket_us)
 
 
@@ -276,7 +269,7 @@ def _collected_locally(judged: pa.Table, truth: bool, bucket_us: int) -> Collect
     ).rename_columns(names)
     rows = in_replay_order(_repeated_locally(judged))
     messages = _messages_locally(judged, named) if truth else None
-    return _finished(rows, counted.to_pandas(), messages, bucket_us, truth)
+    return _finished(rows, counted.to_pandas(), lambda: messages, bucket_us, truth)
 
 
 def _repeated_locally(judged: pa.Table) -> pd.DataFrame:
