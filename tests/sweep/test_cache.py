@@ -170,3 +170,69 @@ def test_rows_out_of_order_are_sorted_by_key_and_rank():
     assert list(shuffled["entity"]) == [None, None, "q", "q", "q", "q", ""]
     assert list(shuffled["time_us"]) == [1, 5, 9, 1, 2, 3, 4]
     assert "__dedup_rank" not in shuffled
+
+
+def _time_views(verdicts: pd.DataFrame, window_s: float) -> tuple[pd.DataFrame, pd.Series]:
+    """Sends over time and ids held, counted from the engine's verdicts one send at a time."""
+    timed = verdicts.dropna(subset=["send_time"]).assign(
+        entity=lambda t: t["entity"].fillna("(none)"),
+        time=lambda t: pd.to_datetime(t["send_time"], utc=True).dt.floor("min"),
+    )
+    over_time = (
+        timed.assign(
+            duplicates=timed["verdict"] == "duplicate", rejected=timed["verdict"] == "rejected"
+        )
+        .groupby(["entity", "time"])
+        .agg(
+            sends=("verdict", "size"),
+            duplicates=("duplicates", "sum"),
+            rejected=("rejected", "sum"),
+        )
+        .reset_index()
+    )
+    ids = timed["message_id"].fillna("").astype(str) != ""
+    kept = timed[(timed["verdict"] == "accepted") & ids]
+    width = pd.Timedelta(minutes=max(1, -(-int(window_s) // 60)))
+    held = {}
+    for entity, end in {(e, t) for e in kept["entity"] for t in timed["time"]}:
+        mine = kept["time"][kept["entity"] == entity]
+        end = end + pd.Timedelta(minutes=1)
+        held[entity, end] = int(((mine < end) & (mine >= end - width)).sum())
+    return over_time, pd.Series(held)
+
+
+@pytest.mark.parametrize("partitioning", [False, True])
+def test_the_time_views_count_what_the_engines_verdicts_say(spark, sends, partitioning):
+    cache = ReplayCache.build(sends, partitioning)
+    for window in ("PT20S", "PT10M"):
+        policy = DedupPolicy(window, partitioning=partitioning, bounds="none")
+        columns = ["entity", "send_time", "message_id", "verdict"]
+        verdicts = detect_duplicates(sends, policy).select(*columns).toPandas()
+        over_time, held = _time_views(verdicts, policy.window.total_seconds())
+        found = cache.over_time(window).sort_values(["entity", "time"]).reset_index(drop=True)
+        pd.testing.assert_frame_equal(found, over_time, check_dtype=False)
+        drawn = cache.held_over_time(window).set_index(["entity", "time"])["held"]
+        assert drawn.index.is_unique
+        compared = drawn.reindex(held.index)
+        assert (compared.dropna() == held[compared.notna()]).all(), window
+        assert (held[compared.isna()] == 0).all(), "a bucket holding ids is missing"
+        assert drawn.groupby(level="time").sum().max() == cache.sweep([window])["peak_held"][0]
+
+
+def test_top_keys_of_one_entity_are_its_own_even_where_others_drop_more(spark):
+    loud = [Message("a", at(s), entity="loud", event_id=s) for s in range(40)]
+    quiet = [Message(f"k{n}", at(n + s), entity="quiet", event_id=1_000 + 10 * n + s)
+             for n in range(3) for s in range(n + 2)]  # fmt: skip
+    cache = ReplayCache.build(frame(spark, loud + quiet))
+    top = cache.top_keys("PT1H", n=2, entity="quiet")
+    assert list(top["key"].str[-2:]) == ["k2", "k1"]
+    assert list(top["duplicates"]) == [3, 2]
+    assert list(cache.top_keys("PT1H", n=1)["entity"]) == ["loud"]
+    assert cache.top_keys("PT1H", entity="nobody").empty
+
+
+def test_resends_without_an_entity_are_under_none_as_in_every_view(spark):
+    messages = [Message("a", at(0), entity=None), Message("a", at(5), entity=None)]
+    cache = ReplayCache.build(frame(spark, messages))
+    assert list(cache.resend_delays()["entity"]) == ["(none)"]
+    assert list(cache.over_time("PT1M")["entity"]) == ["(none)"]

@@ -7,6 +7,7 @@ import plotly.io as pio
 import pytest
 
 from dedup_lib import DedupPolicy, WindowExplorer, detect_duplicates, summarize
+from dedup_lib.workbench.delay_bins import _LAID_OUT, delay_bins
 from replay_kit import mixed_scenario
 
 
@@ -122,7 +123,8 @@ def test_the_other_mode_is_built_in_the_background(spark, capsys):
     assert set(ex.caches) == {False, True}
     # what the other mode's first view computes once is ready with it, so the toggle is quick
     prepared = ex.caches[False]
-    assert prepared._delays is not None
+    assert prepared in _LAID_OUT
+    assert len(delay_bins(prepared)) == len(prepared.resend_delays())
     assert prepared._coded is not None
     view = ex.update(partitioning=False, draw=False)
     assert not view.partitioning

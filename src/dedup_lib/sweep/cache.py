@@ -14,15 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from dedup_lib.analysis.summaries import SUMMARY_COLUMNS
-from dedup_lib.analysis.totals import NO_ENTITY, with_total
+from dedup_lib.analysis.totals import ALL_ENTITIES, NO_ENTITY, with_total
 from dedup_lib.errors import InputError
 from dedup_lib.sweep.anchors import Anchors, KeyedSends, walk_anchors
+from dedup_lib.sweep.cells import Cells
 from dedup_lib.sweep.collect import collect
 from dedup_lib.sweep.grid import to_micros, window_grid
 from dedup_lib.sweep.truth import TruthCodes, truth_codes, truth_table
@@ -42,18 +43,14 @@ class _Codes:
     """The repeated rows numbered, and the counts no window changes.
 
     ``names``: entity names, sorted (``(none)`` for sends without one), numbered by their
-    place. Per repeated row: ``entity`` (code) and ``bucket`` (number of time buckets since
-    ``low``, the first bucket's start in microseconds). ``fixed``: the counts outside repeated
-    keys, with ``fixed_entity`` codes. Per key: ``segment_sends``, ``segment_entity``,
+    place. Per repeated row: ``entity`` (code). ``cells``: sends per entity and time bucket.
+    Per key: ``segment_sends``, ``segment_entity``,
     ``segment_key``. Per entity code: ``sends`` in repeated keys, and ``single``, ``no_id``
     and ``rejected`` sends outside them."""
 
     names: list[str]
     entity: np.ndarray
-    bucket: np.ndarray
-    low: int
-    fixed: pd.DataFrame
-    fixed_entity: np.ndarray
+    cells: Cells
     segment_sends: np.ndarray
     segment_entity: np.ndarray
     segment_key: np.ndarray
@@ -85,6 +82,7 @@ class ReplayCache:
         self.bucket_us = bucket_us
         self._truth: TruthCodes | None = None
         self._anchors: dict[int, Anchors] = {}
+        self._cell_duplicates: dict[int, np.ndarray] = {}
         self._coded: _Codes | None = None
         self._delays: pd.DataFrame | None = None
         self._messages_per_segment: np.ndarray | None = None
@@ -168,52 +166,77 @@ class ReplayCache:
         """Sends per entity and time bucket at ``window``: ``entity``, ``time`` (UTC, bucket
         start), ``sends``, ``duplicates`` (dropped by the broker), ``rejected``. Sends without a
         send_time (rejected) have no bucket and are left out."""
-        accepted = self.anchors(window).accepted
-        return _over_time(self._codes(), accepted, self.bucket_us)
+        cells = self._codes().cells
+        return cells.over_time(self._duplicates(window))
 
-    def top_keys(self, window: timedelta | float | str, n: int = 10) -> pd.DataFrame:
-        """The keys with the most sends dropped as duplicates at ``window``: ``entity``,
-        ``key``, ``sends``, ``duplicates``, and ``messages`` when there is ground truth (more
-        than one means different messages share the key: a reused id)."""
+    def top_keys(
+        self, window: timedelta | float | str, n: int = 10, entity: str | None = None
+    ) -> pd.DataFrame:
+        """The keys with the most sends dropped as duplicates at ``window`` (of one ``entity``;
+        None or ``(all)``: all): ``entity``, ``key``, ``sends``, ``duplicates``, and
+        ``messages`` when there is ground truth (more than one means different messages
+        share the key: a reused id)."""
         accepted = self.anchors(window).accepted
         c = self._codes()
         if len(c.segment_sends) == 0:
             return pd.DataFrame({"entity": [], "key": [], "sends": [], "duplicates": []})
         duplicates = np.bincount(self._segment, weights=~accepted).astype("int64")
+        eligible = np.arange(len(duplicates))
+        if entity not in (None, ALL_ENTITIES):
+            code = c.names.index(entity) if entity in c.names else -1
+            eligible = np.flatnonzero(c.segment_entity == code)
+        # The keys nlargest(n, keep="all") would give, before any table is made of them.
+        most = min(n, len(eligible))
+        rows = eligible[:0]
+        if most > 0:
+            threshold = np.partition(duplicates[eligible], -most)[-most]
+            rows = eligible[duplicates[eligible] >= threshold]
         names = np.asarray(c.names, dtype=object)
         table = pd.DataFrame(
             {
-                "entity": names[c.segment_entity],
-                "key": c.segment_key,
-                "sends": c.segment_sends.astype("int64"),
-                "duplicates": duplicates,
+                "entity": names[c.segment_entity[rows]],
+                "key": c.segment_key[rows],
+                "sends": c.segment_sends[rows].astype("int64"),
+                "duplicates": duplicates[rows],
             }
         )
         if self.has_ground_truth:
             if self._messages_per_segment is None:
-                pairs = self.repeated[["segment", "logical_id"]].drop_duplicates()
-                self._messages_per_segment = np.bincount(pairs["segment"].to_numpy())
-            table["messages"] = self._messages_per_segment.astype("int64")
+                self._messages_per_segment = _distinct_per_segment(
+                    self._segment, self.repeated["logical_id"].to_numpy()
+                )
+            table["messages"] = self._messages_per_segment[rows].astype("int64")
         # Ties by entity and key, as a stable order: most duplicates first.
-        top = table.nlargest(max(n * 4, n), "duplicates", keep="all")
-        top = top.sort_values(["duplicates", "entity", "key"], ascending=[False, True, True])
+        top = table.sort_values(["duplicates", "entity", "key"], ascending=[False, True, True])
         return top.head(n).reset_index(drop=True)
 
-    def resend_delays(self) -> pd.DataFrame:
-        """Each send to a repeated key after the key's first: ``entity``, ``key``, ``time_us``,
-        ``time`` (UTC), ``delay_s`` since the key's previous send, and the carried columns. The
-        same at every window (computed once): what a window does with a resend depends on the
-        anchor, not on this delay."""
-        if self._delays is None:
-            segment = self._segment
-            later = np.r_[False, segment[1:] == segment[:-1]] if len(segment) else np.zeros(0, bool)
-            previous = np.r_[0, self._time[:-1]] if len(segment) else np.zeros(0, np.int64)
-            delays = self.repeated.loc[later].drop(columns=["segment", "pos"], errors="ignore")
-            self._delays = delays.assign(
-                delay_s=(self._time - previous)[later] / 1e6,
-                time=pd.to_datetime(self._time[later], unit="us", utc=True),
-            ).reset_index(drop=True)
-        return self._delays
+    def resend_delays(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """Each send to a repeated key after the key's first: ``entity`` (``(none)`` for sends
+        without one, as in the other views), ``key``, ``time_us``, ``time`` (UTC), ``delay_s``
+        since the key's previous send, and the carried columns; only ``columns`` when given
+        (a chart's four of them cost a fraction of the whole). The same at every window
+        (computed once): what a window does with a resend depends on the anchor, not on this
+        delay."""
+        if columns is None and self._delays is not None:
+            return self._delays
+        segment = self._segment
+        later = np.flatnonzero(segment[1:] == segment[:-1]) + 1
+
+        def column(name: str) -> Any:
+            if name == "delay_s":
+                return (self._time[later] - self._time[later - 1]) / 1e6
+            if name == "time":
+                return pd.to_datetime(self._time[later], unit="us", utc=True)
+            return self.repeated[name].to_numpy()[later]
+
+        kept = [str(c) for c in self.repeated if c not in ("segment", "pos")]
+        names = columns or [*kept, "delay_s", "time"]
+        table = pd.DataFrame({name: column(name) for name in names})
+        if "entity" in table:
+            table["entity"] = table["entity"].fillna(NO_ENTITY)
+        if columns is None:
+            self._delays = table
+        return table
 
     def held_over_time(self, window: timedelta | float | str) -> pd.DataFrame:
         """How many ids the duplicate history holds at the end of each time bucket, per entity:
@@ -221,28 +244,19 @@ class ReplayCache:
         Columns ``entity``, ``time`` (UTC), ``held``. At the cache's bucket resolution."""
         micros = to_micros(window)
         c = self._codes()
-        entity, where, weight = _held_ids(c, self.anchors(micros / 1e6).accepted, self.bucket_us)
-        if len(where) == 0:
-            return pd.DataFrame({"entity": [], "time": [], "held": []})
         width = max(1, -(-micros // self.bucket_us))
-        length = int(where.max()) + 1 + width
-        times = pd.to_datetime(
-            c.low + (np.arange(length) + 1) * self.bucket_us, unit="us", utc=True
-        )
-        frames = []
-        for code in np.unique(entity):
-            mine = entity == code
-            held = _held_per_bucket(where[mine], weight[mine], width, length)
-            first = int(where[mine].min())
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "entity": c.names[code],
-                        "time": times[first:],
-                        "held": np.rint(held[first:]).astype("int64"),
-                    }
-                )
+        held, first = c.cells.held(self._duplicates(micros / 1e6), width)
+        if held.shape[1] == 0:
+            return pd.DataFrame({"entity": [], "time": [], "held": []})
+        ends = c.cells.low + (np.arange(held.shape[1]) + 1) * self.bucket_us
+        times = pd.to_datetime(ends, unit="us", utc=True)
+        frames = [
+            pd.DataFrame(
+                {"entity": c.names[code], "time": times[start:], "held": held[code, start:]}
             )
+            for code, start in enumerate(first)
+            if start >= 0
+        ]
         return pd.concat(frames, ignore_index=True)
 
     def sweep(self, windows: Sequence[timedelta | float | str] | None = None) -> pd.DataFrame:
@@ -272,13 +286,22 @@ class ReplayCache:
     def _peak_held(self, micros: int) -> int:
         """The most ids held at once at ``micros``, all entities together: the peak of the
         sum over entities of :meth:`held_over_time`."""
-        accepted = self.anchors(micros / 1e6).accepted
-        _, where, weight = _held_ids(self._codes(), accepted, self.bucket_us)
-        if len(where) == 0:
-            return 0
         width = max(1, -(-micros // self.bucket_us))
-        held = _held_per_bucket(where, weight, width, int(where.max()) + 1 + width)
-        return int(np.rint(held[int(where.min()) :].max()))
+        held, first = self._codes().cells.held(self._duplicates(micros / 1e6), width)
+        if held.shape[1] == 0:
+            return 0
+        return int(held.sum(axis=0)[int(first[first >= 0].min()) :].max())
+
+    def _duplicates(self, window: timedelta | float | str) -> np.ndarray:
+        """Repeated sends dropped at ``window``, per cell of :class:`Cells`: kept with the
+        window's anchors."""
+        micros = to_micros(window)
+        if micros not in self._cell_duplicates:
+            accepted = self.anchors(window).accepted
+            if len(self._cell_duplicates) >= _KEPT_WINDOWS:
+                self._cell_duplicates.pop(next(iter(self._cell_duplicates)))
+            self._cell_duplicates[micros] = self._codes().cells.duplicates(accepted)
+        return self._cell_duplicates[micros]
 
     def _codes(self) -> _Codes:
         """The repeated rows numbered, computed once."""
@@ -314,7 +337,8 @@ def _number(
     fixed = fixed.assign(entity=fixed["entity"].fillna(NO_ENTITY))
     names = sorted(set(repeated_entity) | set(fixed["entity"]))
     index = {name: i for i, name in enumerate(names)}
-    entity = np.array([index[e] for e in repeated_entity], dtype=np.int64)
+    found, distinct = pd.factorize(repeated_entity)
+    entity = np.array([index[e] for e in distinct], dtype=np.int64)[found]
     starts = (time // bucket) * bucket
     timed = fixed.dropna(subset=["bucket_us"])
     lows = [int(starts.min())] if len(starts) else []
@@ -332,10 +356,7 @@ def _number(
     return _Codes(
         names=names,
         entity=entity,
-        bucket=(starts - low) // bucket,
-        low=low,
-        fixed=fixed,
-        fixed_entity=fixed_entity,
+        cells=Cells.of(names, low, bucket, entity, (starts - low) // bucket, fixed, fixed_entity),
         segment_sends=segment_sends,
         segment_entity=entity[first_row] if len(first_row) else entity[:0],
         segment_key=repeated["key"].to_numpy(dtype=object)[first_row],
@@ -346,61 +367,14 @@ def _number(
     )
 
 
-def _over_time(c: _Codes, accepted: np.ndarray, bucket_us: int) -> pd.DataFrame:
-    """:meth:`ReplayCache.over_time` when the repeated sends ``accepted`` are the accepted
-    ones: every (entity, bucket) cell counted with ``bincount``, the empty ones left out."""
-    timed = c.fixed.dropna(subset=["bucket_us"])
-    fixed_bucket = ((timed["bucket_us"].to_numpy() - c.low) // bucket_us).astype("int64")
-    fixed_entity = c.fixed_entity[c.fixed["bucket_us"].notna().to_numpy()]
-    buckets = int(max(c.bucket.max(initial=-1), fixed_bucket.max(initial=-1))) + 1
-    cells = len(c.names) * buckets
-    if cells == 0:
-        return pd.DataFrame(
-            {"entity": [], "time": [], "sends": [], "duplicates": [], "rejected": []}
-        )
-    repeated_cell = c.entity * buckets + c.bucket
-    fixed_cell = fixed_entity * buckets + fixed_bucket
-    sends = np.bincount(repeated_cell, minlength=cells) + np.bincount(
-        fixed_cell, weights=timed["sends"].to_numpy(), minlength=cells
-    )
-    duplicates = np.bincount(repeated_cell, weights=~accepted, minlength=cells)
-    rejected_rows = (timed["kind"] == "rejected").to_numpy()
-    rejected = np.bincount(
-        fixed_cell[rejected_rows], weights=timed["sends"].to_numpy()[rejected_rows],
-        minlength=cells,
-    )  # fmt: skip
-    used = np.flatnonzero(sends)
-    return pd.DataFrame(
-        {
-            "entity": np.asarray(c.names, dtype=object)[used // buckets],
-            "time": pd.to_datetime(c.low + (used % buckets) * bucket_us, unit="us", utc=True),
-            "sends": sends[used].astype("int64"),
-            "duplicates": duplicates[used].astype("int64"),
-            "rejected": rejected[used].astype("int64"),
-        }
-    )
-
-
-def _held_ids(
-    c: _Codes, accepted: np.ndarray, bucket_us: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The sends with a MessageId that a window accepts (``accepted`` among the repeated
-    ones, and all single-send keys): entity code, bucket number and weight (1 for a repeated
-    key's send, the count for a bucket of single-send keys)."""
-    singles = c.fixed["kind"].to_numpy() == "single"
-    single_bucket = (c.fixed["bucket_us"].to_numpy()[singles] - c.low) // bucket_us
-    entity = np.r_[c.entity[accepted], c.fixed_entity[singles]]
-    where = np.r_[c.bucket[accepted], single_bucket].astype("int64")
-    weight = np.r_[np.ones(int(accepted.sum())), c.fixed["sends"].to_numpy()[singles]]
-    return entity, where, weight
-
-
-def _held_per_bucket(where: np.ndarray, weight: np.ndarray, width: int, length: int) -> np.ndarray:
-    """Ids held at the end of each of ``length`` buckets when each id (at bucket ``where``,
-    counted ``weight`` times) is held for ``width`` buckets: a moving sum of the counts."""
-    total = np.r_[0.0, np.cumsum(np.bincount(where, weights=weight, minlength=length))]
-    held: np.ndarray = total[1:] - total[np.maximum(np.arange(1, length + 1) - width, 0)]
-    return held
+def _distinct_per_segment(segment: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """How many distinct ``values`` each segment (0, 1, 2, ... down the rows) holds: pairs
+    numbered and hashed, not sorted."""
+    if len(segment) == 0:
+        return np.zeros(0, dtype=np.int64)
+    codes, distinct = pd.factorize(values, use_na_sentinel=False)
+    pairs = pd.unique(segment * max(len(distinct), 1) + codes)
+    return np.bincount(pairs // max(len(distinct), 1), minlength=int(segment[-1]) + 1)
 
 
 def _truth_columns(truth: pd.Series, catchable: int) -> dict[str, float]:

@@ -28,6 +28,7 @@ from plotly.subplots import make_subplots
 
 from dedup_lib.rules.durations import format_duration
 from dedup_lib.text import SHORT, shown
+from dedup_lib.workbench.delay_bins import DelayBins
 from dedup_lib.workbench.figures import (
     ANYWHERE,
     TEMPLATES,
@@ -84,6 +85,8 @@ CAUSE_LABELS = {
     "restart_resend": "resend after a crash and restart",
     "replay": "operator replay",
 }
+#: The legend's name for resends whose cause column is empty.
+NO_CAUSE = "(no cause given)"
 _CAUSE_ORDER = {cause: n for n, cause in enumerate(CAUSE_LABELS)}
 
 
@@ -243,6 +246,13 @@ def _cause_rank(cause: object) -> int:
     return _CAUSE_ORDER.get(str(cause), len(_CAUSE_ORDER))
 
 
+def _cause_name(cause: object) -> str:
+    """A cause as its legend names it: in words where it is one of the generator's."""
+    if cause is None or (isinstance(cause, float) and math.isnan(cause)):
+        return NO_CAUSE
+    return CAUSE_LABELS.get(str(cause)) or shown(cause, SHORT)
+
+
 def _log_edges(low: float, high: float) -> np.ndarray:
     """The edges of 60 log bins covering ``low`` to ``high`` seconds, as log10 of seconds."""
     return np.linspace(math.log10(low) - 0.05, math.log10(high) + 0.05, 61)
@@ -258,29 +268,27 @@ def _bin_labels(low: float, high: float) -> tuple[str, ...]:
 
 
 def resend_delays_spec(
-    delays: pd.DataFrame, window_s: float, *, title: str | None = None, scope: str = ANYWHERE
+    delays: pd.DataFrame | DelayBins,
+    window_s: float,
+    *,
+    title: str | None = None,
+    scope: str = ANYWHERE,
 ) -> Spec:
-    """:func:`resend_delays` as a :data:`Spec`."""
-    values = np.maximum(delays["delay_s"].to_numpy(dtype="float64"), 1e-3)
-    low, high = (float(values.min()), float(values.max())) if len(values) else (1.0, 1.0)
+    """:func:`resend_delays` as a :data:`Spec`; ``delays`` laid out as :class:`DelayBins`
+    where it is drawn again and again (the explorer)."""
+    bins = delays if isinstance(delays, DelayBins) else DelayBins.of(delays)
+    low, high = bins.span()
     low, high = min(low, window_s), max(high, window_s)
     edges = _log_edges(low, high)
-    logs = np.log10(values)
-    if "cause" in delays:
-        codes, causes = pd.factorize(delays["cause"])
-        order = sorted(range(len(causes)), key=lambda k: (_cause_rank(causes[k]), str(causes[k])))
-        groups = [(causes[k], logs[codes == k]) for k in order]
-    else:
-        groups = [("resends", logs)]
+    groups = sorted(bins.counts(edges), key=lambda g: (_cause_rank(g[0]), str(g[0])))
     centres = (edges[:-1] + edges[1:]) / 2
     labels = list(_bin_labels(low, high))
     data = []
-    for cause, group in groups:
-        counts, _ = np.histogram(group, bins=edges)
+    for cause, counts in groups:
         bar: dict[str, Any] = {
             "customdata": labels,
             "hovertemplate": "%{customdata}<br>%{y:,} sends<extra>%{fullData.name}</extra>",
-            "name": CAUSE_LABELS.get(str(cause)) or shown(cause, SHORT),
+            "name": _cause_name(cause),
             "width": float(edges[1] - edges[0]), "x": centres, "y": counts, "type": "bar",
         }  # fmt: skip
         if str(cause) in CAUSE_COLOURS:
@@ -288,12 +296,12 @@ def resend_delays_spec(
         data.append(bar)
     layout = house_layout(
         title or "Delay of each resend after the previous send with the same key",
-        "cause" if "cause" in delays else "sends",
+        "sends" if bins.causes is None else "cause",
         barmode="stack",
         yaxis=axis_title("sends"),
     )
     spec: Spec = {"data": data, "layout": layout}
-    if delays.empty:
+    if len(bins) == 0:
         return say_empty(spec, f"No resends {scope}: no send reused a key sent before")
     layout["xaxis"] = _duration_axis(low, high, "delay after the previous send (log scale)")
     _window_line(spec, window_s)

@@ -21,6 +21,7 @@ from dedup_lib.rules.durations import format_duration, format_window, parse_wind
 from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy
 from dedup_lib.sweep.cache import ReplayCache
 from dedup_lib.text import SHORT, escape, shown
+from dedup_lib.workbench.delay_bins import delay_bins
 from dedup_lib.workbench.live import LiveCharts
 from dedup_lib.workbench.modes import ModeCaches
 from dedup_lib.workbench.style import styled
@@ -331,7 +332,7 @@ def _prepared(
     cache = ReplayCache.build(df, partitioning, carry=carry)
     for table in (cache.over_time, cache.held_over_time, cache.top_keys):
         table(window)
-    cache.resend_delays()
+    delay_bins(cache)
     return cache
 
 

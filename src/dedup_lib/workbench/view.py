@@ -13,6 +13,7 @@ from dedup_lib.analysis.totals import ALL_ENTITIES
 from dedup_lib.rules.durations import format_duration
 from dedup_lib.text import SHORT, shown
 from dedup_lib.workbench import charts
+from dedup_lib.workbench.delay_bins import delay_bins
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -64,7 +65,7 @@ def view_of(
 
     over_time = pick(cache.over_time(seconds))
     held = pick(cache.held_over_time(seconds))
-    keys = narrow(cache.top_keys(seconds, n=50), entity)
+    keys = cache.top_keys(seconds, n=10, entity=entity)
     where = "all entities" if entity == ALL_ENTITIES else shown(entity, SHORT)
     scope = f"on {where}"
     if span is not None:
@@ -79,10 +80,12 @@ def view_of(
         entity=entity,
         time_range=rng,
         numbers=_numbers(over_time, held),
-        top_keys=keys.head(10).reset_index(drop=True),
+        top_keys=keys,
         figures=(
             charts.sends_over_time_spec(over_time, title=title, scope=scope),
-            charts.resend_delays_spec(pick(cache.resend_delays()), seconds, scope=scope),
+            charts.resend_delays_spec(
+                delay_bins(cache).part(entity, *(rng or (None, None))), seconds, scope=scope
+            ),
             charts.ids_held_spec(held, seconds, scope=scope),
         ),
     )
