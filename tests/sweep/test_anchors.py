@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from dedup_lib.sweep import anchors as anchors_module
 from dedup_lib.sweep.anchors import KeyedSends, walk_anchors
 
 S = 1_000_000  # microseconds per second
@@ -49,3 +51,39 @@ def test_no_sends():
     anchors = walk([], [], 60)
     assert anchors.accepted.tolist() == []
     assert anchors.anchor.tolist() == []
+
+
+def _walked_one_send_at_a_time(segment: np.ndarray, time_us: np.ndarray, window_us: int):
+    accepted = np.zeros(len(segment), dtype=bool)
+    anchor = np.zeros(len(segment), dtype=np.int64)
+    for row in range(len(segment)):
+        new_key = row == 0 or segment[row] != segment[row - 1]
+        if new_key or time_us[row] >= time_us[anchor[row - 1]] + window_us:
+            accepted[row], anchor[row] = True, row
+        else:
+            anchor[row] = anchor[row - 1]
+    return accepted, anchor
+
+
+@pytest.mark.parametrize("searched", [0, 1, 32, 10_000])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_long_chains_end_as_a_send_by_send_walk_ends_them(monkeypatch, searched, seed):
+    # Keys of 1 to 300 sends, a few seconds apart: at a 3 s window the long ones take
+    # hundreds of steps, past the searched passes, and follow pointers for the rest.
+    monkeypatch.setattr(anchors_module, "SEARCHED_PASSES", searched)
+    rng = np.random.default_rng(seed)
+    sizes = rng.choice([1, 2, 5, 300], size=60)
+    segment = np.repeat(np.arange(len(sizes)), sizes)
+    gaps = rng.choice([0, 1, 2, 3, 7], size=len(segment)) * S + rng.integers(0, 2, len(segment))
+    starts = np.r_[True, segment[1:] != segment[:-1]]
+    time_us = np.cumsum(np.where(starts, 0, gaps)) + 0
+    time_us = (
+        time_us
+        - np.repeat(time_us[starts], sizes)
+        + rng.integers(0, 100 * S, len(sizes)).repeat(sizes)
+    )
+    for window_us in (3 * S, 3 * S + 1, 60 * S):
+        found = walk_anchors(KeyedSends.of(segment, time_us), window_us)
+        accepted, anchor = _walked_one_send_at_a_time(segment, time_us, window_us)
+        assert found.accepted.tolist() == accepted.tolist(), window_us
+        assert found.anchor.tolist() == anchor.tolist(), window_us

@@ -14,6 +14,12 @@ import numpy as np
 
 # Largest value a chunk of keys laid side by side may reach, well inside int64.
 _SAFE = 1 << 62
+#: Steps of every chain taken by searching the whole axis, before the keys still walking
+#: follow pointers instead (:func:`_follow`): by then they are the few keys with long chains
+#: (an id reused all day, a window of seconds), thousands of steps each, and each search of
+#: the whole axis for a few keys costs a cache miss per level (PT20S on 14 M sends: 1.1 s
+#: walked by search alone, 0.4 s this way).
+SEARCHED_PASSES = 32
 
 
 @dataclass(frozen=True)
@@ -78,12 +84,37 @@ def walk_anchors(sends: KeyedSends, window_us: int) -> Anchors:
         hit = accepted[rows]
         # Each key's accepted sends, one step of its chain per pass: the first send at or
         # after the end of the current one's window, in the same key.
-        while len(current):
+        for _ in range(SEARCHED_PASSES):
+            if not len(current):
+                break
             hit[current] = True
             following = np.searchsorted(line, line[current] + window_us, side="left")
             inside = following < len(line)
             current, following = current[inside], following[inside]
             current = following[segment[following] == segment[current]]
+        if len(current):
+            _follow(hit, line, segment, current, window_us)
     # Every send counts against the last accepted send of its key at or before it.
     anchor = np.maximum.accumulate(np.where(accepted, np.arange(n, dtype=np.int64), 0))
     return Anchors(window_us, accepted, anchor)
+
+
+def _follow(
+    hit: np.ndarray, line: np.ndarray, segment: np.ndarray, current: np.ndarray, window_us: int
+) -> None:
+    """The rest of the chains from ``current`` (one unmarked anchor per key, ascending):
+    each later row of those keys gets the row its window would accept next, in one search of
+    those rows alone; the chains then follow these pointers."""
+    ends = np.searchsorted(segment, segment[current], side="right")
+    lengths = ends - current
+    offsets = np.r_[0, np.cumsum(lengths)[:-1]]
+    rows = np.repeat(current - offsets, lengths) + np.arange(int(lengths.sum()))
+    times, owner = line[rows], segment[rows]
+    following = np.searchsorted(times, times + window_us, side="left")
+    at = offsets
+    while len(at):
+        hit[rows[at]] = True
+        step = following[at]
+        inside = step < len(rows)
+        at, step = at[inside], step[inside]
+        at = step[owner[step] == owner[at]]
