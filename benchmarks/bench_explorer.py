@@ -88,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             {"entity": "(all)", "window": "P1D"}, {"window": "PT10M"},
         ]  # fmt: skip
         times = [seconds(lambda c=c: explorer.update(**c, draw=False)) for c in changes]
+        for change, took in zip(changes, times, strict=True):
+            print(f"  control change {change}: {took:.2f} s")
         figures["control change, worst"] = max(times)
         figures["control change, median"] = sorted(times)[len(times) // 2]
 

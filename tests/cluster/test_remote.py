@@ -9,7 +9,9 @@ The input is named as a user in the checkout names it, relative
 entities partitioned, its 29,872 sends get all three verdicts (payments' batches span partition
 keys, and are rejected); the day sample, seven times its size, proves no more here. The
 cluster's Python has no dedup_lib: the Python kernel travels by value, the JVM one as an
-artifact. Nothing else runs while the cluster does: the local run comes first.
+artifact. The notebook also builds the explorer's cache there, through its Spark passes:
+only the sends of repeated keys reach the driver, and its verdicts are the engine's. Nothing
+else runs while the cluster does: the local run comes first.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pandas as pd
@@ -145,6 +148,18 @@ CELLS = [
     "    verdicts = result.select(*VERDICT).toPandas()\n"
     "    verdicts.attrs.clear()  # Connect's plan metrics, which Parquet cannot keep\n"
     "    verdicts.to_parquet(f'build/cluster/notebook-{kernel}.parquet')",
+    # The explorer's build as on an input over a million sends: its Spark passes, then only
+    # the sends of repeated keys and the counts brought to the driver.
+    "import dedup_lib.sweep.collect, pandas as pd\n"
+    "from dedup_lib import ReplayCache, summarize\n"
+    "dedup_lib.sweep.collect.LOCAL_ROWS = 0\n"
+    "cache = ReplayCache.build(loaded.valid)\n"
+    "engine = summarize(detect_duplicates(loaded.valid, DedupPolicy('PT10M')))\n"
+    "pd.testing.assert_frame_equal(cache.summarize('PT10M'), engine)\n"
+    "ids = F.col('message_id').isNotNull() & (F.col('message_id') != '')\n"
+    "keys = loaded.valid.where(ids).groupBy('entity', 'message_id').count().where('count > 1')\n"
+    "print(json.dumps({'held': len(cache.repeated), 'sends': loaded.valid.count(),\n"
+    "                  'in_repeated_keys': keys.agg(F.sum('count')).first()[0]}))",
 ]
 
 
@@ -167,12 +182,18 @@ def test_a_notebook_on_the_cluster_gives_the_local_verdicts(
     )
     client.execute()
     nbformat.validate(notebook)
-    printed = [o for o in notebook.cells[2].outputs if o.get("name") == "stdout"]
-    seen = json.loads("".join(o["text"] for o in printed))
-    assert seen == {
+    assert _printed(notebook.cells[2]) == {
         "connect": True,
         "master": cluster.master,
         "executors_have_dedup_lib": False,
     }
     for kernel in KERNELS:
         pd.testing.assert_frame_equal(_verdicts(FOLDER / f"notebook-{kernel}.parquet"), verdicts)
+    built = _printed(notebook.cells[-1])
+    assert built["held"] == built["in_repeated_keys"] > 0
+    assert built["held"] < built["sends"] == len(verdicts)
+
+
+def _printed(cell: Any) -> Any:
+    """The JSON a notebook cell printed."""
+    return json.loads("".join(o["text"] for o in cell.outputs if o.get("name") == "stdout"))

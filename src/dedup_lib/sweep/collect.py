@@ -88,9 +88,10 @@ def collect(
     driver instead, from one narrow job, once a job that reads no column has counted at most
     ``local_rows + 1`` of them. The first pass counts every send; when all of them would not
     fit in ``allowed`` (default: this session's ``spark.driver.maxResultSize`` and the memory
-    available here), one job counts exactly what the driver would hold
-    (:mod:`dedup_lib.sweep.footprint`), and over ``allowed`` the build is refused with an
-    :class:`InputError` that says how much it needs and what to narrow."""
+    available here), what the driver would hold is computed and stored where Spark runs and
+    counted there (:func:`dedup_lib.sweep.footprint.stored`), and over ``allowed`` the build
+    is refused, before any of it is brought back, with an :class:`InputError` that says how
+    much it needs and what to narrow."""
     validate(df)
     bucket_us = to_micros(bucket)
     _check_carry(list(df.columns), carry)
@@ -140,14 +141,15 @@ def _collected(
         limits = allowed or footprint.budget(df.sparkSession)
         eligible = int(counted.loc[counted["kind"] == "eligible", "sends"].sum())
         needed = footprint.at_most(eligible, int(counted["sends"].sum()), truth, size)
-        if footprint.over(needed, limits):
-            names = sorted(set(counted["entity"]))
-            needed = footprint.measure(df, entity, rules.key, time, truth, size, names)
-            footprint.refuse_over(needed, limits)
         repeated = _repeated_sends(df, entity, rules.key, time, truth, carry)
+        grouped = _message_groups(df, named, rules.verdict) if truth else None
+        if footprint.over(needed, limits):
+            stored = footprint.stored(repeated, grouped, counted, size, bucket_us)
+            repeated, grouped, needed = stored
+            footprint.refuse_over(needed, limits)
         try:
             rows_done = pool.submit(_rows, repeated, arrow)
-            messages_done = pool.submit(_messages, df, named, rules.verdict) if truth else None
+            messages_done = pool.submit(grouped.toArrow) if grouped is not None else None
             rows = in_replay_order(rows_done.result())
             messages = messages_done.result if messages_done is not None else lambda: None
             return _finished(rows, counted, messages, bucket_us, truth)
@@ -299,7 +301,7 @@ def _repeated_locally(judged: pa.Table) -> pd.DataFrame:
 
 
 def _messages_locally(judged: pa.Table, named: pa.ChunkedArray) -> pa.Table:
-    """:func:`_messages` from every send judged."""
+    """:func:`_message_groups` from every send judged."""
     unrejected = pc.not_equal(judged["kind"], "rejected").cast(pa.int64())
     per_message = (
         pa.table({"entity": named, "logical_id": judged["logical_id"], "unrejected": unrejected})
@@ -383,10 +385,10 @@ def _counted(
     )
 
 
-def _messages(df: DataFrame, named: Column, verdict: Column) -> pa.Table:
-    """Per message, the sends that are not rejected. Only messages with two or more of them
-    can be delivered more than once: those come back one by one, the others as one count
-    per entity.
+def _message_groups(df: DataFrame, named: Column, verdict: Column) -> DataFrame:
+    """Per message, the sends that are not rejected (lazy). Only messages with two or more
+    of them can be delivered more than once: those come back one by one, the others as one
+    count per entity (``several`` tells which).
 
     The sends are hashed to their message's partition before they are counted: nearly every
     message is sent once, so counting within each input partition first (Spark's partial
@@ -412,7 +414,6 @@ def _messages(df: DataFrame, named: Column, verdict: Column) -> pa.Table:
             F.count(F.when(F.col("unrejected") == 0, True)).alias("messages_rejected"),
             F.max("unrejected").alias("unrejected"),
         )
-        .toArrow()
     )
 
 

@@ -1,39 +1,40 @@
 """How much of the driver's memory a :class:`~dedup_lib.sweep.cache.ReplayCache` would take,
-known before it is built, and a refusal that says what to narrow when it would not fit.
+known before anything is brought to it, and a refusal that says what to narrow when it would
+not fit.
 
 The cache holds in the driver every send of a key sent more than once, and with ground truth
 one row per message sent several times. Their number depends on the data, not on its size:
-when even every send would fit (:func:`at_most`) nothing is counted; otherwise one
-aggregation over 64-bit hashes counts them (:func:`measure`). A sample of the input,
-as the driver would hold it, gives the bytes per row. Two limits apply: Spark's
-``spark.driver.maxResultSize`` (what one collect may bring back, serialized) and the memory
-this machine has available for the Python process. Should the bytes per row be off, Spark's
-own limit stops the collect, and that failure gets the same refusal.
+when even every send would fit (:func:`at_most`) nothing is counted; otherwise those rows are
+computed and stored where Spark runs, and counted there before any is collected
+(:func:`stored`). A sample of the input, as the driver would hold it, gives the bytes per
+row. Two limits apply: Spark's ``spark.driver.maxResultSize`` (what one collect may bring
+back, serialized) and the memory this machine has available for the Python process. Should
+the bytes per row be off, Spark's own limit stops the collect, and that failure gets the
+same refusal.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import sys
-import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from dedup_lib.analysis.totals import NO_ENTITY
-from dedup_lib.columns import spark_xxhash64
 from dedup_lib.errors import InputError, printable
 from dedup_lib.memory import available_memory, size_in_bytes
-from dedup_lib.spark import hashed, spark_errors
+from dedup_lib.spark import spark_errors
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from pyspark.sql import Column, DataFrame, Row, SparkSession
+    import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
 
 #: Spark's default for ``spark.driver.maxResultSize``.
 _DEFAULT_RESULT_SIZE = "1g"
@@ -42,10 +43,6 @@ _PEAK_COPIES = 2
 #: The share of the memory available now that the cache may take: the notebook, the page's
 #: charts and the JVM driver share the rest.
 _AVAILABLE_SHARE = 0.6
-#: Where a counted number keeps its entity's code (a hash of its name, one of ``_CODES``).
-_CODE_SHIFT = 56
-_CODES = 128
-_HASH_MASK = 2**55 - 1
 
 
 @dataclass(frozen=True)
@@ -135,83 +132,37 @@ def per_row(sample: pa.Table, repeated: Sequence[str], truth: bool) -> RowSize:
     return RowSize(serialized, held)
 
 
-def measure(
-    df: DataFrame,
-    entity: Column,
-    key: Column,
-    time: Column,
-    truth: bool,
+def stored(
+    repeated: DataFrame,
+    messages: DataFrame | None,
+    counted: pd.DataFrame,
     size: RowSize,
-    names: Sequence[str],
-) -> Footprint:
-    """The footprint of ``df`` (positioned, with the rules' columns), counted exactly: the
-    sends of keys sent more than once per entity, and with ground truth the messages sent
-    several times; the time the sends span. ``size``: :func:`per_row`; ``names``: every
-    entity of ``df`` (:data:`NO_ENTITY` for sends without one), as the build counted them.
+    bucket_us: int,
+) -> tuple[DataFrame, DataFrame | None, Footprint]:
+    """The rows the driver would hold, computed and stored where Spark runs before any is
+    brought back (``localCheckpoint``: memory, then disk), and their footprint counted from
+    them: ``repeated`` (:func:`~dedup_lib.sweep.collect._repeated_sends`) per entity, and
+    with ground truth the ``messages`` sent several times
+    (:func:`~dedup_lib.sweep.collect._message_groups`). ``counted``: the build's counts of
+    every send (``bucket_us`` wide), whose buckets give the time span.
 
-    One Spark job and one read of ``df`` (often a parse of every row). Each key and each
-    message becomes one 64-bit number: a 7-bit code of its entity, 55 bits of a hash of
-    (entity, key) or (entity, logical_id), and which of the two it is; one aggregation counts
-    the rows per number (hashed to their partitions first: nearly every number is one send,
-    so Spark's partial counts merged nothing; 8.7 s -> 5.8 s on 10 M sends), a second sums
-    the groups of two or more per code. The time span is an
-    observation of the same read; the entity behind each code is hashed here, as Spark does
-    (collecting the pairs of code and name from every row took a fifth of the job at 30 M
-    sends, 41.6 s against 33.1 s). At 100 M sends, grouping
-    the entity's text and the times with each key took five minutes; counting the keys a hash
-    chooses (one in 32) and scaling up missed by tens of millions: one reused id chosen or
-    not. Codes from the input's first rows named only the entities of its first file."""
-    named = F.coalesce(entity, F.lit(NO_ENTITY))
-    code = F.pmod(F.xxhash64(named), F.lit(_CODES)).cast("long")
-
-    def number(digest: Column, what: int) -> Column:
-        low = F.shiftleft(digest.bitwiseAND(F.lit(_HASH_MASK)), 1).bitwiseOR(F.lit(what))
-        return F.shiftleft(code, _CODE_SHIFT).bitwiseOR(low)
-
-    numbers = [F.when(key.isNotNull(), number(F.xxhash64(entity, key), 0))]
-    if truth:
-        numbers.append(number(F.xxhash64(entity, F.col("logical_id")), 1))
-    span = Observation(f"dedup-footprint-{uuid.uuid4().hex}")
-    observed = df.observe(
-        span,
-        F.min(time).alias("first"),
-        F.max(time).alias("last"),
-    )
-    each = observed.select(F.explode(F.array(*numbers)).alias("h")).where(F.col("h").isNotNull())
-    n = F.col("count")
-    counted = (
-        hashed(each, "h")
-        .groupBy("h")
-        .count()
-        .where(n > 1)
-        .groupBy(
-            F.shiftright("h", _CODE_SHIFT).alias("code"),
-            F.col("h").bitwiseAND(F.lit(1)).alias("what"),
-        )
-        .agg(F.sum(n).alias("rows"), F.count(n).alias("groups"))
-        .collect()
-    )
-    return _measured(counted, span, size, _names(names))
-
-
-def _measured(
-    counted: list[Row], span: Observation, size: RowSize, names: dict[int, str]
-) -> Footprint:
-    """:func:`measure`'s footprint from its counts per entity code and its observation."""
-    total = sum(int(r["rows"]) for r in counted if r["what"] == 0)
-    message_count = sum(int(r["groups"]) for r in counted if r["what"] == 1)
-    # Nothing counted: nothing to refuse, and on an empty input classic Spark fails to
-    # return the observation.
-    seen = span.get if total or message_count else {}
-    rows = {names[int(r["code"])]: int(r["rows"]) for r in counted if r["what"] == 0}
-    return _sized(
-        total,
-        message_count,
-        {k: v for k, v in sorted(rows.items(), key=lambda kv: -kv[1]) if v},
-        size,
-        first=_utc(seen["first"]) if seen.get("first") is not None else None,
-        last=_utc(seen["last"]) if seen.get("last") is not None else None,
-    )
+    The stored rows are what the build then collects, so knowing their number costs one
+    small job each over them, not a pass of its own over the input: an exact count in a
+    separate pass took a third of the build at 30 M sends (16-18 s of 48-58 s)."""
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="dedup-footprint") as pool:
+        held = pool.submit(repeated.localCheckpoint)
+        grouped = pool.submit(messages.localCheckpoint) if messages is not None else None
+        repeated = held.result()
+        messages = grouped.result() if grouped is not None else None
+    named = F.coalesce(F.col("entity"), F.lit(NO_ENTITY)).alias("entity")
+    per_entity = {r["entity"]: int(r["count"]) for r in repeated.groupBy(named).count().collect()}
+    several = messages.where(F.col("several")).count() if messages is not None else 0
+    starts = counted["bucket_us"].dropna()
+    first = _utc(int(starts.min())) if len(starts) else None
+    last = _utc(int(starts.max()) + bucket_us - 1) if len(starts) else None
+    biggest = sorted(per_entity.items(), key=lambda kv: (-kv[1], kv[0]))
+    found = _sized(sum(per_entity.values()), several, dict(biggest), size, first, last)
+    return repeated, messages, found
 
 
 def at_most(eligible: int, sends: int, truth: bool, size: RowSize) -> Footprint:
@@ -238,14 +189,6 @@ def _sized(
         first=first,
         last=last,
     )
-
-
-def _names(names: Sequence[str]) -> dict[int, str]:
-    """The entity (or entities, when their codes coincide) behind each code."""
-    by_code: dict[int, list[str]] = {}
-    for name in names:
-        by_code.setdefault(spark_xxhash64(name) % _CODES, []).append(name)
-    return {code: " or ".join(sorted(names)) for code, names in by_code.items()}
 
 
 def too_large(exc: BaseException, found: Footprint, allowed: Budget) -> InputError | None:
