@@ -44,9 +44,9 @@ class _Codes:
 
     ``names``: entity names, sorted (``(none)`` for sends without one), numbered by their
     place. Per repeated row: ``entity`` (code). ``cells``: sends per entity and time bucket.
-    Per key: ``segment_sends``, ``segment_entity``,
-    ``segment_key``. Per entity code: ``sends`` in repeated keys, and ``single``, ``no_id``
-    and ``rejected`` sends outside them."""
+    Per key: ``segment_sends``, ``segment_entity``, ``segment_key``. Per entity code:
+    ``sends`` in repeated keys, and ``single``, ``no_id`` and ``rejected`` sends outside
+    them."""
 
     names: list[str]
     entity: np.ndarray
@@ -227,7 +227,7 @@ class ReplayCache:
                 return (self._time[later] - self._time[later - 1]) / 1e6
             if name == "time":
                 return pd.to_datetime(self._time[later], unit="us", utc=True)
-            return self.repeated[name].to_numpy()[later]
+            return self.repeated[name].take(later).reset_index(drop=True)
 
         kept = [str(c) for c in self.repeated if c not in ("segment", "pos")]
         names = columns or [*kept, "delay_s", "time"]
