@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -193,11 +194,14 @@ def _time_views(verdicts: pd.DataFrame, window_s: float) -> tuple[pd.DataFrame, 
     ids = timed["message_id"].fillna("").astype(str) != ""
     kept = timed[(timed["verdict"] == "accepted") & ids]
     width = pd.Timedelta(minutes=max(1, -(-int(window_s) // 60)))
+    ends = np.sort(timed["time"].unique()) + pd.Timedelta(minutes=1)
     held = {}
-    for entity, end in {(e, t) for e in kept["entity"] for t in timed["time"]}:
-        mine = kept["time"][kept["entity"] == entity]
-        end = end + pd.Timedelta(minutes=1)
-        held[entity, end] = int(((mine < end) & (mine >= end - width)).sum())
+    for entity, mine in kept.groupby("entity")["time"]:
+        times = np.sort(mine.to_numpy())
+        inside = np.searchsorted(times, ends, side="left") - np.searchsorted(
+            times, ends - width, side="left"
+        )
+        held.update({(entity, end): int(n) for end, n in zip(ends, inside, strict=True)})
     return over_time, pd.Series(held)
 
 
