@@ -96,7 +96,7 @@ class Cells:
         ``width`` buckets: one row per entity, from the first bucket to ``width`` after the
         last with an accepted send (no column when there is none), and each entity's first
         such bucket (-1: none)."""
-        placed = (self.repeated - duplicates + self.singles).reshape(len(self.names), -1)
+        placed = (self.repeated - duplicates + self.singles).reshape(len(self.names), self.buckets)
         columns = np.flatnonzero(placed.any(axis=0))
         if len(columns) == 0:
             return np.zeros((len(self.names), 0), dtype=np.int64), np.full(len(self.names), -1)
