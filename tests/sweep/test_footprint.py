@@ -7,6 +7,7 @@ from datetime import UTC
 
 import pyarrow as pa
 import pytest
+from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
 from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry
@@ -37,18 +38,25 @@ def measured(monkeypatch):
     monkeypatch.setattr(collect_module.footprint, "at_most", lambda *a, **k: beyond)
 
     def spy(*args, **kwargs):
-        found = stored(*args, **kwargs)
-        seen.append(found[-1])
-        return found
+        seen.append(stored(*args, **kwargs))
+        return seen[-1]
 
     monkeypatch.setattr(collect_module.footprint, "stored", spy)
     return seen
 
 
 @pytest.mark.parametrize("partitioning", [False, True])
-def test_the_count_is_what_the_build_holds(spark, sends, partitioning, measured):
+def test_the_count_is_what_the_build_holds(spark, sends, partitioning, measured, monkeypatch):
+    released = []
+    release = footprint.release
+    monkeypatch.setattr(
+        collect_module.footprint, "release", lambda *f: (released.extend(f), release(*f))
+    )
     built = collect(sends, partitioning, carry=("cause",), local_rows=0, allowed=ROOMY)
     (found,) = measured
+    # What was stored to be counted and collected is let go once collected.
+    assert len(released) == 2
+    assert all(frame.storageLevel == StorageLevel.NONE for frame in released)
     repeated = built.repeated
     assert found.rows == len(repeated) > 500
     # Messages held one by one: those with two or more sends the broker does not reject.

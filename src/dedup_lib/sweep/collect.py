@@ -143,11 +143,11 @@ def _collected(
         needed = footprint.at_most(eligible, int(counted["sends"].sum()), truth, size)
         repeated = _repeated_sends(df, entity, rules.key, time, truth, carry)
         grouped = _message_groups(df, named, rules.verdict) if truth else None
-        if footprint.over(needed, limits):
-            stored = footprint.stored(repeated, grouped, counted, size, bucket_us)
-            repeated, grouped, needed = stored
-            footprint.refuse_over(needed, limits)
+        persisted = bool(footprint.over(needed, limits))
         try:
+            if persisted:
+                needed = footprint.stored(repeated, grouped, counted, size, bucket_us)
+                footprint.refuse_over(needed, limits)
             rows_done = pool.submit(_rows, repeated, arrow)
             messages_done = pool.submit(grouped.toArrow) if grouped is not None else None
             rows = in_replay_order(rows_done.result())
@@ -158,6 +158,9 @@ def _collected(
             if refused is None:
                 raise
             raise refused from None
+        finally:
+            if persisted:
+                footprint.release(repeated, grouped)
 
 
 def _check_carry(columns: list[str], carry: Sequence[str]) -> None:

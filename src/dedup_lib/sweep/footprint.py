@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
 from dedup_lib.analysis.totals import NO_ENTITY
@@ -138,31 +139,42 @@ def stored(
     counted: pd.DataFrame,
     size: RowSize,
     bucket_us: int,
-) -> tuple[DataFrame, DataFrame | None, Footprint]:
-    """The rows the driver would hold, computed and stored where Spark runs before any is
-    brought back (``localCheckpoint``: memory, then disk), and their footprint counted from
-    them: ``repeated`` (:func:`~dedup_lib.sweep.collect._repeated_sends`) per entity, and
-    with ground truth the ``messages`` sent several times
-    (:func:`~dedup_lib.sweep.collect._message_groups`). ``counted``: the build's counts of
-    every send (``bucket_us`` wide), whose buckets give the time span.
+) -> Footprint:
+    """The footprint of the rows the driver would hold, counted where Spark runs before any
+    is brought back: ``repeated`` (:func:`~dedup_lib.sweep.collect._repeated_sends`) per
+    entity, and with ground truth the ``messages`` sent several times
+    (:func:`~dedup_lib.sweep.collect._message_groups`), both persisted here (memory, then
+    disk) as they are counted, for the build to collect them next and then :func:`release`
+    them. ``counted``: the build's counts of every send (``bucket_us`` wide), whose buckets
+    give the time span.
 
-    The stored rows are what the build then collects, so knowing their number costs one
-    small job each over them, not a pass of its own over the input: an exact count in a
-    separate pass took a third of the build at 30 M sends (16-18 s of 48-58 s)."""
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="dedup-footprint") as pool:
-        held = pool.submit(repeated.localCheckpoint)
-        grouped = pool.submit(messages.localCheckpoint) if messages is not None else None
-        repeated = held.result()
-        messages = grouped.result() if grouped is not None else None
+    Knowing their number so costs one small job over the stored rows, not a pass of its own
+    over the input: an exact count in a separate pass took a third of the build at 30 M
+    sends (16-18 s of 48-58 s). Persisted, not checkpointed: a local checkpoint's blocks
+    outlive the build (until the JVM collects them), taking memory from the user's own
+    persisted frames."""
     named = F.coalesce(F.col("entity"), F.lit(NO_ENTITY)).alias("entity")
-    per_entity = {r["entity"]: int(r["count"]) for r in repeated.groupBy(named).count().collect()}
-    several = messages.where(F.col("several")).count() if messages is not None else 0
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="dedup-footprint") as pool:
+        held = pool.submit(repeated.persist(StorageLevel.MEMORY_AND_DISK).groupBy(named).count)
+        several = (
+            pool.submit(messages.persist(StorageLevel.MEMORY_AND_DISK).where("several").count)
+            if messages is not None
+            else None
+        )
+        per_entity = {r["entity"]: int(r["count"]) for r in held.result().collect()}
+        messages_several = several.result() if several is not None else 0
     starts = counted["bucket_us"].dropna()
     first = _utc(int(starts.min())) if len(starts) else None
     last = _utc(int(starts.max()) + bucket_us - 1) if len(starts) else None
     biggest = sorted(per_entity.items(), key=lambda kv: (-kv[1], kv[0]))
-    found = _sized(sum(per_entity.values()), several, dict(biggest), size, first, last)
-    return repeated, messages, found
+    return _sized(sum(per_entity.values()), messages_several, dict(biggest), size, first, last)
+
+
+def release(*frames: DataFrame | None) -> None:
+    """The rows :func:`stored` persisted, let go."""
+    for frame in frames:
+        if frame is not None:
+            frame.unpersist()
 
 
 def at_most(eligible: int, sends: int, truth: bool, size: RowSize) -> Footprint:
