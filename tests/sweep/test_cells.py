@@ -37,8 +37,9 @@ def test_a_window_counts_its_duplicates_and_the_ids_it_holds():
         "duplicates": [1, 0, 0],
         "rejected": [0, 0, 0],
     }
-    held, first = cells.held(duplicates, width=2)
-    # Each accepted id is held for two buckets; the rows run to two buckets past the last.
+    held, first = cells.held(duplicates, window_us=MINUTE + 1)
+    # A window over one bucket holds each accepted id for two; the rows run to two buckets
+    # past the last.
     assert held.tolist() == [[1, 1, 1, 1, 0], [0, 1, 1, 0, 0]]
     assert first.tolist() == [0, 1]
 
@@ -50,6 +51,6 @@ def test_no_sends_at_all():
     )  # fmt: skip
     duplicates = empty.duplicates(np.zeros(0, dtype=bool))
     assert empty.over_time(duplicates).empty
-    held, first = empty.held(duplicates, width=3)
+    held, first = empty.held(duplicates, window_us=3 * MINUTE)
     assert held.shape == (0, 0)
     assert first.tolist() == []

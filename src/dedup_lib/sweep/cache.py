@@ -244,12 +244,10 @@ class ReplayCache:
         Columns ``entity``, ``time`` (UTC), ``held``. At the cache's bucket resolution."""
         micros = to_micros(window)
         c = self._codes()
-        width = max(1, -(-micros // self.bucket_us))
-        held, first = c.cells.held(self._duplicates(micros / 1e6), width)
+        held, first = c.cells.held(self._duplicates(micros / 1e6), micros)
         if held.shape[1] == 0:
             return pd.DataFrame({"entity": [], "time": [], "held": []})
-        ends = c.cells.low + (np.arange(held.shape[1]) + 1) * self.bucket_us
-        times = pd.to_datetime(ends, unit="us", utc=True)
+        times = c.cells.starts(np.arange(held.shape[1]) + 1)  # each bucket's end
         frames = [
             pd.DataFrame(
                 {"entity": c.names[code], "time": times[start:], "held": held[code, start:]}
@@ -286,8 +284,7 @@ class ReplayCache:
     def _peak_held(self, micros: int) -> int:
         """The most ids held at once at ``micros``, all entities together: the peak of the
         sum over entities of :meth:`held_over_time`."""
-        width = max(1, -(-micros // self.bucket_us))
-        held, first = self._codes().cells.held(self._duplicates(micros / 1e6), width)
+        held, first = self._codes().cells.held(self._duplicates(micros / 1e6), micros)
         if held.shape[1] == 0:
             return 0
         return int(held.sum(axis=0)[int(first[first >= 0].min()) :].max())

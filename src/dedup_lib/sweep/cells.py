@@ -84,18 +84,19 @@ class Cells:
         return pd.DataFrame(
             {
                 "entity": np.asarray(self.names, dtype=object)[used // max(self.buckets, 1)],
-                "time": self._times(used % max(self.buckets, 1)),
+                "time": self.starts(used % max(self.buckets, 1)),
                 "sends": self.sends[used],
                 "duplicates": duplicates[used],
                 "rejected": self.rejected[used],
             }
         )
 
-    def held(self, duplicates: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    def held(self, duplicates: np.ndarray, window_us: int) -> tuple[np.ndarray, np.ndarray]:
         """Ids held at the end of each bucket when each accepted send with an id is held for
-        ``width`` buckets: one row per entity, from the first bucket to ``width`` after the
-        last with an accepted send (no column when there is none), and each entity's first
-        such bucket (-1: none)."""
+        ``window_us`` (as many buckets as it starts, at least one): one row per entity, from
+        the first bucket to that many after the last with an accepted send (no column when
+        there is none), and each entity's first such bucket (-1: none)."""
+        width = max(1, -(-window_us // self.bucket_us))
         placed = (self.repeated - duplicates + self.singles).reshape(len(self.names), self.buckets)
         columns = np.flatnonzero(placed.any(axis=0))
         if len(columns) == 0:
@@ -108,5 +109,7 @@ class Cells:
         first = np.where(placed.any(axis=1), (placed > 0).argmax(axis=1), -1)
         return held, first
 
-    def _times(self, bucket: np.ndarray) -> pd.DatetimeIndex:
+    def starts(self, bucket: np.ndarray) -> pd.DatetimeIndex:
+        """When each of these bucket numbers starts (UTC); bucket ``b + 1`` starts as ``b``
+        ends."""
         return pd.to_datetime(self.low + bucket * self.bucket_us, unit="us", utc=True)
