@@ -16,9 +16,11 @@ from dedup_lib.errors import ClusterPathError, InputError, MissingFileError
 from dedup_lib.spark import is_connect
 from dedup_lib.telemetry.files import (
     InputFiles,
+    file_id,
     has_scheme,
     is_remote_session,
     list_input,
+    local_file_ids,
     local_path,
     output_path,
 )
@@ -195,3 +197,55 @@ def test_a_remote_session_writes_a_relative_path_where_this_machine_means_it(
     finally:
         shutil.rmtree(server / relative.split("/")[0], ignore_errors=True)
     assert len(pd.read_parquet(tmp_path / relative)) == 10
+
+
+def _three_files(tmp_path: Path) -> list[str]:
+    paths = []
+    for name, text in (
+        ("a.csv", "message_id\nm1\n"),
+        ("b.csv", "message_id\nm22\n"),
+        ("c.csv", ""),
+    ):
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        paths.append(str(path))
+    return paths
+
+
+def test_local_files_are_numbered_by_size_and_time_modified(tmp_path: Path) -> None:
+    paths = _three_files(tmp_path)
+    ids = local_file_ids(InputFiles(root=str(tmp_path), files=paths))
+    assert ids is not None
+    assert sorted(ids.values()) == paths
+
+
+def test_files_of_the_same_size_modified_the_same_millisecond_get_no_numbers(
+    tmp_path: Path,
+) -> None:
+    paths = _three_files(tmp_path)
+    (tmp_path / "b.csv").write_text("message_id\nm2\n", encoding="utf-8")
+    stamp = os.stat(paths[0]).st_mtime_ns
+    os.utime(paths[1], ns=(stamp, stamp + 999))
+    assert local_file_ids(InputFiles(root=str(tmp_path), files=paths)) is None
+    os.utime(paths[1], ns=(stamp, stamp + 1_000_000))
+    assert local_file_ids(InputFiles(root=str(tmp_path), files=paths)) is not None
+
+
+def test_files_read_elsewhere_or_gone_get_no_numbers(tmp_path: Path) -> None:
+    paths = _three_files(tmp_path)
+    assert local_file_ids(InputFiles(root=str(tmp_path), files=paths, remote=True)) is None
+    url = "abfss://c@a.dfs.core.windows.net/x.csv"
+    assert local_file_ids(InputFiles(root=str(tmp_path), files=[*paths, url])) is None
+    gone = str(tmp_path / "gone.csv")
+    assert local_file_ids(InputFiles(root=str(tmp_path), files=[*paths, gone])) is None
+
+
+@pytest.mark.connect
+@pytest.mark.spark
+def test_spark_numbers_each_file_as_this_machine_does(spark: Any, tmp_path: Path) -> None:
+    paths = _three_files(tmp_path)[:2]
+    ids = local_file_ids(InputFiles(root=str(tmp_path), files=paths))
+    frame = spark.read.option("header", True).csv(paths)
+    numbered = frame.select(file_id(frame.metadataColumn("_metadata")).alias("id"))
+    assert ids is not None
+    assert sorted(int(row["id"]) for row in numbered.collect()) == sorted(ids)

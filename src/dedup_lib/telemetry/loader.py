@@ -27,7 +27,13 @@ from pyspark.sql import types as T
 from dedup_lib.columns import column
 from dedup_lib.errors import InputError, printable
 from dedup_lib.telemetry.files import InputFiles, file_key, list_input, spark_path
-from dedup_lib.telemetry.formats import NOT_SEND, RECORD_FORMATS, SOURCE_FILE, RecordFormat
+from dedup_lib.telemetry.formats import (
+    FILE_ID,
+    NOT_SEND,
+    RECORD_FORMATS,
+    SOURCE_FILE,
+    RecordFormat,
+)
 from dedup_lib.telemetry.loaded import KINDS, LoadedTelemetry
 from dedup_lib.telemetry.quarantine import PARSED, REASON, categories, category, judged
 from dedup_lib.telemetry.recognise import recognise
@@ -76,7 +82,7 @@ class _Opened:
     def data_columns(self) -> list[str]:
         """The columns as read: not the loader's own (:data:`NOT_SEND` is a structured
         format's; a plain file's column of that name is data)."""
-        own = (CORRUPT, SOURCE_FILE, *((NOT_SEND,) if self.record_format else ()))
+        own = (CORRUPT, SOURCE_FILE, FILE_ID, *((NOT_SEND,) if self.record_format else ()))
         return [c for c in self.raw.columns if c not in own]
 
     @property
@@ -118,9 +124,11 @@ class _Opened:
             .select(*(column(c) for c in self.order), column(REASON), column(SOURCE_FILE))
         )
 
-    def not_sends(self, frame: DataFrame) -> DataFrame:
+    def not_sends(self, frame: DataFrame, quarantine: DataFrame | None = None) -> DataFrame:
+        """A structured format's records that are not sends; for another, none (as columned
+        as ``quarantine``, the frame's quarantine if already built)."""
         if self.skipped is None:
-            return self.quarantine(frame).limit(0)
+            return (self.quarantine(frame) if quarantine is None else quarantine).limit(0)
         return frame.where(self.skipped).select(
             *(column(c) for c in self.order), column(NOT_SEND).alias(REASON), column(SOURCE_FILE)
         )
@@ -132,15 +140,16 @@ class _Opened:
         self, frame: DataFrame, files: pd.DataFrame, reasons: pd.DataFrame, keep_source_file: bool
     ) -> LoadedTelemetry:
         """What the load gives, from the judged ``frame`` and its counts."""
+        quarantine = self.quarantine(frame)
         return LoadedTelemetry(
             valid=self.valid(frame, keep_source_file),
-            quarantine=self.quarantine(frame),
+            quarantine=quarantine,
             path=self.path,
             format=self.fmt,
             mapping=self.mapping,
             files=files,
             ignored=dict(self.files.ignored),
-            not_sends=self.not_sends(frame),
+            not_sends=self.not_sends(frame, quarantine),
             reasons=reasons,
             notes=self.notes,
         )
@@ -175,7 +184,7 @@ def _plain(
 ) -> _Opened:
     """Parquet, CSV or JSON Lines files, read and renamed."""
     read_as = read_sources(spark, files, fmt, LOADER)
-    sources = renamed_sources(read_as, mapping, files, path)
+    sources = renamed_sources(read_as, mapping, files, path, file_ids=True)
     raw = union([s.frame for s in sources])
     fields: dict[str, T.DataType] = {}
     for source in sources:

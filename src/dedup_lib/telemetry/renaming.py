@@ -11,7 +11,8 @@ from pyspark.sql import types as T
 
 from dedup_lib.columns import column
 from dedup_lib.errors import InputError, excerpt, printable
-from dedup_lib.telemetry.formats import NOT_SEND, SOURCE_FILE
+from dedup_lib.telemetry.files import file_id
+from dedup_lib.telemetry.formats import FILE_ID, NOT_SEND, SOURCE_FILE
 from dedup_lib.telemetry.quarantine import EXCERPT, REASON
 from dedup_lib.telemetry.schema import (
     BUILTIN_ALIASES,
@@ -129,17 +130,18 @@ class Renamed:
     names: dict[str, str]
 
 
-def _renamed(source: Source, mapping: Mapping[str, str], where: str) -> Renamed:
+def _renamed(source: Source, mapping: Mapping[str, str], where: str, file_ids: bool) -> Renamed:
     schema = source.schema
     columns = [c for c in schema.names if c != CORRUPT]
     names = _resolve_mapping(columns, {s: t for s, t in mapping.items() if s in columns}, where)
     source_fields = {f.name: f.dataType for f in schema.fields}
     check_types(source_fields, names, where)
-    file_path = source.frame.metadataColumn("_metadata").getField("file_path").alias(SOURCE_FILE)
+    metadata = source.frame.metadataColumn("_metadata")
     frame = source.frame.select(
         *(column(s).alias(t) for s, t in names.items()),
         *([column(CORRUPT)] if CORRUPT in schema.names else []),
-        file_path,
+        metadata.getField("file_path").alias(SOURCE_FILE),
+        *([file_id(metadata).alias(FILE_ID)] if file_ids else []),
     )
     return Renamed(
         frame=frame,
@@ -198,7 +200,7 @@ def record_keys(record_format: RecordFormat, mapping: Mapping[str, str]) -> dict
         if len(sources) > 1:
             named = " and ".join(repr(s) for s in sources)
             raise InputError(f"{LOADER}: mapping reads {target} from {named}; pass one of them")
-        if target in (REASON, SOURCE_FILE, NOT_SEND, CORRUPT):
+        if target in (REASON, SOURCE_FILE, NOT_SEND, CORRUPT, FILE_ID):
             raise InputError(
                 f"{LOADER}: mapping names column {target!r}, which the loader adds; "
                 f"choose another name for {sources[0]!r}"
@@ -207,10 +209,16 @@ def record_keys(record_format: RecordFormat, mapping: Mapping[str, str]) -> dict
 
 
 def renamed_sources(
-    sources: list[Source], mapping: Mapping[str, str], files: InputFiles, path: str
+    sources: list[Source],
+    mapping: Mapping[str, str],
+    files: InputFiles,
+    path: str,
+    *,
+    file_ids: bool = False,
 ) -> list[Renamed]:
-    """Each source read with the mapping's nested paths as columns, then renamed; an error
-    when the mapping names a column that no source has."""
+    """Each source read with the mapping's nested paths as columns, then renamed (with
+    ``file_ids``, :data:`FILE_ID` too); an error when the mapping names a column that no
+    source has."""
     read = [_with_nested(s, mapping) for s in sources]
     every = list(dict.fromkeys(c for s in read for c in s.schema.names if c != CORRUPT))
     for source_name in mapping:
@@ -220,6 +228,11 @@ def renamed_sources(
                 f"{printable(path)} does not have; columns found: {listed(every)}"
             )
     return [
-        _renamed(s, mapping, files.name(s.files[0]) if len(s.files) == 1 else printable(path))
+        _renamed(
+            s,
+            mapping,
+            files.name(s.files[0]) if len(s.files) == 1 else printable(path),
+            file_ids,
+        )
         for s in read
     ]

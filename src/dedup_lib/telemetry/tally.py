@@ -14,8 +14,8 @@ from pyspark.sql import functions as F
 
 from dedup_lib.columns import column, spark_xxhash64
 from dedup_lib.errors import DedupLibError, InputError, excerpt, printable
-from dedup_lib.telemetry.files import file_key
-from dedup_lib.telemetry.formats import NOT_SEND, SOURCE_FILE
+from dedup_lib.telemetry.files import file_key, local_file_ids
+from dedup_lib.telemetry.formats import FILE_ID, NOT_SEND, SOURCE_FILE
 from dedup_lib.telemetry.loaded import KINDS
 from dedup_lib.telemetry.quarantine import REASON, categories, category
 from dedup_lib.telemetry.schema import GUIDE, LOADER
@@ -59,7 +59,7 @@ def _every_value(frame: DataFrame) -> Column:
     values = [
         F.to_json(column(f.name)) if "map<" in f.dataType.simpleString() else column(f.name)
         for f in frame.schema.fields
-        if f.name != SOURCE_FILE
+        if f.name not in (SOURCE_FILE, FILE_ID)
     ]
     return F.xxhash64(*values) if values else F.lit(0)
 
@@ -82,11 +82,15 @@ def tally(
     expected: str | None = None,
     skipped: Column | None = None,
 ) -> Tally:
-    """Records per file: read, valid, quarantined and skipped (each counted, none inferred
-    from the others), in one Spark job; an error when a file's valid, quarantined and skipped
-    records do not add up to its records read, or its quarantined ones to their reasons."""
+    """Records per file: read, valid, quarantined and skipped, in one Spark job (a plain
+    format's rows counted once each, by file and fate; a structured format's records read
+    counted apart from what each one becomes); an error when a file's valid, quarantined and
+    skipped records do not add up to its records read, or its quarantined ones to their
+    reasons."""
     with reading(files, fmt, LOADER, expected):
-        found = _per_file(judged, fmt) if skipped is None else _records_counted(judged, skipped)
+        found = (
+            _per_file(judged, fmt, files) if skipped is None else _records_counted(judged, skipped)
+        )
     names = (*KINDS, "send", "identified")
     counted: dict[str, dict[str, int]] = {file_key(f): dict.fromkeys(names, 0) for f in files.files}
     by_reason: dict[tuple[str, str], int] = {}
@@ -117,49 +121,80 @@ def tally(
 _Found = list[tuple[str, dict[str, int], dict[tuple[str, str], int]]]
 
 
-def _per_file(judged: DataFrame, fmt: str) -> _Found:
+def _per_file(judged: DataFrame, fmt: str, files: InputFiles) -> _Found:
     """A plain format's records per file: read, valid, quarantined, and quarantined per reason
-    category, each counted in one pass over the files. Judging is a projection of the rows
-    read (nothing filtered, nothing joined), so the rows read and their fates are counted from
-    the same rows. Files are told apart by a hash of their path, a number: grouping by the
-    path's text took as long as the scan itself (bench_load.py)."""
-    why = category(column(REASON))
+    category, in one pass over the files. Judging is a projection of the rows read (nothing
+    filtered, nothing joined), so each row read is counted once, under its file and its fate
+    (:func:`_fate`) packed in one number: a file's rows read are the sum of its fates.
+    Files are told apart by their :func:`file_id` where this machine lists them apart by it,
+    else by a hash of their path (grouping by the path's text took as long as the scan itself,
+    by its hash a fifth of it; the fates as counts of their own, a seventh; bench_load.py)."""
     reasons = categories(fmt)
+    ids = local_file_ids(files) if FILE_ID in judged.columns else None
+    file = column(FILE_ID) if ids is not None else F.xxhash64(column(SOURCE_FILE))
+    shifted = F.shiftleft(file, _FATE_BITS)
     rows = (
-        judged.groupBy(F.xxhash64(column(SOURCE_FILE)).alias(_FILE))
-        .agg(
-            F.count(F.lit(1)),
-            F.count_if(column(REASON).isNull()),
-            F.count_if(column(REASON).isNotNull()),
-            F.max(_every_value(judged)),  # the hash is used, so every value is read
-            *(F.count_if(why == c) for c in reasons),
-        )
+        judged.groupBy(shifted.bitwiseOR(_fate(reasons)).alias(_FILE))
+        .agg(F.count(F.lit(1)), F.max(_every_value(judged)))  # the hash, so every value is read
         .collect()
     )
-    names = _file_names(judged, {int(row[0]) for row in rows})
-    found: _Found = []
-    for key, read, valid, quarantined, _, *per_reason in rows:
-        counts = {"read": int(read), "valid": int(valid), "quarantined": int(quarantined)}
-        why_counted = {("quarantined", r): int(n) for r, n in zip(reasons, per_reason, strict=True)}
-        found.append((names[int(key)], counts, why_counted))
-    return found
+    per_file: dict[int, tuple[dict[str, int], dict[tuple[str, str], int]]] = {}
+    for number, count, _ in rows:
+        fate = int(number) & _UNKNOWN
+        counts, why = per_file.setdefault(
+            int(number) - fate, ({"read": 0, "valid": 0, "quarantined": 0}, {})
+        )
+        counts["read"] += int(count)
+        counts["valid" if fate == 0 else "quarantined"] += int(count)
+        if 0 < fate <= len(reasons):
+            why["quarantined", reasons[fate - 1]] = int(count)
+    known = ids if ids is not None else _hashed(judged)
+    names = _file_names(judged, set(per_file), shifted, {_shifted(k): f for k, f in known.items()})
+    return [(names[number], counts, why) for number, (counts, why) in per_file.items()]
+
+
+#: The low bits of :func:`_per_file`'s numbers that hold a row's :func:`_fate`.
+_FATE_BITS = 3
+#: The fate of a row quarantined for a reason of no known category (then the reasons do not
+#: add up to the quarantined rows, and :func:`check_adds_up` says so).
+_UNKNOWN = (1 << _FATE_BITS) - 1
+
+
+def _fate(reasons: tuple[str, ...]) -> Column:
+    """0 for a valid row; for a quarantined one, 1 + its reason's place in ``reasons``."""
+    why = category(column(REASON))
+    fate = F.when(column(REASON).isNull(), F.lit(0))
+    for place, reason in enumerate(reasons, start=1):
+        fate = fate.when(why == reason, F.lit(place))
+    return fate.otherwise(F.lit(_UNKNOWN)).cast("long")
+
+
+def _shifted(number: int) -> int:
+    """``number`` shifted as Spark's ``shiftleft`` shifts a long, by :data:`_FATE_BITS`."""
+    return ((number << _FATE_BITS) + (1 << 63)) % (1 << 64) - (1 << 63)
 
 
 #: ``file:///x`` as ``DataFrame.inputFiles`` spells a local file, ``file:/x`` as Spark's rows do.
 _LOCAL_URL = re.compile(r"^file:///")
 
 
-def _file_names(frame: DataFrame, keys: set[int]) -> dict[int, str]:
-    """The path of each file whose hash :func:`_per_file` grouped by, as Spark's rows spell it:
-    from the frame's own list of files, hashed here as Spark hashes; a hash that no spelling
-    of them gives is looked up in the rows."""
-    listed = frame.inputFiles() if keys else []
+def _hashed(frame: DataFrame) -> dict[int, str]:
+    """The frame's own list of files by their paths' hashes, hashed here as Spark hashes, in
+    each spelling Spark's rows may give them."""
+    listed = frame.inputFiles()
     spelled = {s for f in listed for s in (f, _LOCAL_URL.sub("file:/", f))}
-    names = {h: s for s in spelled if (h := spark_xxhash64(s)) in keys}
+    return {spark_xxhash64(s): s for s in spelled}
+
+
+def _file_names(
+    frame: DataFrame, keys: set[int], key: Column, known: dict[int, str]
+) -> dict[int, str]:
+    """The file of each number :func:`_per_file` grouped by ``key``: from ``known``, else
+    looked up in the rows (a file changed since it was listed, a spelling not foreseen)."""
+    names = {k: known[k] for k in keys if k in known}
     missing = sorted(keys - names.keys())
     if missing:
-        hash_of = F.xxhash64(column(SOURCE_FILE))
-        seen = frame.where(hash_of.isin(missing)).select(hash_of.alias(_FILE), SOURCE_FILE)
+        seen = frame.where(key.isin(missing)).select(key.alias(_FILE), SOURCE_FILE)
         names |= {int(h): p for h, p in seen.dropDuplicates([_FILE]).collect()}
     return names
 
