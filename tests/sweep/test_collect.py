@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -90,9 +91,12 @@ def test_an_event_id_the_driver_cannot_order_as_spark_goes_to_the_passes(spark, 
 @pytest.mark.connect
 def test_the_passes_rows_convert_through_arrow_as_spark_converts_them(spark, sends):
     """The repeated sends leave Spark through Arrow alone when their types allow: the same
-    frame as Spark's toPandas gives, nulls in integer and string columns included."""
+    frame as Spark's toPandas gives, nulls in integer and string columns included (each send
+    its own key here, ranked first)."""
     df = sends.select(
         "entity",
+        F.col("event_id").cast("string").alias("key"),
+        F.lit(1).alias(collect_module._RANK),
         "event_id",
         F.when(F.col("attempt") > 1, F.col("logical_id")).alias("logical_id"),
         F.when(F.col("attempt") > 1, F.col("attempt")).alias("attempt"),
@@ -120,3 +124,32 @@ def test_edge_cases_are_grouped_alike(spark, case, partitioning, truth):
     passes = collect(df, partitioning, carry=("row",), bucket="PT20S", local_rows=0)
     assert (driver.truth_fixed is not None) == truth
     assert_same(driver, passes)
+
+
+#: Ranked rows as Spark returns them (each key's together, ranked), and orders it must not be
+#: taken for: a rank that skips, a key or an entity that changes while the rank goes on, a
+#: null entity followed by "" (two keys), a first row that is not a key's first.
+RANKED = {
+    "entity": ["q", "q", "q", None, None, "", "q"],
+    "key": ["a", "a", "a", "a", "a", "a", "b"],
+    "__dedup_rank": [1, 2, 3, 1, 2, 1, 1],
+}
+MISORDERED = {
+    "a rank skips": {"__dedup_rank": [1, 2, 4, 1, 2, 1, 1]},
+    "the key changes": {"key": ["a", "a", "b", "a", "a", "a", "b"]},
+    "the entity changes": {"entity": ["q", "q", "r", None, None, "", "q"]},
+    "null then empty": {"__dedup_rank": [1, 2, 3, 1, 2, 3, 1]},
+    "no first": {"__dedup_rank": [2, 3, 4, 1, 2, 1, 1]},
+}
+
+
+@pytest.mark.parametrize("change", [None, *MISORDERED])
+def test_the_order_is_checked_in_arrow_as_in_pandas(change: str | None) -> None:
+    columns = RANKED | (MISORDERED[change] if change else {})
+    table = pa.table(columns)
+    ordered = collect_module._arrow_ordered(table)
+    assert ordered is (change is None)
+    in_arrow = collect_module.in_replay_order(table.to_pandas(), ordered)
+    in_pandas = collect_module.in_replay_order(table.to_pandas())
+    pd.testing.assert_frame_equal(in_arrow, in_pandas)
+    assert collect_module._arrow_ordered(table.slice(0, 0))

@@ -112,35 +112,23 @@ class Rules:
     key: Column
 
 
-def sql_rules(df: DataFrame, policies: Policies) -> Rules:
+def sql_rules(df: DataFrame, policies: Policies, *, rejections: bool = True) -> Rules:
     """Spark twins of :func:`policy.rejection_reasons` and :func:`policy.uniqueness_key`,
     with the per-entity rules of :class:`broker.Broker`.
 
     Built twice per replay: before the pass for ``decided`` and the key, after it for the
     texts, so that no verdict or reason strings travel through the shuffle and the sort.
+    ``rejections=False``: the caller has counted, with these rules, that no send of ``df``
+    is rejected; the checks are left out, and with them the columns only they read.
     """
     mid, pk, sid = (text(df, c) for c in ("message_id", "partition_key", "session_id"))
     entity = text(df, "entity")
-    checks = [(F.col("send_time").isNull(), F.lit(REASON_MISSING_TIME))]
-    for name, value in (("message_id", mid), ("partition_key", pk), ("session_id", sid)):
-        # No text of at most 128 bytes has more than 128 characters: count them only past that.
-        longer = (F.octet_length(value) > MAX_PROPERTY_LENGTH) & (
-            F.length(value) > MAX_PROPERTY_LENGTH
-        )
-        checks.append((longer, F.lit(too_long_reason(PROPERTY_NAMES[name]))))
-    checks.append((is_set(pk) & is_set(sid) & (pk != sid), F.lit(REASON_KEY_MISMATCH)))
+    checks = _checks(df, policies) if rejections else []
     off: Column = F.lit(False)
     if not isinstance(policies, DedupPolicy):
-        known = entity.isin(list(policies)) if policies else F.lit(False)
-        unknown = F.when(entity.isNull(), F.lit(UNKNOWN_NO_ENTITY)).otherwise(
-            F.concat(F.lit(UNKNOWN_ENTITY[0]), entity, F.lit(UNKNOWN_ENTITY[1]))
-        )
-        checks.append((~F.coalesce(known, F.lit(False)), unknown))
         off_names = [name for name, policy in policies.items() if policy is None]
         if off_names:
             off = F.coalesce(entity.isin(off_names), F.lit(False))
-    if MIXED_BATCH in df.columns:
-        checks.append((F.col(MIXED_BATCH), F.lit(REASON_MIXED_BATCH)))
     rejected = F.coalesce(*(F.when(test, F.lit(True)) for test, _ in checks), F.lit(False))
     rejection = F.concat_ws("; ", *(F.when(test, text) for test, text in checks))
     reason = (
@@ -164,6 +152,29 @@ def sql_rules(df: DataFrame, policies: Policies) -> Rules:
     else:
         key = F.when(entity.isin(mode), F.to_json(F.array(effective, mid))).otherwise(mid)
     return Rules(decided, verdict, reason, F.when(~decided, key))
+
+
+def _checks(df: DataFrame, policies: Policies) -> list[tuple[Column, Column]]:
+    """Each rejection rule: when it applies, and the reason it gives."""
+    mid, pk, sid = (text(df, c) for c in ("message_id", "partition_key", "session_id"))
+    entity = text(df, "entity")
+    checks = [(F.col("send_time").isNull(), F.lit(REASON_MISSING_TIME))]
+    for name, value in (("message_id", mid), ("partition_key", pk), ("session_id", sid)):
+        # No text of at most 128 bytes has more than 128 characters: count them only past that.
+        longer = (F.octet_length(value) > MAX_PROPERTY_LENGTH) & (
+            F.length(value) > MAX_PROPERTY_LENGTH
+        )
+        checks.append((longer, F.lit(too_long_reason(PROPERTY_NAMES[name]))))
+    checks.append((is_set(pk) & is_set(sid) & (pk != sid), F.lit(REASON_KEY_MISMATCH)))
+    if not isinstance(policies, DedupPolicy):
+        known = entity.isin(list(policies)) if policies else F.lit(False)
+        unknown = F.when(entity.isNull(), F.lit(UNKNOWN_NO_ENTITY)).otherwise(
+            F.concat(F.lit(UNKNOWN_ENTITY[0]), entity, F.lit(UNKNOWN_ENTITY[1]))
+        )
+        checks.append((~F.coalesce(known, F.lit(False)), unknown))
+    if MIXED_BATCH in df.columns:
+        checks.append((F.col(MIXED_BATCH), F.lit(REASON_MIXED_BATCH)))
+    return checks
 
 
 def batch_entities(policies: Policies) -> bool | list[str]:

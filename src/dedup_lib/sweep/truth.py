@@ -53,17 +53,18 @@ def message_codes(entity: np.ndarray, logical_id: pd.Series) -> tuple[np.ndarray
 
 @dataclass(frozen=True)
 class HeldMessages:
-    """The messages of the repeated sends: ``code`` per send, and per message its entity,
-    logical_id, sends held (``repeated``) and number (``message``)."""
+    """The messages of the repeated sends: ``code`` per send, and per message its entity's
+    number in ``entities``, logical_id, sends held (``repeated``) and number (``message``)."""
 
     code: np.ndarray
     messages: pd.DataFrame
+    entities: np.ndarray
 
 
-def held_messages(rows: pd.DataFrame) -> HeldMessages:
-    """:class:`HeldMessages` of ``rows`` (the cache's repeated sends): numbered while Spark
-    still counts the messages."""
-    entity = rows["entity"].fillna(NO_ENTITY).to_numpy(dtype=object)
+def held_messages(rows: pd.DataFrame, entity: np.ndarray, entities: np.ndarray) -> HeldMessages:
+    """:class:`HeldMessages` of ``rows`` (the cache's repeated sends, whose entities are
+    numbered ``entity`` into the names ``entities``): numbered while Spark still counts the
+    messages."""
     code, first = message_codes(entity, rows["logical_id"])
     held = pd.DataFrame(
         {
@@ -73,7 +74,7 @@ def held_messages(rows: pd.DataFrame) -> HeldMessages:
             "message": np.arange(len(first)),
         }
     )
-    return HeldMessages(code, held)
+    return HeldMessages(code, held, entities)
 
 
 def accepted_elsewhere(held: HeldMessages, messages: pa.Table) -> tuple[np.ndarray, pd.DataFrame]:
@@ -85,14 +86,17 @@ def accepted_elsewhere(held: HeldMessages, messages: pa.Table) -> tuple[np.ndarr
     # Filtered before leaving Arrow: integer ids without the nulls of the other rows stay
     # integers, exact.
     several = messages.filter(messages["several"]).to_pandas()
-    matched = several.merge(held.messages, on=["entity", "logical_id"], how="left")
+    numbers = pd.Series(np.arange(len(held.entities)), index=held.entities)
+    named = several["entity"].map(numbers).fillna(-1).astype(np.int64)
+    matched = several.drop(columns="entity").assign(entity=named.to_numpy())
+    matched = matched.merge(held.messages, on=["entity", "logical_id"], how="left")
     hit = matched["message"].notna().to_numpy()
     elsewhere = np.zeros(len(held.messages), dtype=np.int64)
     elsewhere[matched["message"].to_numpy()[hit].astype(np.int64)] = (
         matched["unrejected"].to_numpy()[hit] - matched["repeated"].to_numpy()[hit]
     )
     # A message with no send in a repeated key is delivered once per send not rejected.
-    settled = matched[~hit]
+    settled = several[~hit]
     extra = (settled["unrejected"] - 1).groupby(settled["entity"]).sum()
     totals = messages.select(["entity", "messages", "messages_rejected"]).to_pandas()
     totals = totals.groupby("entity")[["messages", "messages_rejected"]].sum()
