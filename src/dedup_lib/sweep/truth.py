@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dedup_lib.analysis.summaries import TRUTH_SUMMARY_COLUMNS
 from dedup_lib.analysis.totals import NO_ENTITY, with_total
@@ -180,3 +181,88 @@ def truth_table(m: TruthCodes, accepted: np.ndarray) -> pd.DataFrame:
     table["messages_rejected"] = m.fixed["messages_rejected"]
     table = table.astype("int64").rename_axis("entity").reset_index()
     return with_total(table, list(TRUTH_SUMMARY_COLUMNS[1:]))[list(TRUTH_SUMMARY_COLUMNS)]
+
+
+def less_rejected(messages: pa.Table, rejected: pa.Table) -> pa.Table:
+    """The messages' table counted from every send (``unrejected`` holding the sends of each
+    message), with the ``rejected`` sends of each message (``entity``, ``logical_id``,
+    ``rejected``) taken off: the table the pass gives when it judges each send. A null
+    logical_id is one message per entity, as Spark groups it; the ids stay in Arrow, exact."""
+    if rejected.num_rows == 0:
+        return messages
+    several = messages.filter(messages["several"])
+    taken = _rejected_of(several, rejected)
+    unrejected = pc.subtract(several["unrejected"], taken)
+    still = pc.greater_equal(unrejected, 2)
+    kept = several.filter(still).set_column(
+        several.schema.get_field_index("unrejected"), "unrejected", unrejected.filter(still)
+    )
+    fewer = pd.DataFrame(
+        {
+            "entity": several["entity"].filter(pc.invert(still)).to_pandas(),
+            "unrejected": unrejected.filter(pc.invert(still)).to_pandas(),
+        }
+    )
+    singles = messages.filter(pc.invert(messages["several"])).to_pandas()
+    lost = _rejected_singles(several, rejected)
+    per_entity = _per_entity_once(singles, fewer, lost)
+    rest = pa.Table.from_pandas(per_entity, schema=messages.schema, preserve_index=False)
+    return pa.concat_tables([kept, rest])
+
+
+def _rejected_of(several: pa.Table, rejected: pa.Table) -> pa.Array:
+    """Per message sent several times, its rejected sends (0 for most)."""
+    numbered = several.select(["entity", "logical_id"]).append_column(
+        "__row", pa.array(np.arange(several.num_rows))
+    )
+    joined = numbered.join(rejected, keys=["entity", "logical_id"], join_type="inner")
+    taken = np.zeros(several.num_rows, dtype=np.int64)
+    taken[joined["__row"].to_numpy()] = joined["rejected"].to_numpy()
+    null_ids = rejected.filter(pc.is_null(rejected["logical_id"]))
+    if null_ids.num_rows:
+        by_entity = dict(
+            zip(null_ids["entity"].to_pylist(), null_ids["rejected"].to_pylist(), strict=True)
+        )
+        entities = several["entity"].to_pylist()
+        for row in np.flatnonzero(pc.is_null(several["logical_id"]).to_numpy(zero_copy_only=False)):
+            taken[row] = by_entity.get(entities[row], 0)
+    return pa.array(taken)
+
+
+def _rejected_singles(several: pa.Table, rejected: pa.Table) -> pd.Series:
+    """Per entity, the messages sent once whose send was rejected: the rejected messages
+    that are not among those sent several times."""
+    alone = rejected.join(
+        several.select(["entity", "logical_id"]), ["entity", "logical_id"], join_type="left anti"
+    )
+    with_null = several.filter(pc.is_null(several["logical_id"]))["entity"].to_pylist()
+    frame = alone.to_pandas()
+    if len(frame):
+        frame = frame[~(frame["logical_id"].isna() & frame["entity"].isin(with_null))]
+    counted: pd.Series = frame.groupby("entity")["rejected"].size()
+    return counted
+
+
+def _per_entity_once(singles: pd.DataFrame, fewer: pd.DataFrame, lost: pd.Series) -> pd.DataFrame:
+    """The one row per entity of the messages that are not delivered several times: those
+    sent once (``singles``, from the pass), those sent several times of which fewer than two
+    sends were not rejected (``fewer``), and among the first the ``lost`` (rejected)."""
+    once = singles.set_index("entity")["messages"]
+    entities = once.index.union(pd.Index(fewer["entity"].unique()))
+    once = once.reindex(entities, fill_value=0)
+    lost = lost.reindex(entities, fill_value=0)
+    few = fewer.groupby("entity")["unrejected"]
+    none_left = fewer[fewer["unrejected"] == 0].groupby("entity").size()
+    table = pd.DataFrame(
+        {
+            "entity": entities,
+            "several": False,
+            "logical_id": None,
+            "messages": once + few.size().reindex(entities, fill_value=0),
+            "messages_rejected": lost + none_left.reindex(entities, fill_value=0),
+            "unrejected": np.maximum(
+                (once > lost).astype(np.int64), few.max().reindex(entities, fill_value=0)
+            ),
+        }
+    )
+    return table.reset_index(drop=True)
