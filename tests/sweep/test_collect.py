@@ -153,3 +153,28 @@ def test_the_order_is_checked_in_arrow_as_in_pandas(change: str | None) -> None:
     in_pandas = collect_module.in_replay_order(table.to_pandas())
     pd.testing.assert_frame_equal(in_arrow, in_pandas)
     assert collect_module._arrow_ordered(table.slice(0, 0))
+
+
+@pytest.mark.parametrize("rejected", [False, True])
+def test_the_passes_leave_the_checks_out_only_where_no_send_is_rejected(
+    spark, monkeypatch, rejected
+):
+    """The count of every send tells whether any is rejected; only where none is do the
+    repeated sends and the messages skip the rejection checks (a mutation that always skips
+    them fails the comparisons above)."""
+    calls: list[bool] = []
+    with_rules = collect_module._with_rules
+
+    def spy(df, partitioning, rejections=True):
+        calls.append(rejections)
+        return with_rules(df, partitioning, rejections)
+
+    monkeypatch.setattr(collect_module, "_with_rules", spy)
+    rows = [("m1", "2026-01-01 00:00:00", "p"), ("m1", "2026-01-01 00:00:05", "p")]
+    if rejected:
+        rows.append(("m2", "2026-01-01 00:00:09", "x" * 129))
+    df = spark.createDataFrame(rows, "message_id string, send_time string, partition_key string")
+    built = collect(df.withColumn("send_time", F.to_timestamp("send_time")), local_rows=0)
+    assert (False in calls) is not rejected
+    assert len(built.repeated) == 2
+    assert (built.fixed["kind"] == "rejected").any() == rejected
