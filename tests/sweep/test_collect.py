@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from dedup_lib import generate_telemetry
 from dedup_lib.sweep import collect as collect_module
+from dedup_lib.sweep import counts as counts_module
 from dedup_lib.sweep.collect import Collected, collect
 from replay_kit import frame, mixed_scenario, telemetry
 
@@ -50,13 +51,13 @@ def assert_same(driver: Collected, passes: Collected) -> None:
 def passes_run(monkeypatch):
     """How many times the Spark passes ran (their aggregation of every send)."""
     calls = []
-    counted = collect_module._counted
+    counted = counts_module.counted
 
     def spy(*args, **kwargs):
         calls.append(1)
         return counted(*args, **kwargs)
 
-    monkeypatch.setattr(collect_module, "_counted", spy)
+    monkeypatch.setattr(counts_module, "counted", spy)
     return calls
 
 

@@ -37,7 +37,7 @@ from dedup_lib.replay.passes import POS, with_position
 from dedup_lib.replay.sql_rules import Rules, sql_rules, validate, with_batches
 from dedup_lib.rules.policy import REJECTED, DedupPolicy
 from dedup_lib.spark import hashed, spark_errors, to_pandas
-from dedup_lib.sweep import footprint
+from dedup_lib.sweep import counts, footprint
 from dedup_lib.sweep.grid import to_micros
 from dedup_lib.sweep.truth import accepted_elsewhere, held_messages, less_rejected
 
@@ -125,8 +125,8 @@ def _collected(
     another computes: the rows judged for their size (a small job, mostly planning: 0.45 s
     of a 12 s build on 10 M sends) while every send is counted, then the repeated sends while
     the messages are. Where the count finds no rejected send, the later passes leave the
-    rejection checks out (10 M sends of the day scenario: their reading and judging cost
-    0.5 s of the messages' 3.4 s)."""
+    rejection checks out; where it finds few, the messages' pass counts every send and the
+    driver takes the rejected ones off (:func:`_message_groups`)."""
     sample = df.limit(_SAMPLE_ROWS)
     time = _time_us(df)
     positioned, (df, rules) = df, _with_rules(df, partitioning)
@@ -136,8 +136,8 @@ def _collected(
         judged_done = pool.submit(
             lambda: _judged(sample, partitioning, truth, carry, bucket_us).toArrow()
         )
-        counts = _counted(df, named, rules.verdict, time, bucket_us, truth)
-        counted, rejected = counts.table, counts.rejected
+        counted_all = counts.counted(df, named, rules.verdict, time, bucket_us, truth)
+        counted, rejected = counted_all.table, counted_all.rejected
         judged = judged_done.result()
         kept = [c for c in judged.column_names if c not in ("kind", "bucket_us")]
         size = footprint.per_row(judged, kept, truth)
@@ -147,8 +147,6 @@ def _collected(
         if not (counted["kind"] == "rejected").any():
             df, rules = _with_rules(positioned, partitioning, rejections=False)
         persisted = bool(footprint.over(needed, limits))
-        # Stored to be counted, the messages are judged by the pass: their count is exact.
-        rejected = None if persisted else rejected
         repeated = _repeated_sends(df, entity, rules.key, time, truth, carry)
         grouped = _message_groups(df, named, rules.verdict, rejected) if truth else None
         try:
@@ -222,8 +220,8 @@ def _finished(
     """The tables from the repeated sends, the counts of all sends and, with ground truth,
     the messages: asked for last, so that the Spark passes still counting them run beside
     the driver's numbering."""
-    entity, entities = entity_codes(rows["entity"])
-    fixed = _fixed(counted, rows, entity, entities, bucket_us, truth)
+    entity, entities = counts.entity_codes(rows["entity"])
+    fixed = counts.fixed(counted, rows, entity, entities, bucket_us, truth)
     held = held_messages(rows, entity, entities) if truth else None
     table = messages()
     truth_fixed = None
@@ -248,33 +246,6 @@ def _with_rules(
 
 def _entity(df: DataFrame) -> Column:
     return (F.col("entity") if "entity" in df.columns else F.lit(None)).cast("string")
-
-
-#: A send's kind, by its number in :func:`_kind`: judged by the window, accepted unprotected
-#: (no MessageId), or rejected.
-_KINDS = ("eligible", "no_id", "rejected")
-_REJECTED_KIND = _KINDS.index("rejected")
-
-
-def _kind(verdict: Column) -> Column:
-    """The number of the send's kind in :data:`_KINDS`: a byte to group by, not a text
-    (counting by the text cost 0.15 s of a 1 s pass over 10 M sends)."""
-    return (
-        F.when(verdict == REJECTED, F.lit(_REJECTED_KIND))
-        .when(verdict.isNull(), F.lit(_KINDS.index("eligible")))
-        .otherwise(F.lit(_KINDS.index("no_id")))
-        .cast("byte")
-    )
-
-
-def _kind_names(counted: pd.DataFrame) -> pd.DataFrame:
-    """``counted`` with each kind's number replaced by its name."""
-    kinds = counted["kind"].to_numpy(dtype=np.int64)
-    return counted.assign(kind=np.asarray(_KINDS, dtype=object)[kinds])
-
-
-def _bucket(time: Column, bucket_us: int) -> Column:
-    return time - F.pmod(time, F.lit(bucket_us))
 
 
 def _kept(truth: bool, carry: Sequence[str]) -> list[Column]:
@@ -306,8 +277,8 @@ def _judged(
         F.col("event_id"),
         F.col(POS).alias("pos"),
         *_kept(truth, carry),
-        _kind(rules.verdict).alias("kind"),
-        _bucket(time, bucket_us).alias("bucket_us"),
+        counts.kind(rules.verdict).alias("kind"),
+        counts.bucket_start(time, bucket_us).alias("bucket_us"),
     )
 
 
@@ -316,19 +287,21 @@ def _collected_locally(judged: pa.Table, truth: bool, bucket_us: int) -> Collect
     Arrow: the same columns, and the same types once in pandas."""
     named = pc.fill_null(judged["entity"].cast(pa.string()), NO_ENTITY)
     keys = judged.select(["kind", "bucket_us"]).append_column("entity", named)
-    counts: list[tuple[str | list[str], str]] = [([], "count_all")]
+    sums: list[tuple[str | list[str], str]] = [([], "count_all")]
     if truth:
         resend = pc.fill_null(pc.greater(judged["attempt"], 1), False).cast(pa.int64())
         keys = keys.append_column("resend", resend)
-        counts.append(("resend", "sum"))
-    counted = keys.group_by(["entity", "kind", "bucket_us"], use_threads=False).aggregate(counts)
+        sums.append(("resend", "sum"))
+    counted = keys.group_by(["entity", "kind", "bucket_us"], use_threads=False).aggregate(sums)
     names = ["entity", "kind", "bucket_us", "sends", *(["resends"] if truth else [])]
     counted = counted.select(
         ["entity", "kind", "bucket_us", "count_all"] + (["resend_sum"] if truth else [])
     ).rename_columns(names)
     rows = in_replay_order(_repeated_locally(judged))
     messages = _messages_locally(judged, named) if truth else None
-    return _finished(rows, _kind_names(counted.to_pandas()), lambda: messages, bucket_us, truth)
+    return _finished(
+        rows, counts.kind_names(counted.to_pandas()), lambda: messages, bucket_us, truth
+    )
 
 
 def _repeated_locally(judged: pa.Table) -> pd.DataFrame:
@@ -359,7 +332,7 @@ def _repeated_locally(judged: pa.Table) -> pd.DataFrame:
 
 def _messages_locally(judged: pa.Table, named: pa.ChunkedArray) -> pa.Table:
     """:func:`_message_groups` from every send judged."""
-    unrejected = pc.not_equal(judged["kind"], _REJECTED_KIND).cast(pa.int64())
+    unrejected = pc.not_equal(judged["kind"], counts.REJECTED_KIND).cast(pa.int64())
     per_message = (
         pa.table({"entity": named, "logical_id": judged["logical_id"], "unrejected": unrejected})
         .group_by(["entity", "logical_id"], use_threads=False)
@@ -421,53 +394,6 @@ def _repeated_sends(
     )
 
 
-#: The column of the count that holds a rejected send's logical_id (:func:`_counted`).
-_REJECTED_ID = "__dedup_rejected_id"
-#: Up to this many messages with a rejected send, the messages' pass counts every send and
-#: the driver takes the rejected ones off (:func:`less_rejected`); over it, the pass judges.
-_TAKEN_OFF = 100_000
-
-
-@dataclass(frozen=True)
-class _Counts:
-    """Every send counted (:func:`_counted`): per entity, kind and time bucket (``table``),
-    and with ground truth the rejected sends per message (``rejected``: ``entity``,
-    ``logical_id``, ``rejected``), exact as Spark holds the ids."""
-
-    table: pd.DataFrame
-    rejected: pa.Table | None
-
-
-def _counted(
-    df: DataFrame, named: Column, verdict: Column, time: Column, bucket_us: int, truth: bool
-) -> _Counts:
-    """All sends counted per entity, kind (``eligible``, ``no_id``, ``rejected``) and time
-    bucket, with the resends among them when there is ground truth; the rejected ones also
-    per message, which spares the messages' pass the rules."""
-    kind = _kind(verdict)
-    keys = [named.alias("entity"), kind.alias("kind"), _bucket(time, bucket_us).alias("bucket_us")]
-    if truth:
-        keys.append(F.when(kind == _REJECTED_KIND, F.col("logical_id")).alias(_REJECTED_ID))
-    resends = F.count(F.when(F.col("attempt").cast("int") > 1, True)).alias("resends")
-    sums = [("sends", "sum"), *([("resends", "sum")] if truth else [])]
-    table = df.groupBy(*keys).agg(F.count(F.lit(1)).alias("sends"), *([resends] if truth else []))
-    arrow = table.toArrow()
-    keyed = ["entity", "kind", "bucket_us"]
-    per_bucket = arrow.group_by(keyed, use_threads=False).aggregate(sums)
-    counted = per_bucket.select([*keyed, *(f"{n}_sum" for n, _ in sums)])
-    counted = _kind_names(counted.rename_columns([*keyed, *(n for n, _ in sums)]).to_pandas())
-    if not truth:
-        return _Counts(counted, None)
-    rejected = (
-        arrow.filter(pc.equal(arrow["kind"], _REJECTED_KIND))
-        .group_by(["entity", _REJECTED_ID], use_threads=False)
-        .aggregate([("sends", "sum")])
-        .select(["entity", _REJECTED_ID, "sends_sum"])
-        .rename_columns(["entity", "logical_id", "rejected"])
-    )
-    return _Counts(counted, rejected if rejected.num_rows <= _TAKEN_OFF else None)
-
-
 def _less_rejected(
     done: Future[pa.Table] | None, rejected: pa.Table | None
 ) -> Callable[[], pa.Table | None]:
@@ -486,9 +412,9 @@ def _message_groups(
     """Per message, the sends that are not rejected (lazy). Only messages with two or more
     of them can be delivered more than once: those come back one by one, the others as one
     count per entity (``several`` tells which). Given the rejected sends per message
-    (:func:`_counted`), every send is counted instead, without the rules (their columns and
-    checks cost 0.5 s of 3.3 s on 10 M sends of the day scenario), and the driver takes the
-    rejected ones off (:func:`dedup_lib.sweep.truth.less_rejected`).
+    (:func:`dedup_lib.sweep.counts.counted`), every send is counted instead, without the
+    rules (their columns and checks cost 0.5 s of 3.3 s on 10 M sends of the day scenario),
+    and the driver takes the rejected ones off (:func:`dedup_lib.sweep.truth.less_rejected`).
 
     The sends are hashed to their message's partition before they are counted: nearly every
     message is sent once, so counting within each input partition first (Spark's partial
@@ -548,57 +474,3 @@ def in_replay_order(rows: pd.DataFrame, ordered: bool | None = None) -> pd.DataF
         first = rank[order] == 1
     rows["segment"] = np.cumsum(first) - 1
     return rows
-
-
-def entity_codes(entity: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Each send's entity as a number into the names returned, a null entity named
-    :data:`NO_ENTITY` as Spark's counts name it: the texts hashed once for the tables that
-    group by entity (each grouping by the text took 0.05 s for 1.6 M sends)."""
-    code, names = pd.factorize(entity.to_numpy(dtype=object), use_na_sentinel=False)
-    named = np.asarray([NO_ENTITY if pd.isna(n) else n for n in names], dtype=object)
-    merged, unique = pd.factorize(named)
-    return merged[code].astype(np.int64), np.asarray(unique, dtype=object)
-
-
-def _fixed(
-    counted: pd.DataFrame,
-    rows: pd.DataFrame,
-    entity: np.ndarray,
-    entities: np.ndarray,
-    bucket_us: int,
-    truth: bool,
-) -> pd.DataFrame:
-    """Sends per entity, kind (``single``, ``no_id``, ``rejected``) and time bucket outside
-    repeated keys: from ``counted``, the same for all sends, with the repeated ones (whose
-    entities are numbered ``entity`` into ``entities``) taken off the eligible (``single``)
-    counts."""
-    counts = ["sends", "resends"] if truth else ["sends"]
-    time = rows["time_us"].to_numpy(dtype=np.int64)
-    bucket = time - time % bucket_us
-    low = int(bucket.min()) if len(bucket) else 0
-    slot = (bucket - low) // bucket_us
-    width = int(slot.max()) + 1 if len(slot) else 1
-    # One number per (entity, bucket), counted with bincount: a frame of the sends grouped by
-    # pandas took 0.23 s for 1.6 M sends, most of it copying the columns into the frame.
-    group, pairs = pd.factorize(entity * width + slot)
-    resends = (rows["attempt"] > 1).to_numpy(dtype=np.int64) if truth else None
-    repeated = pd.DataFrame(
-        {
-            "entity": entities[pairs // width] if len(pairs) else entities[:0],
-            "kind": "eligible",
-            "bucket_us": low + (pairs % width) * bucket_us,
-            "sends": np.bincount(group, minlength=len(pairs)),
-            **(
-                {"resends": np.bincount(group, weights=resends, minlength=len(pairs))}
-                if resends is not None
-                else {}
-            ),
-        }
-    ).astype({name: np.int64 for name in counts})
-    keys = ["entity", "kind", "bucket_us"]
-    fixed = counted.merge(repeated, on=keys, how="left", suffixes=("", "_repeated"))
-    for name in counts:
-        fixed[name] = fixed[name] - fixed.pop(f"{name}_repeated").fillna(0).astype("int64")
-    fixed = fixed[fixed["sends"] > 0].reset_index(drop=True)
-    fixed["kind"] = fixed["kind"].replace("eligible", "single")
-    return fixed[[*keys, *counts]]

@@ -28,7 +28,8 @@ class LoadedTelemetry:
     applied, source name to new name (for a structured format: the source key each column was
     read from). ``format`` is the format read, named or recognised from the content.
     ``files`` has, per data file, the records read and how many of them are valid, quarantined
-    and skipped (counted apart, and checked to add up when loading); ``ignored`` the hidden
+    and skipped (each row counted once by its fate, a structured format's records read
+    counted apart, and checked to add up when loading); ``ignored`` the hidden
     and bookkeeping entries not read, with why. ``not_sends`` has the records of a structured
     format that are not message sends (a span of another system, a send call whose messages
     are the records), with ``reason`` and ``source_file``; empty for the other formats.
