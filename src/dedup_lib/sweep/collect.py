@@ -449,22 +449,19 @@ def in_replay_order(rows: pd.DataFrame, ordered: bool | None = None) -> pd.DataF
     """The repeated sends numbered by key (``segment``), in replay order.
 
     Spark returns each key's sends together and in order, with their rank in the key: checked
-    here, in one vectorised pass, unless ``ordered`` says already. Should the rows come back
+    here (:func:`_arrow_ordered`), unless ``ordered`` says already. Should the rows come back
     in another order, they are sorted by key and rank instead."""
     rank = rows.pop(_RANK).to_numpy(dtype=np.int64)
     key = rows["key"].to_numpy(dtype=object)
     first = rank == 1
     if ordered is None:
-        entity = rows["entity"].to_numpy(dtype=object)
-        ordered = len(rows) == 0 or bool(
-            first[0]
-            and np.all(
-                first[1:]
-                | (
-                    (rank[1:] == rank[:-1] + 1)
-                    & (entity[1:] == entity[:-1])
-                    & (key[1:] == key[:-1])
-                )
+        ordered = _arrow_ordered(
+            pa.table(
+                {
+                    _RANK: rank,
+                    "entity": pa.array(rows["entity"], pa.string(), from_pandas=True),
+                    "key": pa.array(key, pa.string(), from_pandas=True),
+                }
             )
         )
     if not ordered:

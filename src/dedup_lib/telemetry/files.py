@@ -135,6 +135,11 @@ def file_id(metadata: Column) -> Column:
     return F.shiftleft(modified, _SIZE_BITS).bitwiseXOR(metadata.getField("file_size"))
 
 
+def spark_long(value: int) -> int:
+    """``value`` as a Spark long holds it: its low 64 bits, signed (shifts wrap there)."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
 def local_file_ids(files: InputFiles) -> dict[int, str] | None:
     """Each listed file by its :func:`file_id`, from this machine's disk; None when another
     machine reads them, or two of them share one (the file's rows could not be told apart)."""
@@ -149,11 +154,10 @@ def local_file_ids(files: InputFiles) -> dict[int, str] | None:
             status = None
         if status is None:
             return None
-        mixed = ((status.st_mtime_ns // 1_000_000) << _SIZE_BITS) ^ status.st_size
-        signed = (mixed + (1 << 63)) % (1 << 64) - (1 << 63)
-        if signed in ids:
+        number = spark_long(((status.st_mtime_ns // 1_000_000) << _SIZE_BITS) ^ status.st_size)
+        if number in ids:
             return None
-        ids[signed] = file
+        ids[number] = file
     return ids
 
 

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from dedup_lib.columns import column, spark_xxhash64
 from dedup_lib.errors import DedupLibError, InputError, excerpt, printable
-from dedup_lib.telemetry.files import file_key, local_file_ids
+from dedup_lib.telemetry.files import file_key, local_file_ids, spark_long
 from dedup_lib.telemetry.formats import FILE_ID, NOT_SEND, SOURCE_FILE
 from dedup_lib.telemetry.loaded import KINDS
 from dedup_lib.telemetry.quarantine import REASON, categories, category
@@ -171,7 +171,7 @@ def _fate(reasons: tuple[str, ...]) -> Column:
 
 def _shifted(number: int) -> int:
     """``number`` shifted as Spark's ``shiftleft`` shifts a long, by :data:`_FATE_BITS`."""
-    return ((number << _FATE_BITS) + (1 << 63)) % (1 << 64) - (1 << 63)
+    return spark_long(number << _FATE_BITS)
 
 
 #: ``file:///x`` as ``DataFrame.inputFiles`` spells a local file, ``file:/x`` as Spark's rows do.
