@@ -25,7 +25,7 @@ help:
 	@echo "make bench-load   load_telemetry (with its tally) against one scan of every value (10 M)"
 	@echo "make bench-synth  generator benchmark, 10 M sends against the same floor"
 	@echo "make bench-watch [ROWS=1000000]  the live monitor against the batch replay of the same files"
-	@echo "make bench-explorer [ROWS=...] [REPEAT=3]  explorer and sweep against one detect_duplicates run (10 M)"
+	@echo "make bench-explorer [ROWS=...] [REPEAT=3] [RESULT_SIZE=1g]  explorer and sweep against one detect_duplicates run (10 M)"
 	@echo "make bench-browser [ROWS=10000000]  notebook 02 in Chromium: first chart, redraws (200 k)"
 	@echo "make samples regenerate data/samples/ (deterministic: same seed, same rows)"
 	@echo "make postmortem INPUT=sends.parquet [WINDOW=PT10M] [ENTITY=orders] [START=..] [END=..]"
@@ -104,7 +104,7 @@ bench-load: $(STAMP)
 	$(BIN)/python benchmarks/bench_load.py --rows $(or $(ROWS),10000000)
 
 bench-explorer: $(STAMP)
-	$(BIN)/python benchmarks/bench_explorer.py --rows $(or $(ROWS),10000000) $(if $(REPEAT),--repeat $(REPEAT))
+	$(BIN)/python benchmarks/bench_explorer.py --rows $(or $(ROWS),10000000) $(if $(REPEAT),--repeat $(REPEAT)) $(if $(RESULT_SIZE),--result-size $(RESULT_SIZE))
 
 # Measured in Chromium (Debian's chromium package): the 200 k sample unless ROWS is given.
 .PHONY: bench-browser

@@ -42,9 +42,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=10_000_000, help="sends (default 10 M)")
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds (default 3)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument(
+        "--result-size",
+        help="spark.driver.maxResultSize (default: half the driver's heap); 1g, Spark's "
+        "default, refuses 100 M sends: how soon the refusal comes",
+    )
     args = parser.parse_args(argv)
 
-    spark = get_spark("dedup-bench-explorer", config={"spark.ui.enabled": "false"})
+    config = {"spark.ui.enabled": "false"}
+    if args.result_size:
+        config["spark.driver.maxResultSize"] = args.result_size
+    spark = get_spark("dedup-bench-explorer", config=config)
     scenario = dataclasses.replace(day_scenario(), malformed=0.0)
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="dedup-bench-explorer-") as tmp:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from pyspark import StorageLevel
@@ -182,3 +183,135 @@ def test_the_session_budget_reads_the_result_limit(spark):
     allowed = footprint.budget(spark)
     assert allowed.result_bytes == size_in_bytes(setting) > 2**30
     assert allowed.result_source == f"spark.driver.maxResultSize={setting}"
+
+
+@pytest.fixture
+def sampled(monkeypatch):
+    """The lower bounds the builds took from samples, the exact count never reached."""
+    seen: list[footprint.Footprint] = []
+    at_least = footprint.at_least
+
+    def spy(*args, **kwargs):
+        seen.append(at_least(*args, **kwargs))
+        return seen[-1]
+
+    def never(*args, **kwargs):
+        raise AssertionError("the rows were gathered and stored before the refusal")
+
+    monkeypatch.setattr(collect_module.footprint, "at_least", spy)
+    monkeypatch.setattr(collect_module.footprint, "stored", never)
+    return seen
+
+
+@pytest.mark.connect
+def test_every_key_sampled_the_bound_is_the_count_and_refuses_at_once(
+    spark, sends, sampled, monkeypatch
+):
+    per_entity = built_repeated(sends)["entity"].fillna("(none)").value_counts()
+    monkeypatch.setattr(footprint, "SAMPLED_KEYS", 1)
+    limit = Budget(10_000, "spark.driver.maxResultSize=10k", None, "")
+    with pytest.raises(InputError) as refused:
+        collect(sends, False, carry=("cause",), local_rows=0, allowed=limit)
+    (bound,) = sampled
+    assert bound.estimated
+    assert bound.rows == per_entity.sum()
+    assert bound.by_entity == per_entity.to_dict()
+    message = str(refused.value)
+    assert f"at least {bound.rows:,} sends in keys sent more than once" in message
+    assert "(a bound from samples of one key and one send in 1, taken before gathering" in message
+    assert "sends in repeated keys, estimated: " in message
+    assert "over spark.driver.maxResultSize=10k" in message
+
+
+@pytest.mark.parametrize("one_in", [2, 4])
+def test_a_sampled_bound_stays_under_the_count(spark, sends, monkeypatch, one_in):
+    exact = len(built_repeated(sends))
+    bounds = []
+    at_least = footprint.at_least
+    monkeypatch.setattr(
+        collect_module.footprint,
+        "at_least",
+        lambda *a: (bounds.append(at_least(*a)), bounds[-1])[1],
+    )
+    monkeypatch.setattr(footprint, "SAMPLED_KEYS", one_in)
+    with pytest.raises(InputError):
+        collect(sends, False, carry=("cause",), local_rows=0, allowed=Budget(10_000, "", None, ""))
+    (bound,) = bounds
+    assert 0 <= bound.rows <= exact
+
+
+def test_where_every_send_might_fit_no_sample_is_taken(spark, sends, monkeypatch):
+    """The bound from the counts is over the budget only with the messages: the sample of
+    repeated sends could not refuse, and is not taken."""
+    monkeypatch.setattr(
+        collect_module.footprint,
+        "at_least",
+        lambda *a: pytest.fail("sampled although no bound from it could refuse"),
+    )
+    size = footprint.RowSize(100, 100)
+    sends_count = sends.count()
+    # The sends alone fit, the sends and half as many messages do not.
+    room = Budget(None, "", int(2 * 1.2 * sends_count * size.held), "")
+    monkeypatch.setattr(collect_module.footprint, "per_row", lambda *a: size)
+    built = collect(sends, False, carry=("cause",), local_rows=0, allowed=room)
+    assert len(built.repeated) > 500
+
+
+def _sampled(sizes: np.ndarray, one_in: int, rng: np.random.Generator) -> int:
+    """:func:`footprint.from_samples` of keys sent ``sizes`` times, sampled as Spark does."""
+    keyed = np.where(rng.random(len(sizes)) < 1 / one_in, sizes, 0)
+    first, second = (rng.binomial(sizes, 1 / one_in) for _ in range(2))
+    bound, per_key = footprint.from_samples(keyed, first, second, one_in)
+    assert per_key.shape == sizes.shape
+    return bound
+
+
+#: Sends per repeated key: many keys sent a few times; a few sent thousands of times (stock
+#: levels, a constant id); both; keys sent about as often as one send in 1,024 is drawn
+#: (the hardest to tell apart); one key.
+POPULATIONS = {
+    "light": np.full(2_000_000, 2) + (np.arange(2_000_000) % 3 == 0),
+    "heavy": np.r_[np.full(400, 8_000), 550_000],
+    "mixed": np.r_[np.full(2_000_000, 2), np.full(400, 8_000), 550_000],
+    "near the rate": np.full(5_000, 1_024),
+    "one key": np.array([1_000_000]),
+}
+
+
+@pytest.mark.parametrize("population", POPULATIONS)
+def test_the_sampled_bound_stays_under_the_truth(population):
+    sizes = POPULATIONS[population]
+    truth, rng = int(sizes.sum()), np.random.default_rng(7)
+    for _ in range(100):
+        assert _sampled(sizes, 1024, rng) <= truth
+
+
+@pytest.mark.parametrize("population", ["light", "heavy", "mixed"])
+def test_the_sampled_bound_is_near_the_truth(population):
+    """Keys sent a few times are counted by the sample of keys, keys sent thousands of times
+    by the sample of sends: the bound is near the truth whichever holds the sends. (Keys
+    sent about a thousand times each are seen by neither well: the bound is then far under,
+    and the exact count decides.)"""
+    sizes = POPULATIONS[population]
+    truth, rng = int(sizes.sum()), np.random.default_rng(11)
+    for _ in range(20):
+        assert _sampled(sizes, 1024, rng) >= 0.75 * truth
+
+
+def test_the_bound_from_every_key_and_send_is_exact():
+    sizes = POPULATIONS["mixed"]
+    assert footprint.from_samples(sizes, sizes, sizes, 1)[0] == sizes.sum()
+    none = np.array([], dtype=np.int64)
+    assert footprint.from_samples(none, none, none, 1024)[0] == 0
+
+
+@pytest.mark.parametrize("sizes", [np.full(50_000, 1_024), np.full(50_000, 3_000)])
+def test_the_estimate_under_the_bound_is_unbiased(sizes):
+    """Keys sent about as often as one send in 1,024 is drawn are those whose second draw
+    matters: estimated from the draw that chose them, they would count a third too many."""
+    rng, estimates = np.random.default_rng(5), []
+    for _ in range(40):
+        keyed = np.where(rng.random(len(sizes)) < 1 / 1024, sizes, 0)
+        first, second = (rng.binomial(sizes, 1 / 1024) for _ in range(2))
+        estimates.append(footprint.from_samples(keyed, first, second, 1024)[1].sum())
+    assert np.mean(estimates) == pytest.approx(sizes.sum(), rel=0.03)

@@ -91,7 +91,8 @@ def collect(
     available here), what the driver would hold is computed and stored where Spark runs and
     counted there (:func:`dedup_lib.sweep.footprint.stored`), and over ``allowed`` the build
     is refused, before any of it is brought back, with an :class:`InputError` that says how
-    much it needs and what to narrow."""
+    much it needs and what to narrow; where samples of the keys and sends already say so
+    (:func:`dedup_lib.sweep.footprint.at_least`), before they are gathered at all."""
     validate(df)
     bucket_us = to_micros(bucket)
     _check_carry(list(df.columns), carry)
@@ -126,7 +127,8 @@ def _collected(
     of a 12 s build on 10 M sends) while every send is counted, then the repeated sends while
     the messages are. Where the count finds no rejected send, the later passes leave the
     rejection checks out; where it finds few, the messages' pass counts every send and the
-    driver takes the rejected ones off (:func:`_message_groups`)."""
+    driver takes the rejected ones off (:func:`_message_groups`). Where every send might not
+    fit, :func:`dedup_lib.sweep.footprint.bounded` decides."""
     sample = df.limit(_SAMPLE_ROWS)
     time = _time_us(df)
     positioned, (df, rules) = df, _with_rules(df, partitioning)
@@ -136,28 +138,28 @@ def _collected(
         judged_done = pool.submit(
             lambda: _judged(sample, partitioning, truth, carry, bucket_us).toArrow()
         )
-        counted_all = counts.counted(df, named, rules.verdict, time, bucket_us, truth)
-        counted, rejected = counted_all.table, counted_all.rejected
+        counted = counts.counted(df, named, rules.verdict, time, bucket_us, truth)
         judged = judged_done.result()
         kept = [c for c in judged.column_names if c not in ("kind", "bucket_us")]
         size = footprint.per_row(judged, kept, truth)
-        limits = allowed or footprint.budget(df.sparkSession)
-        eligible = int(counted.loc[counted["kind"] == "eligible", "sends"].sum())
-        needed = footprint.at_most(eligible, int(counted["sends"].sum()), truth, size)
-        if not (counted["kind"] == "rejected").any():
+        if not (counted.table["kind"] == "rejected").any():
             df, rules = _with_rules(positioned, partitioning, rejections=False)
-        persisted = bool(footprint.over(needed, limits))
+        limits = allowed or footprint.budget(df.sparkSession)
+        sends = df.select(named.alias("entity"), rules.key.alias("key"), F.col(POS).alias("pos"))
+        needed, persisted = footprint.bounded(
+            sends, counted.table, size, bucket_us, limits, truth=truth
+        )
         repeated = _repeated_sends(df, entity, rules.key, time, truth, carry)
-        grouped = _message_groups(df, named, rules.verdict, rejected) if truth else None
+        grouped = _message_groups(df, named, rules.verdict, counted.rejected) if truth else None
         try:
             if persisted:
-                needed = footprint.stored(repeated, grouped, counted, size, bucket_us)
+                needed = footprint.stored(repeated, grouped, counted.table, size, bucket_us)
                 footprint.refuse_over(needed, limits)
             rows_done = pool.submit(_rows, repeated, arrow)
             messages_done = pool.submit(grouped.toArrow) if grouped is not None else None
             rows = rows_done.result()
-            messages = _less_rejected(messages_done, rejected)
-            return _finished(rows, counted, messages, bucket_us, truth)
+            messages = _less_rejected(messages_done, counted.rejected)
+            return _finished(rows, counted.table, messages, bucket_us, truth)
         except spark_errors() as exc:
             refused = footprint.too_large(exc, needed, limits)
             if refused is None:

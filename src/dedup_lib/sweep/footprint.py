@@ -15,12 +15,15 @@ same refusal.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import math
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
@@ -44,6 +47,11 @@ _PEAK_COPIES = 2
 #: The share of the memory available now that the cache may take: the notebook, the page's
 #: charts and the JVM driver share the rest.
 _AVAILABLE_SHARE = 0.6
+#: :func:`at_least` counts every send of one key in this many, and one send in as many
+#: (a power of two).
+SAMPLED_KEYS = 1024
+#: Standard errors below the sample's estimate that :func:`at_least` takes as its bound.
+_MARGIN = 5
 
 
 @dataclass(frozen=True)
@@ -52,7 +60,8 @@ class Footprint:
     ``by_entity``), ``messages`` (messages sent several times, with ground truth), their
     serialized size as Spark returns them (``result_bytes``, the larger of the two collects)
     and their size in the driver (``driver_bytes``, at the peak of the build); the input's
-    first and last send time (UTC)."""
+    first and last send time (UTC). ``estimated``: a lower bound from a sample of keys
+    (:func:`at_least`), not a count."""
 
     rows: int
     messages: int
@@ -61,6 +70,7 @@ class Footprint:
     driver_bytes: int
     first: dt.datetime | None
     last: dt.datetime | None
+    estimated: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,11 +173,109 @@ def stored(
         )
         per_entity = {r["entity"]: int(r["count"]) for r in held.result().collect()}
         messages_several = several.result() if several is not None else 0
-    starts = counted["bucket_us"].dropna()
-    first = _utc(int(starts.min())) if len(starts) else None
-    last = _utc(int(starts.max()) + bucket_us - 1) if len(starts) else None
     biggest = sorted(per_entity.items(), key=lambda kv: (-kv[1], kv[0]))
-    return _sized(sum(per_entity.values()), messages_several, dict(biggest), size, first, last)
+    span = _span(counted, bucket_us)
+    return _sized(sum(per_entity.values()), messages_several, dict(biggest), size, *span)
+
+
+def _span(counted: pd.DataFrame, bucket_us: int) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """The first and last send time in ``counted``'s buckets (``bucket_us`` wide)."""
+    starts = counted["bucket_us"].dropna()
+    if not len(starts):
+        return None, None
+    return _utc(int(starts.min())), _utc(int(starts.max()) + bucket_us - 1)
+
+
+def bounded(
+    sends: DataFrame,
+    counted: pd.DataFrame,
+    size: RowSize,
+    bucket_us: int,
+    allowed: Budget,
+    *,
+    truth: bool,
+) -> tuple[Footprint, bool]:
+    """A bound on what the driver would hold, from the build's counts of every send
+    (``counted``), and whether the rows must be stored and counted (:func:`stored`) before
+    they are collected. Refused here, in the time of a scan, where samples of ``sends``
+    (:func:`at_least`) say they cannot fit."""
+    eligible = int(counted.loc[counted["kind"] == "eligible", "sends"].sum())
+    needed = at_most(eligible, int(counted["sends"].sum()), truth, size)
+    if not over(needed, allowed):
+        return needed, False
+    if may_refuse(eligible, size, allowed):
+        refuse_over(at_least(sends, counted, size, bucket_us), allowed)
+    return needed, True
+
+
+def may_refuse(eligible: int, size: RowSize, allowed: Budget) -> bool:
+    """Whether any input with ``eligible`` sends judged by the window could be refused: only
+    then is :func:`at_least` worth its pass."""
+    return bool(over(_sized(eligible, 0, {}, size), allowed))
+
+
+def at_least(sends: DataFrame, counted: pd.DataFrame, size: RowSize, bucket_us: int) -> Footprint:
+    """A lower bound on the footprint from samples of ``sends`` (``entity``, ``key``, null
+    where no window judges the send, and ``pos``, its place) taken in one scan and counted
+    per key where Spark runs: a shuffle of three sends in a thousand, where gathering every
+    repeated key shuffles them all (:func:`from_samples`). Messages are not sampled (at
+    least none)."""
+    one_in = SAMPLED_KEYS
+    bits = one_in.bit_length() - 1
+    drawn = F.xxhash64("pos")
+    chosen = {
+        "keyed": F.xxhash64("entity", "key").bitwiseAND(one_in - 1) == 0,
+        "first": drawn.bitwiseAND(one_in - 1) == 0,
+        "second": F.shiftright(drawn, bits).bitwiseAND(one_in - 1) == 0,
+    }
+    any_chosen = chosen["keyed"] | chosen["first"] | chosen["second"]
+    per_key = (
+        sends.where(F.col("key").isNotNull() & any_chosen)
+        .groupBy("entity", "key")
+        .agg(*(F.count(F.when(c, True)).alias(name) for name, c in chosen.items()))
+        .toArrow()
+    )
+    counts = [per_key[name].to_numpy() for name in chosen]
+    rows, per_sampled_key = from_samples(counts[0], counts[1], counts[2], one_in)
+    names = per_key["entity"].to_numpy(zero_copy_only=False)
+    kept = per_sampled_key > 0
+    per_entity = _per_name(names[kept], per_sampled_key[kept])
+    eligible = int(counted.loc[counted["kind"] == "eligible", "sends"].sum())
+    found = _sized(min(rows, eligible), 0, per_entity, size, *_span(counted, bucket_us))
+    return dataclasses.replace(found, estimated=True)
+
+
+def from_samples(
+    keyed: np.ndarray, first: np.ndarray, second: np.ndarray, one_in: int
+) -> tuple[int, np.ndarray]:
+    """A bound below the sends of keys sent more than once, and each sampled key's share
+    of the estimate it is taken from, from three independent samples counted per key:
+    ``keyed``, every send of one key in ``one_in`` (0 for the keys not drawn); ``first`` and
+    ``second``, one send in ``one_in``, drawn twice.
+
+    A key that ``first`` draws twice is certainly repeated, and usually sent thousands of
+    times: its sends are estimated from ``second`` (independent of the choice, so
+    unbiased). Every other key is estimated from ``keyed``, exact for the keys sent a few
+    times that make up most of the rest. The estimate less :data:`_MARGIN` standard errors
+    (estimated from the same samples: one large key drawn widens the margin rather than
+    inflating the bound)."""
+    scale, share = float(one_in), 1.0 / one_in
+    heavy = first >= 2
+    light = ~heavy & (keyed >= 2)
+    estimate = np.where(heavy, second * scale, 0.0) + np.where(light, keyed * scale, 0.0)
+    drawn = float(second[heavy].sum()) * (1 - share) * scale**2
+    exact = (scale - 1) * scale * float(np.square(keyed[light].astype(np.float64)).sum())
+    variance = drawn + exact
+    bound = float(estimate.sum()) - _MARGIN * math.sqrt(variance)
+    return max(int(bound), 0), estimate.astype(np.int64)
+
+
+def _per_name(names: np.ndarray, values: np.ndarray) -> dict[str, int]:
+    """``values`` summed per name, the largest first."""
+    totals: dict[str, int] = {}
+    for name, value in zip(names.tolist(), values.tolist(), strict=True):
+        totals[name] = totals.get(name, 0) + int(value)
+    return dict(sorted(totals.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def release(*frames: DataFrame | None) -> None:
@@ -250,7 +358,8 @@ def refusal(footprint: Footprint, over: list[str]) -> InputError:
     top = list(footprint.by_entity.items())[:4]
     entities = ", ".join(f"{printable(name)} {count:,}" for name, count in top)
     more = " and others" if len(footprint.by_entity) > len(top) else ""
-    listed = f" (sends in repeated keys: {entities}{more})" if top else ""
+    estimated = ", estimated" if footprint.estimated else ""
+    listed = f" (sends in repeated keys{estimated}: {entities}{more})" if top else ""
     span = ""
     if footprint.first is not None and footprint.last is not None:
         span = (
@@ -260,9 +369,15 @@ def refusal(footprint: Footprint, over: list[str]) -> InputError:
     messages = (
         f" and {footprint.messages:,} messages sent several times" if footprint.messages else ""
     )
+    rows = f"{footprint.rows:,} sends in keys sent more than once"
+    if footprint.estimated:
+        rows = (
+            f"at least {rows} (a bound from samples of one key and one send in "
+            f"{SAMPLED_KEYS:,}, taken before gathering any)"
+        )
     return InputError(
-        f"ReplayCache.build: too large for the driver: {footprint.rows:,} sends in keys "
-        f"sent more than once{messages}; {'; and '.join(over)}. Narrow the input before "
+        f"ReplayCache.build: too large for the driver: {rows}{messages}; "
+        f"{'; and '.join(over)}. Narrow the input before "
         f"building: one entity{listed}, or a time range"
         f"{span}, e.g. df.where(F.col('entity') == '...') or "
         "df.where(F.col('send_time').between(start, end)). Or give the driver more room: "
