@@ -60,8 +60,8 @@ class Footprint:
     ``by_entity``), ``messages`` (messages sent several times, with ground truth), their
     serialized size as Spark returns them (``result_bytes``, the larger of the two collects)
     and their size in the driver (``driver_bytes``, at the peak of the build); the input's
-    first and last send time (UTC). ``estimated``: a lower bound from a sample of keys
-    (:func:`at_least`), not a count."""
+    first and last send time (UTC). ``estimated``: a lower bound from samples of keys and
+    sends (:func:`at_least`), not a count."""
 
     rows: int
     messages: int
@@ -222,6 +222,8 @@ def at_least(sends: DataFrame, counted: pd.DataFrame, size: RowSize, bucket_us: 
     least none)."""
     one_in = SAMPLED_KEYS
     bits = one_in.bit_length() - 1
+    if one_in != 1 << bits:
+        raise ValueError(f"SAMPLED_KEYS must be a power of two, not {one_in}")
     drawn = F.xxhash64("pos")
     chosen = {
         "keyed": F.xxhash64("entity", "key").bitwiseAND(one_in - 1) == 0,
