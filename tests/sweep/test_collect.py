@@ -145,7 +145,7 @@ MISORDERED = {
 
 
 @pytest.mark.parametrize("change", [None, *MISORDERED])
-def test_the_order_is_checked_in_arrow_as_in_pandas(change: str | None) -> None:
+def test_the_order_check_reads_the_same_from_arrow_and_from_pandas(change: str | None) -> None:
     columns = RANKED | (MISORDERED[change] if change else {})
     table = pa.table(columns)
     ordered = collect_module._arrow_ordered(table)

@@ -144,3 +144,11 @@ def test_a_quarantined_row_of_no_known_reason_is_an_error(
     monkeypatch.setattr(tally, "categories", lambda fmt: ("missing send_time",))
     with pytest.raises(DedupLibError, match=r"rows would be lost in .*ü#\?\[1\]\.csv"):
         load_telemetry(spark, str(_folder(tmp_path)))
+
+
+def test_the_fates_fit_their_bits(spark):
+    """A row's fate is 3 bits: valid, six reason categories, unknown. A seventh category
+    would read as unknown; it is refused where the numbers are made instead."""
+    tally._fate(tuple("abcdef"))
+    with pytest.raises(ValueError, match="7 reason categories do not fit in 3 bits"):
+        tally._fate(tuple("abcdefg"))

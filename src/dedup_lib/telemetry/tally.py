@@ -162,6 +162,11 @@ _UNKNOWN = (1 << _FATE_BITS) - 1
 
 def _fate(reasons: tuple[str, ...]) -> Column:
     """0 for a valid row; for a quarantined one, 1 + its reason's place in ``reasons``."""
+    if len(reasons) >= _UNKNOWN:
+        raise ValueError(
+            f"{len(reasons)} reason categories do not fit in {_FATE_BITS} bits beside the "
+            "valid and unknown fates: widen _FATE_BITS"
+        )
     why = category(column(REASON))
     fate = F.when(column(REASON).isNull(), F.lit(0))
     for place, reason in enumerate(reasons, start=1):
