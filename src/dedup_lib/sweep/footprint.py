@@ -173,9 +173,10 @@ def stored(
         )
         per_entity = {r["entity"]: int(r["count"]) for r in held.result().collect()}
         messages_several = several.result() if several is not None else 0
-    biggest = sorted(per_entity.items(), key=lambda kv: (-kv[1], kv[0]))
     span = _span(counted, bucket_us)
-    return _sized(sum(per_entity.values()), messages_several, dict(biggest), size, *span)
+    return _sized(
+        sum(per_entity.values()), messages_several, _largest_first(per_entity), size, *span
+    )
 
 
 def _span(counted: pd.DataFrame, bucket_us: int) -> tuple[dt.datetime | None, dt.datetime | None]:
@@ -204,7 +205,7 @@ def bounded(
     if not over(needed, allowed):
         return needed, False
     if may_refuse(eligible, size, allowed):
-        refuse_over(at_least(sends, counted, size, bucket_us), allowed)
+        refuse_over(at_least(sends, eligible, counted, size, bucket_us), allowed)
     return needed, True
 
 
@@ -214,12 +215,14 @@ def may_refuse(eligible: int, size: RowSize, allowed: Budget) -> bool:
     return bool(over(_sized(eligible, 0, {}, size), allowed))
 
 
-def at_least(sends: DataFrame, counted: pd.DataFrame, size: RowSize, bucket_us: int) -> Footprint:
+def at_least(
+    sends: DataFrame, eligible: int, counted: pd.DataFrame, size: RowSize, bucket_us: int
+) -> Footprint:
     """A lower bound on the footprint from samples of ``sends`` (``entity``, ``key``, null
     where no window judges the send, and ``pos``, its place) taken in one scan and counted
     per key where Spark runs: a shuffle of three sends in a thousand, where gathering every
-    repeated key shuffles them all (:func:`from_samples`). Messages are not sampled (at
-    least none)."""
+    repeated key shuffles them all (:func:`from_samples`); never more than the ``eligible``
+    sends. Messages are not sampled (at least none)."""
     one_in = SAMPLED_KEYS
     bits = one_in.bit_length() - 1
     if one_in != 1 << bits:
@@ -242,7 +245,6 @@ def at_least(sends: DataFrame, counted: pd.DataFrame, size: RowSize, bucket_us: 
     names = per_key["entity"].to_numpy(zero_copy_only=False)
     kept = per_sampled_key > 0
     per_entity = _per_name(names[kept], per_sampled_key[kept])
-    eligible = int(counted.loc[counted["kind"] == "eligible", "sends"].sum())
     found = _sized(min(rows, eligible), 0, per_entity, size, *_span(counted, bucket_us))
     return dataclasses.replace(found, estimated=True)
 
@@ -277,7 +279,12 @@ def _per_name(names: np.ndarray, values: np.ndarray) -> dict[str, int]:
     totals: dict[str, int] = {}
     for name, value in zip(names.tolist(), values.tolist(), strict=True):
         totals[name] = totals.get(name, 0) + int(value)
-    return dict(sorted(totals.items(), key=lambda kv: (-kv[1], kv[0])))
+    return _largest_first(totals)
+
+
+def _largest_first(per_entity: dict[str, int]) -> dict[str, int]:
+    """``per_entity`` ordered as a refusal lists it: the largest first, then by name."""
+    return dict(sorted(per_entity.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def release(*frames: DataFrame | None) -> None:
