@@ -1,11 +1,11 @@
-"""walk_anchors: the anchor chain on tiny hand-made arrays, without Spark or pandas."""
+"""walk_anchors: the anchor chain on tiny hand-made arrays and against a send-by-send walk in
+Python, without Spark or pandas."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dedup_lib.sweep import anchors as anchors_module
 from dedup_lib.sweep.anchors import KeyedSends, walk_anchors
 
 S = 1_000_000  # microseconds per second
@@ -39,8 +39,8 @@ def test_keys_are_walked_apart():
     assert anchors.anchor.tolist() == [0, 0, 2, 2, 4]
 
 
-def test_keys_too_wide_for_one_axis_are_walked_in_chunks():
-    # A window of 2**61 us leaves room for one key per int64 axis: each key is its own chunk.
+def test_a_window_near_the_int64_range_still_ends():
+    # A window of 2**61 us: each anchor's end is still within int64.
     window_s = (1 << 61) / S
     anchors = walk([0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0, window_s], window_s)
     assert anchors.accepted.tolist() == [True, False, True, False, True, True]
@@ -65,12 +65,10 @@ def _walked_one_send_at_a_time(segment: np.ndarray, time_us: np.ndarray, window_
     return accepted, anchor
 
 
-@pytest.mark.parametrize("searched", [0, 1, 32, 10_000])
-@pytest.mark.parametrize("seed", [1, 2])
-def test_long_chains_end_as_a_send_by_send_walk_ends_them(monkeypatch, searched, seed):
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_long_chains_end_as_a_send_by_send_walk_ends_them(seed):
     # Keys of 1 to 300 sends, a few seconds apart: at a 3 s window the long ones take
-    # hundreds of steps, past the searched passes, and follow pointers for the rest.
-    monkeypatch.setattr(anchors_module, "SEARCHED_PASSES", searched)
+    # hundreds of steps; sends 1 us either side of a window's end.
     rng = np.random.default_rng(seed)
     sizes = rng.choice([1, 2, 5, 300], size=60)
     segment = np.repeat(np.arange(len(sizes)), sizes)
@@ -83,7 +81,9 @@ def test_long_chains_end_as_a_send_by_send_walk_ends_them(monkeypatch, searched,
         + rng.integers(0, 100 * S, len(sizes)).repeat(sizes)
     )
     for window_us in (3 * S, 3 * S + 1, 60 * S):
-        found = walk_anchors(KeyedSends.of(segment, time_us), window_us)
+        # Strided views, as a column of a frame may give them.
+        laid_out = KeyedSends.of(np.repeat(segment, 2)[::2], np.repeat(time_us, 2)[::2])
+        found = walk_anchors(laid_out, window_us)
         accepted, anchor = _walked_one_send_at_a_time(segment, time_us, window_us)
         assert found.accepted.tolist() == accepted.tolist(), window_us
         assert found.anchor.tolist() == anchor.tolist(), window_us
