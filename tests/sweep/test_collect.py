@@ -13,6 +13,7 @@ from dedup_lib import generate_telemetry
 from dedup_lib.sweep import collect as collect_module
 from dedup_lib.sweep import counts as counts_module
 from dedup_lib.sweep.collect import Collected, collect
+from dedup_lib.sweep.frames import TEXT
 from replay_kit import frame, mixed_scenario, telemetry
 
 
@@ -69,6 +70,8 @@ def test_the_driver_groups_as_the_spark_passes_do(spark, sends, partitioning, pa
     assert passes_run == [1]
     assert driver.truth_fixed is not None
     assert len(driver.repeated) > 500
+    # Texts held in Arrow's buffers, not as a Python object per row, on both roads.
+    assert {passes.repeated[c].dtype for c in ("entity", "key", "cause")} == {TEXT}
     assert_same(driver, passes)
 
 

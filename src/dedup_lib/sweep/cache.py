@@ -25,6 +25,7 @@ from dedup_lib.errors import InputError
 from dedup_lib.sweep.anchors import Anchors, KeyedSends, walk_anchors
 from dedup_lib.sweep.cells import Cells
 from dedup_lib.sweep.collect import collect
+from dedup_lib.sweep.counts import entity_codes
 from dedup_lib.sweep.grid import to_micros, window_grid
 from dedup_lib.sweep.truth import TruthCodes, truth_codes, truth_table
 
@@ -67,8 +68,9 @@ class ReplayCache:
     together and in replay order (send time, event_id, input position): ``entity``, ``key``,
     ``segment`` (one number per entity and key, 0, 1, 2, ... down the table), ``time_us``,
     ``event_id`` and ``pos``, plus ``logical_id``, ``attempt`` and ``accepted_elsewhere`` when
-    the input has ground truth, and the carried columns. ``fixed`` counts the rest per entity
-    (``(none)`` for sends without one). Build it with :meth:`build`."""
+    the input has ground truth, and the carried columns; texts are pandas' ``str`` columns
+    over Spark's Arrow buffers (:mod:`dedup_lib.sweep.frames`). ``fixed`` counts the rest per
+    entity (``(none)`` for sends without one). Build it with :meth:`build`."""
 
     def __init__(
         self,
@@ -203,7 +205,7 @@ class ReplayCache:
         if self.has_ground_truth:
             if self._messages_per_segment is None:
                 self._messages_per_segment = _distinct_per_segment(
-                    self._segment, self.repeated["logical_id"].to_numpy()
+                    self._segment, self.repeated["logical_id"]
                 )
             table["messages"] = self._messages_per_segment[rows].astype("int64")
         # Ties by entity and key, as a stable order: most duplicates first.
@@ -330,11 +332,10 @@ def _number(
 ) -> _Codes:
     """Entity and time-bucket numbering of the repeated rows (at ``time``, keys numbered by
     ``segment`` from ``first_row``), and the window-independent counts of ``fixed``."""
-    repeated_entity = repeated["entity"].fillna(NO_ENTITY).to_numpy(dtype=object)
+    found, distinct = entity_codes(repeated["entity"])
     fixed = fixed.assign(entity=fixed["entity"].fillna(NO_ENTITY))
-    names = sorted(set(repeated_entity) | set(fixed["entity"]))
+    names = sorted(set(distinct) | set(fixed["entity"]))
     index = {name: i for i, name in enumerate(names)}
-    found, distinct = pd.factorize(repeated_entity)
     entity = np.array([index[e] for e in distinct], dtype=np.int64)[found]
     starts = (time // bucket) * bucket
     timed = fixed.dropna(subset=["bucket_us"])
@@ -356,7 +357,7 @@ def _number(
         cells=Cells.of(names, low, bucket, entity, (starts - low) // bucket, fixed, fixed_entity),
         segment_sends=segment_sends,
         segment_entity=entity[first_row] if len(first_row) else entity[:0],
-        segment_key=repeated["key"].to_numpy(dtype=object)[first_row],
+        segment_key=repeated["key"].iloc[first_row].to_numpy(dtype=object),
         sends=np.bincount(entity, minlength=len(names)),
         single=fixed_sends("single").astype("int64"),
         no_id=fixed_sends("no_id").astype("int64"),
@@ -364,7 +365,7 @@ def _number(
     )
 
 
-def _distinct_per_segment(segment: np.ndarray, values: np.ndarray) -> np.ndarray:
+def _distinct_per_segment(segment: np.ndarray, values: pd.Series) -> np.ndarray:
     """How many distinct ``values`` each segment (0, 1, 2, ... down the rows) holds: pairs
     numbered and hashed, not sorted."""
     if len(segment) == 0:

@@ -38,6 +38,7 @@ from dedup_lib.replay.sql_rules import Rules, sql_rules, validate, with_batches
 from dedup_lib.rules.policy import REJECTED, DedupPolicy
 from dedup_lib.spark import hashed, spark_errors, to_pandas
 from dedup_lib.sweep import counts, footprint
+from dedup_lib.sweep.frames import frame_of, texts_of
 from dedup_lib.sweep.grid import to_micros
 from dedup_lib.sweep.truth import accepted_elsewhere, held_messages, less_rejected
 
@@ -184,14 +185,14 @@ def _rows(repeated: DataFrame, arrow: bool) -> pd.DataFrame:
     """The repeated sends in pandas, in replay order (:func:`in_replay_order`): through Arrow
     alone where each column's type converts as Spark's ``toPandas`` converts it
     (:data:`_LOCAL_TYPES`), in half the time (0.45 s against 0.9 s for 1.6 M sends), and
-    then their order is checked there too."""
+    then their order is checked there too. Texts are pandas' ``str`` columns either way
+    (:func:`~dedup_lib.sweep.frames.frame_of`)."""
     if not arrow:
-        return in_replay_order(to_pandas(repeated))
+        texts = [f.name for f in repeated.schema.fields if isinstance(f.dataType, T.StringType)]
+        return in_replay_order(texts_of(to_pandas(repeated), texts))
     table = repeated.toArrow()
-    ordered = _arrow_ordered(table)
-    # Each column's Arrow buffers let go as it is converted, not held beside the whole frame
-    # (the build's peak on 30 M sends of the day scenario: 1.76 GiB against 1.79 GiB).
-    return in_replay_order(table.to_pandas(split_blocks=True, self_destruct=True), ordered)
+    ordered = _arrow_ordered(table)  # before the conversion consumes the table
+    return in_replay_order(frame_of(table), ordered)
 
 
 def _arrow_ordered(table: pa.Table) -> bool:
@@ -331,7 +332,7 @@ def _repeated_locally(judged: pa.Table) -> pd.DataFrame:
     rank = np.arange(len(key)) - np.repeat(starts, sizes) + 1
     repeated = np.repeat(sizes > 1, sizes)
     kept = eligible.filter(pa.array(repeated)).drop_columns(["kind", "bucket_us"])
-    rows: pd.DataFrame = kept.to_pandas()
+    rows = frame_of(kept)
     rows[_RANK] = rank[repeated].astype(np.int32)
     return rows
 
@@ -459,20 +460,13 @@ def in_replay_order(rows: pd.DataFrame, ordered: bool | None = None) -> pd.DataF
     here (:func:`_arrow_ordered`), unless ``ordered`` says already. Should the rows come back
     in another order, they are sorted by key and rank instead."""
     rank = rows.pop(_RANK).to_numpy(dtype=np.int64)
-    key = rows["key"].to_numpy(dtype=object)
     first = rank == 1
     if ordered is None:
-        ordered = _arrow_ordered(
-            pa.table(
-                {
-                    _RANK: rank,
-                    "entity": pa.array(rows["entity"], pa.string(), from_pandas=True),
-                    "key": pa.array(key, pa.string(), from_pandas=True),
-                }
-            )
-        )
+        texts = {c: pa.array(rows[c], pa.string(), from_pandas=True) for c in ("entity", "key")}
+        ordered = _arrow_ordered(pa.table({_RANK: rank, **texts}))
     if not ordered:
-        pairs = pd.MultiIndex.from_arrays([rows["entity"].isna(), rows["entity"].fillna(""), key])
+        entity = rows["entity"]
+        pairs = pd.MultiIndex.from_arrays([entity.isna(), entity.fillna(""), rows["key"]])
         order = np.lexsort((rank, pd.factorize(pairs)[0]))
         rows = rows.take(order).reset_index(drop=True)
         first = rank[order] == 1

@@ -103,7 +103,7 @@ def entity_codes(entity: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Each send's entity as a number into the names returned, a null entity named
     :data:`NO_ENTITY` as Spark's counts name it: the texts hashed once for the tables that
     group by entity (each grouping by the text took 0.05 s for 1.6 M sends)."""
-    code, names = pd.factorize(entity.to_numpy(dtype=object), use_na_sentinel=False)
+    code, names = pd.factorize(entity, use_na_sentinel=False)
     named = np.asarray([NO_ENTITY if pd.isna(n) else n for n in names], dtype=object)
     merged, unique = pd.factorize(named)
     return merged[code].astype(np.int64), np.asarray(unique, dtype=object)

@@ -1,0 +1,40 @@
+"""frame_of: Arrow tables into pandas with texts left in Arrow's buffers, as Spark's toPandas
+would give them otherwise (texts_of), without Spark."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from dedup_lib.sweep.frames import TEXT, frame_of, texts_of
+
+TABLE = {
+    "entity": pa.array(["orders", None, "<b>x</b>", ""], pa.string()),
+    "key": pa.array(["k-1", "k-1", "é\u202e", None], pa.large_string()),
+    "time_us": pa.array([1, 2, 3, 4], pa.int64()),
+    "logical_id": pa.array([7, None, 9, 9], pa.int64()),
+}
+
+
+def test_texts_stay_in_arrow_and_numbers_become_numpy():
+    frame = frame_of(pa.table(TABLE))
+    numbers = {"time_us": np.dtype("int64"), "logical_id": np.dtype("float64")}
+    assert frame.dtypes.to_dict() == {"entity": TEXT, "key": TEXT, **numbers}
+    assert frame["entity"].dtype.storage == "pyarrow"
+    assert frame["entity"].isna().tolist() == [False, True, False, False]
+    assert frame["key"].tolist()[:3] == ["k-1", "k-1", "é\u202e"]
+    assert pd.isna(frame["key"].iloc[3])
+    assert (frame["entity"] == "orders").dtype == bool
+
+
+def test_a_frame_spark_made_gets_the_same_columns():
+    table = pa.table(TABLE)
+    made = texts_of(table.to_pandas(), ["entity", "key"])
+    pd.testing.assert_frame_equal(frame_of(table), made)
+
+
+def test_an_empty_table_keeps_its_types():
+    frame = frame_of(pa.table(TABLE).slice(0, 0))
+    assert len(frame) == 0
+    assert frame["entity"].dtype == TEXT
