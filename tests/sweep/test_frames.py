@@ -38,3 +38,31 @@ def test_an_empty_table_keeps_its_types():
     frame = frame_of(pa.table(TABLE).slice(0, 0))
     assert len(frame) == 0
     assert frame["entity"].dtype == TEXT
+
+
+def arrived_as_from_spark(table: pa.Table) -> tuple[pa.Table, int]:
+    """``table`` as Spark's Arrow stream gives it (its batches slices of what was read), and
+    the stream's size."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as stream:
+        for batch in table.to_batches(max_chunksize=10_000):
+            stream.write_batch(batch)
+    buffer = sink.getvalue()
+    return pa.ipc.open_stream(buffer).read_all(), buffer.size
+
+
+def test_texts_do_not_hold_the_batches_they_came_in():
+    rows = 200_000
+    numbers = {f"n{i}": np.arange(rows) for i in range(6)}
+    arrived, size = arrived_as_from_spark(
+        pa.table({"key": [f"key-{i}" for i in range(rows)], **numbers})
+    )
+    held = pa.total_allocated_bytes()
+    frame = frame_of(arrived)
+    del arrived
+    # What Arrow holds after: the numbers converted (6 columns of 8 bytes a row) and the texts
+    # in a buffer of their own; the stream let go, where a text column kept as it came holds
+    # all of it.
+    converted = sum(frame[c].to_numpy().nbytes for c in numbers) + frame["key"].array.nbytes
+    assert pa.total_allocated_bytes() - held <= converted - size + 1_000_000
+    assert frame["key"].iloc[-1] == f"key-{rows - 1}"

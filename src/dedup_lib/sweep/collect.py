@@ -192,7 +192,9 @@ def _rows(repeated: DataFrame, arrow: bool) -> pd.DataFrame:
         return in_replay_order(texts_of(to_pandas(repeated), texts))
     table = repeated.toArrow()
     ordered = _arrow_ordered(table)  # before the conversion consumes the table
-    return in_replay_order(frame_of(table), ordered)
+    rows = frame_of(table)
+    del table  # its batches' buffers, let go before the rows are numbered
+    return in_replay_order(rows, ordered)
 
 
 def _arrow_ordered(table: pa.Table) -> bool:
