@@ -109,6 +109,15 @@ def test_the_range_label_shows_the_whole_range(explorer):
     ex.update(time_range=_whole(ex))
 
 
+def test_the_slider_over_the_whole_range_shows_every_resend(explorer):
+    ex, _ = explorer
+    ex.time_range.index = (0, len(ex.time_range.options) - 1)
+    view = ex.update(window="PT10M", partitioning=False, entity="(all)", draw=False)
+    assert view.time_range is None
+    drawn = sum(sum(bar.y) for bar in view.resend_delays.data)
+    assert drawn == len(ex.caches[False].resend_delays()) > 0
+
+
 def _whole(ex):
     return ex.times[0], ex.times[-1]
 
