@@ -1,7 +1,7 @@
-"""Arrow tables into pandas without a second copy: what the cache's rows are held as.
+"""Arrow tables into pandas without Python objects: what the cache's rows are held as.
 
-Spark hands the driver Arrow buffers. Numbers become numpy arrays over them; texts (entity,
-key, ids, causes) stay in them as pandas' ``str`` columns, where ``object`` columns made one
+Spark hands the driver Arrow batches. Numbers are copied into numpy arrays; texts (entity,
+key, ids, causes) stay Arrow, as pandas' ``str`` columns, where ``object`` columns made one
 Python string per distinct value and a pointer per row, hashed by Python in every grouping.
 """
 
@@ -23,8 +23,8 @@ def frame_of(table: pa.Table) -> pd.DataFrame:
     copied into buffers of its own. Spark's Arrow batches arrive each in one buffer, every
     column a slice of it: a text column kept as it came kept every column of its batches
     alive (a 4 M-row table of a text and five numbers: 418 MB held after conversion, 283 MB
-    with the texts copied, 445 MB with a Python string per row). The numbers' buffers let
-    go as each is converted, not held beside the whole frame."""
+    with the texts copied, 445 MB with a Python string per row). Until the table is let go,
+    its batches and the converted columns are both held."""
     for i, field in enumerate(table.schema):
         if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
             texts = table.column(i).cast(pa.large_string()).combine_chunks()
