@@ -3,6 +3,8 @@ machine's memory; Spark's sizes read. The session's own settings are test_spark'
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from dedup_lib import memory
@@ -33,3 +35,24 @@ def test_a_collect_may_take_half_the_heap():
 )
 def test_spark_sizes(text, size):
     assert memory.size_in_bytes(text) == size
+
+
+def resident() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) << 10 for line in status if line.startswith("VmRSS:"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_freed_memory_goes_back_to_the_system():
+    block = b"x" * (16 << 20)
+    del block  # a mapped block freed: glibc keeps the blocks up to its size in its heap after
+    held = [b"x" * (1 << 20) for _ in range(400)]
+    del held[::2]  # 200 MiB freed between blocks still in use: kept by the allocator
+    freed = resident()
+    assert memory.release_freed()
+    assert freed - resident() > 150 << 20
+
+
+def test_without_a_c_library_nothing_is_released(monkeypatch):
+    monkeypatch.setattr(memory.ctypes, "CDLL", lambda name: object())
+    assert memory.release_freed() is False

@@ -4,6 +4,7 @@ what is available now for the explorer's cache (:mod:`dedup_lib.sweep.footprint`
 
 from __future__ import annotations
 
+import ctypes
 import os
 
 _GIB = 2**30
@@ -54,3 +55,16 @@ def available_memory() -> int | None:
     except OSError:
         return None
     return None
+
+
+def release_freed() -> bool:
+    """Hand the memory that this process has freed back to the system (glibc's
+    ``malloc_trim``): False where the C library has none. The C allocator keeps what is freed
+    between blocks still in use: Spark's Arrow batches, let go one by one while their copies
+    are made in new blocks, stayed resident (30 M sends: the explorer's build peaked at
+    1.83 GiB and held 1.11 GiB after, 1.50 and 0.78 with the trims)."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    return bool(trim(0))

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from dedup_lib.sweep import frames
 from dedup_lib.sweep.frames import TEXT, frame_of, texts_of
 
 TABLE = {
@@ -66,3 +67,34 @@ def test_texts_do_not_hold_the_batches_they_came_in():
     converted = sum(frame[c].to_numpy().nbytes for c in numbers) + frame["key"].array.nbytes
     assert pa.total_allocated_bytes() - held <= converted - size + 1_000_000
     assert frame["key"].iloc[-1] == f"key-{rows - 1}"
+
+
+def batch_by_batch(table: pa.Table, pool: pa.MemoryPool) -> list[pa.Table]:
+    """``table`` as Spark's collection hands it over, each batch read from a buffer of its own
+    (taken from ``pool``), in a list from which the only reference can be popped."""
+    batches = []
+    for batch in table.to_batches(max_chunksize=10_000):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as stream:
+            stream.write_batch(batch)
+        written = sink.getvalue()
+        own = pa.allocate_buffer(written.size, memory_pool=pool)
+        np.frombuffer(own, dtype=np.uint8)[:] = np.frombuffer(written, dtype=np.uint8)
+        batches.append(pa.ipc.open_stream(own).read_next_batch())
+    return [pa.Table.from_batches(batches)]
+
+
+def test_the_table_is_let_go_a_group_at_a_time(monkeypatch):
+    pool = pa.proxy_memory_pool(pa.system_memory_pool())
+    monkeypatch.setattr(frames, "_POOL", pool)
+    monkeypatch.setattr(frames, "GROUP_BYTES", 1 << 20)
+    rows = 300_000
+    table = pa.table({"key": [f"order-{i:024d}" for i in range(rows)], "time_us": np.arange(rows)})
+    arrived = batch_by_batch(table, pool)
+    size = pool.bytes_allocated()
+    frame = frame_of(arrived.pop())
+    # The batches and their copies never all held at once: at most one group more (its
+    # batches and their copy), where a conversion of the whole table holds it twice.
+    assert pool.max_memory() <= size + 3 * frames.GROUP_BYTES
+    assert size > 10 * frames.GROUP_BYTES
+    pd.testing.assert_frame_equal(frame, frame_of(table))
