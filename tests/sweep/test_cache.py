@@ -235,6 +235,28 @@ def test_top_keys_of_one_entity_are_its_own_even_where_others_drop_more(spark):
     assert cache.top_keys("PT1H", entity="nobody").empty
 
 
+def test_where_no_send_drops_the_top_keys_are_the_most_sent(spark):
+    hours = [Message(f"m{n}", at(3_600 * s), event_id=10 * n + s)
+             for n in range(30) for s in (0, 1)]  # fmt: skip
+    most = [Message("a-busy", at(3_600 * s), event_id=1_000 + s) for s in range(4)]
+    more = [Message("z-busier", at(3_600 * s), event_id=2_000 + s) for s in range(5)]
+    cache = ReplayCache.build(frame(spark, hours + most + more))
+    top = cache.top_keys("PT1M", n=3)
+    assert list(top["key"]) == ["z-busier", "a-busy", "m0"]
+    assert list(top["sends"]) == [5, 4, 2]
+    assert list(top["duplicates"]) == [0, 0, 0]
+    assert list(cache.top_keys("PT2H", n=2)["key"]) == ["z-busier", "a-busy"]
+
+
+def test_tied_keys_are_picked_without_ordering_them_all():
+    from dedup_lib.sweep.cache import _most
+
+    score = np.array([5, 1, 1, 7, 1, 1, 1, 1])
+    assert list(_most(score, 3)) == [0, 3, 1, 2, 4]
+    assert list(_most(np.zeros(100_000, dtype=np.int64), 10)) == list(range(10))
+    assert len(_most(score[:0], 10)) == 0
+
+
 def test_resends_without_an_entity_are_under_none_as_in_every_view(spark):
     messages = [Message("a", at(0), entity=None), Message("a", at(5), entity=None)]
     cache = ReplayCache.build(frame(spark, messages))

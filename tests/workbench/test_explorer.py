@@ -44,6 +44,22 @@ def test_update_agrees_with_the_engine(explorer, window, partitioning):
         assert figure.layout.xaxis.title.text
 
 
+def test_the_keys_table_says_what_it_shows(explorer):
+    ex, _ = explorer
+    dropping = ex.update(window="PT10M", entity="(all)", draw=False)
+    assert dropping.keys_caption == "Keys with the most sends dropped at 10m"
+    assert dropping.keys_caption in ex.keys.value
+
+
+def test_the_caption_says_whether_any_send_dropped():
+    from dedup_lib.workbench.view import _keys_caption
+
+    keys = pd.DataFrame({"entity": ["<b>q</b>"], "key": ["k"], "sends": [3], "duplicates": [0]})
+    assert _keys_caption(keys, 1.0, False) == "No send dropped at 1s: the keys sent most often"
+    assert _keys_caption(keys.assign(duplicates=2), 600.0, False).startswith("Keys with the most")
+    assert _keys_caption(keys.iloc[:0], 600.0, False) == "No key sent more than once (window 10m)"
+
+
 def test_entity_and_time_range_narrow_the_view(explorer):
     ex, _ = explorer
     whole = ex.update(window="PT10M", entity="(all)", draw=False)
@@ -54,6 +70,7 @@ def test_entity_and_time_range_narrow_the_view(explorer):
     start = pd.Timestamp("2026-03-02T01:00", tz="UTC")
     end = pd.Timestamp("2026-03-02T02:00", tz="UTC")
     hour = ex.update(entity="(all)", time_range=(start, end), draw=False)
+    assert hour.keys_caption.endswith("dropped at 10m, over the whole time span")
     assert int(_value(hour, "sends").replace(",", "")) < int(
         _value(whole, "sends").replace(",", "")
     )
@@ -226,6 +243,7 @@ def test_hostile_names_are_text_in_every_widget(spark):
         for figure in ex.charts.shown:
             assert "<" not in figure["layout"]["title"]["text"]
     assert "&lt;script data-pwn&gt;" in ex.keys.value  # the top keys, as text
+    assert "Keys with the most sends dropped at 10m" in ex.keys.value
     ex.window_text.value = SVG
     assert made(ex.message.value) == []
     assert "&lt;svg data-pwn" in ex.message.value

@@ -177,7 +177,7 @@ def test_02_explorer_numbers_and_top_keys(day_caches):
         ("inventory", "stock/335", 58, 18, 54),
         ("inventory", "stock/340", 58, 18, 54),
         ("inventory", "stock/103", 60, 17, 55),
-        ("inventory", "stock/221", 58, 17, 54),
+        ("inventory", "stock/55", 59, 17, 55),  # as many dropped: the most sent first
     ]
     assert list(view.top_keys.columns) == ["entity", "key", "sends", "duplicates", "messages"]
 

@@ -175,7 +175,8 @@ class ReplayCache:
         self, window: timedelta | float | str, n: int = 10, entity: str | None = None
     ) -> pd.DataFrame:
         """The keys with the most sends dropped as duplicates at ``window`` (of one ``entity``;
-        None or ``(all)``: all): ``entity``, ``key``, ``sends``, ``duplicates``, and
+        None or ``(all)``: all), then the most sent (where fewer than ``n`` drop any, the keys a
+        longer window would catch first): ``entity``, ``key``, ``sends``, ``duplicates``, and
         ``messages`` when there is ground truth (more than one means different messages
         share the key: a reused id)."""
         accepted = self.anchors(window).accepted
@@ -183,22 +184,19 @@ class ReplayCache:
         if len(c.segment_sends) == 0:
             return pd.DataFrame({"entity": [], "key": [], "sends": [], "duplicates": []})
         duplicates = np.bincount(self._segment, weights=~accepted).astype("int64")
+        sends = c.segment_sends.astype("int64")
         eligible = np.arange(len(duplicates))
         if entity not in (None, ALL_ENTITIES):
             code = c.names.index(entity) if entity in c.names else -1
             eligible = np.flatnonzero(c.segment_entity == code)
-        # The keys nlargest(n, keep="all") would give, before any table is made of them.
-        most = min(n, len(eligible))
-        rows = eligible[:0]
-        if most > 0:
-            threshold = np.partition(duplicates[eligible], -most)[-most]
-            rows = eligible[duplicates[eligible] >= threshold]
+        rows = _most(duplicates[eligible] * (int(sends.max()) + 1) + sends[eligible], n)
+        rows = eligible[rows]
         names = np.asarray(c.names, dtype=object)
         table = pd.DataFrame(
             {
                 "entity": names[c.segment_entity[rows]],
                 "key": c.segment_key[rows],
-                "sends": c.segment_sends[rows].astype("int64"),
+                "sends": sends[rows],
                 "duplicates": duplicates[rows],
             }
         )
@@ -208,8 +206,10 @@ class ReplayCache:
                     self._segment, self.repeated["logical_id"]
                 )
             table["messages"] = self._messages_per_segment[rows].astype("int64")
-        # Ties by entity and key, as a stable order: most duplicates first.
-        top = table.sort_values(["duplicates", "entity", "key"], ascending=[False, True, True])
+        # Ties by entity and key, as a stable order.
+        top = table.sort_values(
+            ["duplicates", "sends", "entity", "key"], ascending=[False, False, True, True]
+        )
         return top.head(n).reset_index(drop=True)
 
     def resend_delays(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
@@ -389,3 +389,15 @@ def _truth_columns(truth: pd.Series, catchable: int) -> dict[str, float]:
         "extra_deliveries": int(truth["extra_deliveries"]),
         "messages_lost": int(truth["messages_lost"]),
     }
+
+
+def _most(score: np.ndarray, n: int) -> np.ndarray:
+    """The positions of the ``n`` highest ``score``, and of those tied with the last of them
+    up to ``n`` more (first in the cache's order): enough to order the ties by name, never
+    every key (a window that drops nothing ties them all)."""
+    most = min(n, len(score))
+    if most == 0:
+        return np.arange(0)
+    threshold = np.partition(score, -most)[-most]
+    above = np.flatnonzero(score > threshold)
+    return np.concatenate([above, np.flatnonzero(score == threshold)[:n]])

@@ -278,13 +278,14 @@ class WindowExplorer:
 
     def _show_tables(self, view: View) -> None:
         self.numbers.value = _html(view.numbers)
-        self.keys.value = _html(view.top_keys)
+        self.keys.value = _html(view.top_keys, view.keys_caption)
 
 
 _BAR = "{desc} {bar} {elapsed}"
 _TABLE_STYLE: list[CSSDict] = [
     {"selector": "", "props": "border-collapse: collapse; font-size: 13px; margin: 4px 0;"},
     {"selector": "th, td", "props": "padding: 2px 10px; border-bottom: 1px solid #ddd;"},
+    {"selector": "caption", "props": "caption-side: top; text-align: left; padding: 12px 0 4px;"},
 ]
 
 
@@ -342,9 +343,11 @@ def _prepared(
     return cache
 
 
-def _html(table: pd.DataFrame) -> str:
-    """A table as HTML for an ``HTML`` widget, whose value is replaced without a flicker."""
-    return styled(table).set_table_styles(_TABLE_STYLE).to_html()
+def _html(table: pd.DataFrame, caption: str | None = None) -> str:
+    """A table as HTML for an ``HTML`` widget, whose value is replaced without a flicker;
+    ``caption`` is markup: never built from data."""
+    shown = styled(table).set_table_styles(_TABLE_STYLE)
+    return (shown.set_caption(caption) if caption else shown).to_html()
 
 
 def _in_notebook() -> bool:

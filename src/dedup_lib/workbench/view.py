@@ -31,6 +31,9 @@ class View:
     time_range: tuple[pd.Timestamp, pd.Timestamp] | None
     numbers: pd.DataFrame
     top_keys: pd.DataFrame
+    #: What the keys table shows, said above it: the keys with the most sends dropped, or,
+    #: where the window drops none, the keys sent most often.
+    keys_caption: str
     #: The charts as plotly.js reads them (sends over time, resend delays, ids held): what
     #: the explorer draws; the properties below give each as a ``go.Figure``.
     figures: tuple[charts.Spec, charts.Spec, charts.Spec]
@@ -81,6 +84,7 @@ def view_of(
         time_range=rng,
         numbers=_numbers(over_time, held),
         top_keys=keys,
+        keys_caption=_keys_caption(keys, seconds, rng is not None),
         figures=(
             charts.sends_over_time_spec(over_time, title=title, scope=scope),
             charts.resend_delays_spec(
@@ -116,3 +120,16 @@ def minute(time: Any) -> str:
 
 def mode_name(partitioning: bool) -> str:
     return "partitioning enabled" if partitioning else "partitioning disabled"
+
+
+def _keys_caption(keys: pd.DataFrame, seconds: float, ranged: bool) -> str:
+    """The caption of the keys table (no data in it: names stay in the cells, as text). The
+    keys are counted over the whole time span: said where a range is chosen."""
+    window = format_duration(seconds)
+    if keys.empty:
+        caption = f"No key sent more than once (window {window})"
+    elif int(keys["duplicates"].sum()) == 0:
+        caption = f"No send dropped at {window}: the keys sent most often"
+    else:
+        caption = f"Keys with the most sends dropped at {window}"
+    return f"{caption}, over the whole time span" if ranged else caption
