@@ -257,6 +257,15 @@ def test_tied_keys_are_picked_without_ordering_them_all():
     assert len(_most(score[:0], 10)) == 0
 
 
+def test_a_build_starts_compiling_the_walk(spark, monkeypatch):
+    from dedup_lib.sweep import cache as cache_module
+
+    started = []
+    monkeypatch.setattr(cache_module, "compile_in_background", lambda: started.append(1))
+    ReplayCache.build(frame(spark, [Message("a", at(0)), Message("a", at(5))]))
+    assert started == [1]
+
+
 def test_resends_without_an_entity_are_under_none_as_in_every_view(spark):
     messages = [Message("a", at(0), entity=None), Message("a", at(5), entity=None)]
     cache = ReplayCache.build(frame(spark, messages))

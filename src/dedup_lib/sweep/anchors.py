@@ -12,6 +12,7 @@ thousands of steps at a window of seconds: PT20S on 4.8 M repeated sends, 0.17 s
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
@@ -63,6 +64,19 @@ def walk_anchors(sends: KeyedSends, window_us: int) -> Anchors:
     if len(accepted):
         _compiled()(sends.segment, sends.time_us, int(window_us), accepted)
     return Anchors(window_us, accepted)
+
+
+@cache
+def compile_in_background() -> threading.Thread:
+    """The walk compiled in a thread of its own, once per process: started as a build
+    begins, so that the first view after it finds the walk compiled (the first walk after a
+    300 k-send build: 0.07 s, 0.42-0.47 s compiling)."""
+    one = np.zeros(1, dtype=np.int64)
+    thread = threading.Thread(
+        target=walk_anchors, args=(KeyedSends.of(one, one), 1), name="dedup-walk", daemon=True
+    )
+    thread.start()
+    return thread
 
 
 @cache

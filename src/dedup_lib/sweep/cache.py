@@ -22,7 +22,7 @@ import pandas as pd
 from dedup_lib.analysis.summaries import SUMMARY_COLUMNS
 from dedup_lib.analysis.totals import ALL_ENTITIES, NO_ENTITY, with_total
 from dedup_lib.errors import InputError
-from dedup_lib.sweep.anchors import Anchors, KeyedSends, walk_anchors
+from dedup_lib.sweep.anchors import Anchors, KeyedSends, compile_in_background, walk_anchors
 from dedup_lib.sweep.cells import Cells
 from dedup_lib.sweep.collect import collect
 from dedup_lib.sweep.counts import entity_codes
@@ -118,6 +118,7 @@ class ReplayCache:
         give the same rows each time (files, or a persisted frame). Up to
         :data:`~dedup_lib.sweep.collect.LOCAL_ROWS` sends are judged in one narrow job and
         grouped in the driver instead: the same tables, without two thirds of the planning."""
+        compile_in_background()
         c = collect(df, partitioning, carry, bucket)
         return cls(partitioning, c.repeated, c.fixed, c.truth_fixed, c.bucket_us)
 
