@@ -13,7 +13,7 @@ from dedup_lib import generate_telemetry
 from dedup_lib.sweep import collect as collect_module
 from dedup_lib.sweep import counts as counts_module
 from dedup_lib.sweep.collect import Collected, collect
-from dedup_lib.sweep.frames import TEXT
+from dedup_lib.sweep.frames import TEXT, frame_of, texts_of
 from replay_kit import frame, mixed_scenario, telemetry
 
 
@@ -150,11 +150,13 @@ MISORDERED = {
 @pytest.mark.parametrize("change", [None, *MISORDERED])
 def test_the_order_check_reads_the_same_from_arrow_and_from_pandas(change: str | None) -> None:
     columns = RANKED | (MISORDERED[change] if change else {})
-    table = pa.table(columns)
+    # In chunks of three rows: the check compares each row with the next across chunks.
+    table = pa.Table.from_batches(pa.table(columns).to_batches(max_chunksize=3))
     ordered = collect_module._arrow_ordered(table)
     assert ordered is (change is None)
-    in_arrow = collect_module.in_replay_order(table.to_pandas(), ordered)
-    in_pandas = collect_module.in_replay_order(table.to_pandas())
+    # The two roads of _rows: Arrow alone, and Spark's toPandas with its texts converted.
+    in_arrow = collect_module.in_replay_order(frame_of(table))
+    in_pandas = collect_module.in_replay_order(texts_of(table.to_pandas(), ["entity", "key"]))
     pd.testing.assert_frame_equal(in_arrow, in_pandas)
     assert collect_module._arrow_ordered(table.slice(0, 0))
 
