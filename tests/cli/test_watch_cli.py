@@ -63,7 +63,7 @@ def test_watch_prints_what_the_read_did_before_the_first_line(monkeypatch, capsy
     def watching(spark, source, *args, on_batch, on_note, **kwargs):
         on_note("<i>land</i>: a note")
         on_batch("a line")
-        return live.Watch([], notes=("<i>land</i>: a note",))
+        return live.Watch(notes=("<i>land</i>: a note",))
 
     monkeypatch.setattr(live, "watch_duplicates", watching)
     (tmp_path / "land").mkdir()

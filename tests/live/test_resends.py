@@ -1,58 +1,62 @@
-"""resend_alerts across micro-batches: a resend pairs with the last accepted copy of its
-content before it, however many micro-batches between them had no accepted send (the watch
-calls it only on those with one), and the table carried forward keeps only what the horizon
-can still reach."""
+"""Resends across micro-batches: a resend pairs with the last accepted copy of its content
+before it, in its micro-batch or kept from earlier ones however many micro-batches between
+had none, and what is kept goes once the horizon can no longer reach it. No Spark."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
-import pandas as pd
-from pyspark.sql import types as T
+import numpy as np
+import pyarrow as pa
 
-from dedup_lib.live.keyed import CONTENT
-from dedup_lib.live.resends import resend_alerts
+from dedup_lib.live.keyed import C0, C1, CONTENT, TIME
+from dedup_lib.live.resends import Resends
+from dedup_lib.live.state import KeyedState
 
-SCHEMA = T.StructType(
-    [
-        T.StructField("entity", T.StringType()),
-        T.StructField("message_id", T.StringType()),
-        T.StructField("send_time", T.TimestampType()),
-        T.StructField("event_id", T.LongType()),
-        T.StructField("verdict", T.StringType()),
-        T.StructField("dedup_key", T.StringType()),
-        T.StructField(CONTENT, T.StringType()),
-    ]
-)
-T0 = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
-HOUR = timedelta(hours=1)
-MINUTE = timedelta(minutes=1)
+MINUTE = 60_000_000
+HOUR = 60 * MINUTE
 
 
-def micros(at: datetime) -> int:
-    return int((at - datetime(1970, 1, 1, tzinfo=UTC)) / timedelta(microseconds=1))
+def verdicts(rows: list[tuple[str, int, int, str]]) -> pa.Table:
+    """(content, minute, event id, verdict), on orders."""
+    return pa.table(
+        {
+            "entity": ["orders"] * len(rows),
+            "message_id": [f"m{e}" for _, _, e, _ in rows],
+            "send_time": pa.array([m * MINUTE for _, m, _, _ in rows]).cast(
+                pa.timestamp("us", tz="UTC")
+            ),
+            "event_id": pa.array([e for _, _, e, _ in rows], pa.int64()),
+            "verdict": [v for *_, v in rows],
+            "dedup_key": [f"m{e}" for _, _, e, _ in rows],
+            TIME: pa.array([m * MINUTE for _, m, _, _ in rows], pa.int64()),
+            CONTENT: [c for c, *_ in rows],
+            C0: pa.array([ord(c[0]) for c, *_ in rows], pa.int64()),
+            C1: pa.array([len(c) for c, *_ in rows], pa.int64()),
+        }
+    )
 
 
-def batch(spark, rows: list[tuple[str, datetime, int, str]]):
-    """Verdicts of one micro-batch: (content, send time, event id, verdict), on orders."""
-    data = [("orders", f"m{e}", t, e, v, f"m{e}", c) for c, t, e, v in rows]
-    return spark.createDataFrame(data, SCHEMA)
+def test_a_resend_pairs_across_micro_batches_and_old_contents_go(tmp_path):
+    resends = Resends(KeyedState(str(tmp_path)), timedelta(hours=1))
+    first = [("old", 0, 1, "accepted"), ("a", 50, 2, "accepted"), ("a", 55, 3, "duplicate")]
+    assert resends.alerts(0, verdicts(first), watermark=50 * MINUTE) == []
+    # micro-batch 1 judged only a duplicate; micro-batch 2 accepts "a" again, 30 min later
+    assert resends.alerts(1, verdicts([("a", 60, 4, "duplicate")]), 60 * MINUTE) == []
+    found = resends.alerts(
+        2, verdicts([("a", 80, 5, "accepted"), ("a", 81, 6, "accepted")]), 81 * MINUTE
+    )
+    assert [(f["event_id"], f["original_event_id"]) for f in found] == [(5, 2), (6, 5)]
+    assert "1,800.000 s before (MessageId m2)" in found[0]["why"]
+    assert "60.000 s before (MessageId m5)" in found[1]["why"]
+    # "old" (minute 0) is beyond the hour of the watermark: let go; "a" is kept, as of 81
+    assert resends.state.keys == 1
+    kept = resends.state.find(np.array([[ord("o"), len("old")], [ord("a"), len("a")]]))
+    assert kept.held.tolist() == [False, True]
 
 
-def test_a_resend_pairs_across_batches_without_accepted_sends_and_old_contents_go(spark, tmp_path):
-    folder = str(tmp_path / "resends")
-    first = [("old", T0, 1, "accepted"), ("a", T0 + 50 * MINUTE, 2, "accepted")]
-    alerts = resend_alerts(batch(spark, first), folder, 0, HOUR, micros(T0 + 50 * MINUTE))
-    assert alerts.count() == 0
-    # micro-batches 1 and 2 judged only duplicates: no call, no table
-    later = [("a", T0 + 80 * MINUTE, 3, "accepted")]
-    found = resend_alerts(batch(spark, later), folder, 3, HOUR, micros(T0 + 80 * MINUTE))
-    got = found.toPandas()
-    assert got[["kind", "event_id", "original_event_id"]].to_dict("records") == [
-        {"kind": "resend", "event_id": 3, "original_event_id": 2}
-    ]
-    assert "1,800.000 s before (MessageId m2)" in got["why"][0]
-    carried = pd.read_parquet(tmp_path / "resends" / f"{3:010d}")
-    # "old" was accepted 80 minutes before the latest send: beyond the hour, not carried
-    assert sorted(carried[CONTENT]) == ["a"]
-    assert carried["event_id"].tolist() == [3]
+def test_a_copy_beyond_the_horizon_is_no_resend(tmp_path):
+    resends = Resends(KeyedState(str(tmp_path)), timedelta(hours=1))
+    resends.alerts(0, verdicts([("a", 0, 1, "accepted")]), None)
+    assert resends.alerts(1, verdicts([("a", 61, 2, "accepted")]), None) == []
+    assert len(resends.alerts(2, verdicts([("a", 62, 3, "accepted")]), None)) == 1

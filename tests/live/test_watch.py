@@ -11,7 +11,6 @@ meets is the latest send time (milliseconds) of the files before it, minus the l
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -20,7 +19,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyspark.errors import StreamingQueryException
 
 from dedup_lib import (
     DedupPolicy,
@@ -147,11 +145,6 @@ def test_stream_gives_batch_verdicts(spark, sends, tmp_path, name):
         assert len(told) == (unit == "ns"), told
         assert all("nanosecond timestamps" in note for note in told)
 
-    # the state in as many partitions as local[2] has cores, the session's setting left as it was
-    metadata = (tmp_path / "ck" / "judge" / "offsets" / "0").read_text().splitlines()[1]
-    assert json.loads(metadata)["conf"]["spark.sql.shuffle.partitions"] == "2"
-    assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
-
     got = pd.read_parquet(folders["out"])
     assert got["event_id"].is_unique, "a send was judged twice"
     is_late = got["verdict"] == "late"
@@ -256,5 +249,5 @@ def crash_once(spark, landing: Path, policy, folders: dict[str, str]) -> None:
         if line.judged:
             raise RuntimeError("killed mid-stream")
 
-    with pytest.raises(StreamingQueryException, match="killed mid-stream"):
+    with pytest.raises(RuntimeError, match="killed mid-stream"):
         watch_duplicates(spark, str(landing), policy, "PT2M", once=True, on_batch=die, **folders)

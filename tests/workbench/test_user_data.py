@@ -73,7 +73,7 @@ if monitor.watch is not None:
     _lines = monitor.watch.lines
     assert _lines and sum(_l.judged for _l in _lines) > 0, "no verdict drawn"
     assert int(monitor.figures()[0].data[0].y.sum()) > 0, "the chart draws no send"
-    assert not any(_q.isActive for _q in monitor.watch.queries)
+    assert not monitor.watch.active
 """,
 }
 #: What each notebook must say on an input, beyond that it has no ground truth or content.

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
+import signal
+import threading
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from dedup_lib.cli.common import (
     TELEMETRY_FORMATS,
@@ -24,6 +27,9 @@ from dedup_lib.errors import printable
 from dedup_lib.rules.durations import format_window, parse_window
 from dedup_lib.rules.policy import Policies
 from dedup_lib.settings.load import load_entity_policies
+
+if TYPE_CHECKING:
+    from dedup_lib.live.watch import Watch
 
 WATCH_EXAMPLES = """\
 examples:
@@ -94,20 +100,14 @@ def run(args: argparse.Namespace) -> int:
         mapping=mapping,
         entity=args.entity,
         once=args.once,
-        trigger=f"{args.every} seconds",
-        on_batch=print,
+        trigger=args.every,
+        settle=args.settle,
+        exclude=args.exclude,
+        on_batch=lambda line: print(line, flush=True),
         on_note=print_note,
     )
     if not args.once:
-        try:
-            while watch.active:
-                time.sleep(1)
-            for query in watch.queries:
-                query.awaitTermination()
-        except KeyboardInterrupt:
-            progress.step("stopping (a restart with the same --checkpoint resumes)")
-            watch.stop()
-            return 0
+        _run_until_stopped(watch, progress)
     loads = watch.loads
     read = sum(c["read"] for c in loads)
     quarantined = sum(c["quarantined"] for c in loads)
@@ -118,6 +118,28 @@ def run(args: argparse.Namespace) -> int:
         + f"; verdicts in {printable(args.out)}"
     )
     return 0
+
+
+def _run_until_stopped(watch: Watch, progress: Progress) -> None:
+    """Run until Ctrl-C or SIGTERM (as a service manager stops a service): the micro-batch in
+    hand finishes, and the command exits 0. A failure of the monitor is raised."""
+    asked = threading.Event()
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        asked.set()
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        while watch.active and not asked.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        asked.set()
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    if asked.is_set():
+        progress.step("stopping (a restart with the same --checkpoint goes on from here)")
+        watch.stop(timeout=3600)
+    watch.wait()
 
 
 def add_to(
@@ -198,4 +220,19 @@ def _input_options(cmd: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument(
         "--every", type=positive, default=5, metavar="SECONDS", help="micro-batch interval (5)"
+    )
+    cmd.add_argument(
+        "--settle",
+        type=_lateness,
+        default="PT5S",
+        help="how long a file must stay unchanged for a last line without a newline, or a "
+        "compressed file, to count as finished (default: PT5S)",
+    )
+    cmd.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="names of files never read, such as a compressing Collector's active file "
+        "(repeatable)",
     )

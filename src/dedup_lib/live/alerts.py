@@ -9,54 +9,67 @@ are :mod:`dedup_lib.live.resends`'.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
-from pyspark.sql import functions as F
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from dedup_lib.columns import column
-from dedup_lib.live.keyed import CONTENT, ORIGINAL_CONTENT
+from dedup_lib.live.judge import ORIGINAL_CONTENT
+from dedup_lib.live.keyed import CONTENT
 from dedup_lib.rules.policy import DUPLICATE, REJECTED
 
-if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
-
 COLLISION = "collision"
+#: An alert's fields, in order.
+FIELDS = (
+    "kind",
+    "entity",
+    "dedup_key",
+    "message_id",
+    "send_time",
+    "event_id",
+    "original_send_time",
+    "original_event_id",
+    "why",
+)
 
 
-def alerts_of(result: DataFrame, content: bool) -> DataFrame:
-    """The alerts in one micro-batch of verdicts: ``kind``, ``entity``, ``dedup_key``,
-    ``message_id``, ``send_time``, ``event_id``, ``original_send_time``,
-    ``original_event_id`` and ``why``."""
-    rejected = column("verdict") == REJECTED
-    kinds: list[tuple[Column, str, Column]] = [
-        (rejected, REJECTED, F.concat(F.lit("refused: "), column("reason")))
+def alerts_of(answered: pa.Table) -> list[dict[str, Any]]:
+    """The alerts in one micro-batch of verdicts (with content, if compared): one dict each,
+    with :data:`FIELDS`."""
+    verdict = answered["verdict"]
+    rejected = answered.filter(pc.fill_null(pc.equal(verdict, REJECTED), False))
+    found = [
+        _alert(row, REJECTED, f"refused: {row['reason']}")
+        for row in rejected.select(_needed(rejected)).to_pylist()
     ]
-    if content:
-        differs = (column("verdict") == DUPLICATE) & ~column(CONTENT).eqNullSafe(
-            column(ORIGINAL_CONTENT)
-        )
-        why = F.concat(
-            F.lit("a different message (content "),
-            F.coalesce(column(CONTENT), F.lit("none")),
-            F.lit(", original's "),
-            F.coalesce(column(ORIGINAL_CONTENT), F.lit("none")),
-            F.lit(") reused the key within the window: dropped, reported to its sender as sent"),
-        )
-        kinds.append((differs, COLLISION, why))
-    kind = F.when(kinds[0][0], F.lit(kinds[0][1]))
-    reason = F.when(kinds[0][0], kinds[0][2])
-    for test, name, text in kinds[1:]:
-        kind = kind.when(test, F.lit(name))
-        reason = reason.when(test, text)
-    entity = column("entity") if "entity" in result.columns else F.lit(None).cast("string")
-    return result.where(kind.isNotNull()).select(
-        kind.alias("kind"),
-        entity.cast("string").alias("entity"),
-        column("dedup_key"),
-        column("message_id").cast("string").alias("message_id"),
-        column("send_time"),
-        column("event_id"),
-        column("original_send_time"),
-        column("original_event_id"),
-        reason.alias("why"),
-    )
+    if CONTENT in answered.column_names:
+        same = pc.fill_null(pc.equal(answered[CONTENT], answered[ORIGINAL_CONTENT]), False)
+        both_none = pc.and_(pc.is_null(answered[CONTENT]), pc.is_null(answered[ORIGINAL_CONTENT]))
+        differs = pc.and_(pc.equal(verdict, DUPLICATE), pc.invert(pc.or_(same, both_none)))
+        collided = answered.filter(pc.fill_null(differs, False))
+        for row in collided.select(_needed(collided)).to_pylist():
+            why = (
+                f"a different message (content {_text(row[CONTENT])}, original's "
+                f"{_text(row[ORIGINAL_CONTENT])}) reused the key within the window: dropped, "
+                "reported to its sender as sent"
+            )
+            found.append(_alert(row, COLLISION, why))
+    return found
+
+
+def _needed(table: pa.Table) -> list[str]:
+    wanted = {*FIELDS, "reason", CONTENT, ORIGINAL_CONTENT}
+    return [c for c in table.column_names if c in wanted]
+
+
+def _text(value: Any) -> str:
+    return "none" if value is None else str(value)
+
+
+def _alert(row: dict[str, Any], kind: str, why: str) -> dict[str, Any]:
+    alert = {name: row.get(name) for name in FIELDS}
+    alert.update(kind=kind, why=why)
+    for name in ("entity", "message_id"):
+        if alert[name] is not None:
+            alert[name] = str(alert[name])
+    return alert

@@ -3,121 +3,126 @@ content was accepted on its entity shortly before (within a horizon the user cho
 MessageId differed (a retry that made a new one), or the window had closed: the broker could
 not catch it.
 
-Accepted sends come out of the monitor in send-time order across micro-batches (each is
-judged once the watermark passes it), so each micro-batch compares its accepted sends with
-the last accepted send of each content before it: a small table kept in the checkpoint, one
-file per micro-batch (a micro-batch done again after a crash reads the one before it and
-overwrites its own), holding only contents accepted within the horizon.
+Each accepted send with content is paired with the copy accepted before it: one of its own
+micro-batch, or the last of earlier ones, which a :class:`~dedup_lib.live.state.KeyedState`
+holds by (entity, content) for the horizon. So the work follows the accepted sends, not the
+contents held.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-from datetime import timedelta
-from typing import TYPE_CHECKING
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from pyspark.sql import Window
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from dedup_lib.columns import column
-from dedup_lib.live.keyed import CONTENT
+from dedup_lib.live.keyed import C0, C1, CONTENT, TIME
+from dedup_lib.live.state import ANCHOR, CLOSES, K0, K1, KeyedState
 from dedup_lib.rules.policy import ACCEPTED
 
-if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
-
 RESEND = "resend"
-_KEPT = ["entity", CONTENT, "send_time", "event_id", "message_id"]
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: What an alert shows of a resend.
+_SHOWN = ("entity", "dedup_key", "message_id", "send_time", "event_id")
 
 
-def _store(folder: str, batch_id: int) -> str:
-    return os.path.join(folder, f"{batch_id:010d}")
+class Resends:
+    """The last accepted copy of each content within ``horizon``, kept in ``folder``."""
 
+    def __init__(self, state: KeyedState, horizon: timedelta) -> None:
+        self.state = state
+        self.horizon = int(horizon.total_seconds() * 1_000_000)
 
-def _before(folder: str, batch_id: int) -> str | None:
-    """The table the latest micro-batch before ``batch_id`` left, if any."""
-    if not os.path.isdir(folder):
-        return None
-    done = sorted(n for n in os.listdir(folder) if n.isdigit() and int(n) < batch_id)
-    return os.path.join(folder, done[-1]) if done else None
+    def alerts(self, batch: int, answered: pa.Table, watermark: int | None) -> list[dict[str, Any]]:
+        """The resends among micro-batch ``batch``'s verdicts; the last copies kept, and
+        those beyond the horizon of ``watermark`` let go."""
+        accepted = pc.and_(pc.equal(answered["verdict"], ACCEPTED), pc.is_valid(answered[CONTENT]))
+        sends = answered.filter(pc.fill_null(accepted, False))
+        found: list[dict[str, Any]] = []
+        if sends.num_rows:
+            by = [
+                (C0, "ascending"),
+                (C1, "ascending"),
+                (TIME, "ascending"),
+                ("event_id", "ascending"),
+            ]
+            sends = sends.take(pc.sort_indices(sends, sort_keys=by))
+            found = self._paired(sends)
+            self._keep(batch, sends)
+        if watermark is not None:
+            self.state.expire(watermark)
+        return found
 
+    def _paired(self, sends: pa.Table) -> list[dict[str, Any]]:
+        """Each send whose copy before it (in its micro-batch, else kept) is within the
+        horizon."""
+        keys = np.column_stack([sends[C0].to_numpy(), sends[C1].to_numpy()])
+        times = sends[TIME].to_numpy()
+        first = np.r_[True, (keys[1:] != keys[:-1]).any(axis=1)][: len(keys)]
+        held = self.state.find(keys)
+        schema = pa.schema([sends.schema.field("event_id"), ("message_id", pa.string())])
+        kept = self.state.rows(held.ref[held.held], schema)
+        at_kept = np.cumsum(held.held) - 1
+        before = np.r_[-1, np.arange(len(keys) - 1)]
+        earlier = np.where(first, held.anchor, times[np.maximum(before, 0)])
+        has = np.where(first, held.held & (held.anchor <= times), True)
+        since = times - earlier
+        hits = np.flatnonzero(has & (since <= self.horizon))
+        rows = sends.select([c for c in _SHOWN if c in sends.column_names])
+        found = []
+        for i in hits.tolist():
+            row = rows.slice(i, 1).to_pylist()[0]
+            if first[i]:
+                prev = kept.slice(int(at_kept[i]), 1).to_pylist()[0]
+            else:
+                prev = rows.slice(i - 1, 1).to_pylist()[0]
+            found.append(_alert(row, prev, int(earlier[i]), int(since[i])))
+        return found
 
-def accepted_content() -> Column:
-    """Whether a verdict is an accepted send with content: what this module compares."""
-    return (column("verdict") == ACCEPTED) & column(CONTENT).isNotNull()
-
-
-def resend_alerts(
-    result: DataFrame, folder: str, batch_id: int, horizon: timedelta, latest: int
-) -> DataFrame:
-    """The alerts for the resends in one micro-batch of verdicts (``result`` with the content
-    column), in :func:`dedup_lib.live.alerts.alerts_of`'s columns; the table of last
-    accepted contents for the next micro-batch written to ``folder``. ``latest`` is the time
-    of the micro-batch's latest :func:`accepted_content` send (microseconds since the epoch,
-    counted with its verdicts): the table keeps what is within the horizon of it. A
-    micro-batch without such a send has no resend and writes no table (the next reads the
-    one before)."""
-    spark = result.sparkSession
-    entity = column("entity") if "entity" in result.columns else F.lit(None)
-    accepted = result.where(accepted_content())
-    now = accepted.select(
-        entity.cast("string").alias("entity"),
-        column(CONTENT),
-        column("send_time"),
-        column("event_id"),
-        column("message_id").cast("string").alias("message_id"),
-        column("dedup_key"),
-        F.lit(True).alias("__new"),
-    )
-    previous = _before(folder, batch_id)
-    both = now
-    if previous is not None:
-        kept = T.StructType([now.schema[name] for name in _KEPT])
-        old = spark.read.schema(kept).parquet(previous)
-        old = old.select(
-            *_KEPT, F.lit(None).cast("string").alias("dedup_key"), F.lit(False).alias("__new")
+    def _keep(self, batch: int, sends: pa.Table) -> None:
+        """Each content's last accepted copy, for the micro-batches to come."""
+        keys = np.column_stack([sends[C0].to_numpy(), sends[C1].to_numpy()])
+        last = np.flatnonzero(np.r_[(keys[1:] != keys[:-1]).any(axis=1), True])
+        taken = sends.take(pa.array(last))
+        held = self.state.find(keys[last])
+        times = taken[TIME].to_numpy()
+        newer = ~held.held | (held.anchor <= times)
+        taken = taken.filter(pa.array(newer))
+        self.state.set_anchors(
+            batch,
+            pa.table(
+                {
+                    K0: taken[C0],
+                    K1: taken[C1],
+                    ANCHOR: taken[TIME],
+                    CLOSES: pc.add(taken[TIME], self.horizon),
+                    "event_id": taken["event_id"],
+                    "message_id": taken["message_id"].cast(pa.string()),
+                }
+            ),
         )
-        both = old.unionByName(now)
-    order = Window.partitionBy("entity", CONTENT).orderBy("send_time", "event_id")
-    paired = both.select(
-        "*",
-        F.lag("send_time").over(order).alias("__prev_time"),
-        F.lag("event_id").over(order).alias("__prev_id"),
-        F.lag("message_id").over(order).alias("__prev_message"),
-        F.row_number().over(order.orderBy(F.desc("send_time"), F.desc("event_id"))).alias("__n"),
-    )
-    _keep(paired, folder, batch_id, horizon / timedelta(seconds=1), latest)
-    since = F.unix_micros(column("send_time")) - F.unix_micros(column("__prev_time"))
-    within = since <= F.lit(int(horizon / timedelta(microseconds=1)))
-    again = column("__new") & column("__prev_time").isNotNull() & within
-    why = F.concat(
-        F.lit("the same content was accepted "),
-        F.format_number(since / F.lit(1e6), 3),
-        F.lit(" s before (MessageId "),
-        F.coalesce(column("__prev_message"), F.lit("none")),
-        F.lit("): it reached consumers again"),
-    )
-    return paired.where(again).select(
-        F.lit(RESEND).alias("kind"),
-        column("entity"),
-        column("dedup_key"),
-        column("message_id"),
-        column("send_time"),
-        column("event_id"),
-        column("__prev_time").alias("original_send_time"),
-        column("__prev_id").alias("original_event_id"),
-        why.alias("why"),
-    )
 
 
-def _keep(paired: DataFrame, folder: str, batch_id: int, horizon_s: float, latest: int) -> None:
-    """The last accepted send of each content, where it is within the horizon of the latest
-    send seen, for the next micro-batch. Accepted sends come in send-time order across
-    micro-batches, so ``latest`` is the latest of the table's too."""
-    cutoff = F.timestamp_micros(F.lit(latest)) - F.make_dt_interval(secs=F.lit(horizon_s))
-    last = paired.where((column("__n") == 1) & (column("send_time") >= cutoff))
-    target = _store(folder, batch_id)
-    shutil.rmtree(target, ignore_errors=True)
-    last.select(*_KEPT).write.parquet(target)
+def _alert(row: dict[str, Any], prev: dict[str, Any], at: int, since: int) -> dict[str, Any]:
+    message = prev.get("message_id")
+    return {
+        "kind": RESEND,
+        "entity": _text(row.get("entity")),
+        "dedup_key": row["dedup_key"],
+        "message_id": _text(row.get("message_id")),
+        "send_time": row["send_time"],
+        "event_id": row["event_id"],
+        "original_send_time": _EPOCH + timedelta(microseconds=at),
+        "original_event_id": prev["event_id"],
+        "why": (
+            f"the same content was accepted {since / 1e6:,.3f} s before (MessageId "
+            f"{'none' if message is None else message}): "
+            "it reached consumers again"
+        ),
+    }
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)

@@ -1,11 +1,11 @@
-"""A folder where telemetry files land, read as a stream: each micro-batch of new files is
-loaded as :func:`dedup_lib.load_telemetry` loads a file, with its mapping, types, quarantine
-and reasons, and its count that adds up.
+"""A folder where telemetry files land, read a micro-batch at a time: the files present when it
+opens tell the format and the columns (later files must have the same), and each micro-batch
+of files is read and judged as :func:`dedup_lib.load_telemetry` reads and judges a file, with
+its mapping, types, quarantine and reasons. Within a micro-batch the rows are a static frame,
+so every rule of the loader applies unchanged, the joins and windows of OTLP traces too.
 
-The files present when the stream opens tell the format and the columns (a stream needs its
-schema before the first file is read); files that land later must have the same columns.
-Within one micro-batch the rows are a static frame, so every rule of the loader applies to
-them unchanged, including those a stream cannot run (the joins and windows of OTLP traces).
+This is the loader's seam for streams: :func:`open_landing` once, then :meth:`Landing.read`
+and :meth:`Landing.judged` for each micro-batch's files.
 """
 
 from __future__ import annotations
@@ -18,14 +18,12 @@ from pyspark.sql import types as T
 
 from dedup_lib.columns import column
 from dedup_lib.errors import InputError, printable
-from dedup_lib.telemetry.files import InputFiles, spark_path
+from dedup_lib.telemetry.files import local_path, spark_path
 from dedup_lib.telemetry.formats import SOURCE_FILE
 from dedup_lib.telemetry.formats.otlp import TRACES_DATA, OtlpFormat
 from dedup_lib.telemetry.loader import _open, _Opened, _with_entity
-from dedup_lib.telemetry.quarantine import REASON
 from dedup_lib.telemetry.renaming import record_keys, renamed_sources
 from dedup_lib.telemetry.sources import CORRUPT, Source
-from dedup_lib.telemetry.tally import check_adds_up
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -36,80 +34,70 @@ WATCH = "watch_duplicates"
 
 
 @dataclass(frozen=True)
-class BatchLoad:
-    """One micro-batch loaded: its valid rows (with ``source_file``), its quarantine (with
-    ``reason``), its records that are not sends, and their counts."""
-
-    valid: DataFrame
-    quarantine: DataFrame
-    not_sends: DataFrame
-    counts: dict[str, int]
-    #: The judged micro-batch the three frames read, cached while they are written.
-    judged: DataFrame
-
-    def release(self) -> None:
-        """Drop the cached micro-batch, once its frames are written."""
-        self.judged.unpersist()
-
-
-@dataclass(frozen=True)
 class Landing:
-    """The landing folder at ``path`` as a stream of raw records (:attr:`stream`), and how a
-    micro-batch of them is loaded (:meth:`load`)."""
+    """The landing folder at ``path``: its format, the schema its files are read with, and
+    how a micro-batch of them is read (:meth:`read`) and judged (:meth:`judged`)."""
 
     path: str
     format: str
-    stream: DataFrame
     opened: _Opened
     mapping: dict[str, str]
+    schema: T.StructType
     entity: str | None = None
 
-    def load(self, batch: DataFrame) -> BatchLoad:
-        """The micro-batch ``batch`` (rows of :attr:`stream`) loaded; an error if its rows do
-        not add up (none is ever dropped without a word)."""
-        opened, judged = self._judged(batch)
-        frame = judged.cache()
-        not_send = opened.skipped if opened.skipped is not None else F.lit(False)
-        row = frame.agg(
-            F.count(F.lit(1)).alias("read"),
-            F.count_if(~not_send & column(REASON).isNull()).alias("valid"),
-            F.count_if(~not_send & column(REASON).isNotNull()).alias("quarantined"),
-            F.count_if(not_send).alias("skipped"),
-        ).first()
-        assert row is not None
-        counts = {k: int(row[k]) for k in ("read", "valid", "quarantined", "skipped")}
-        check_adds_up(printable(self.path), counts)
-        return BatchLoad(
-            valid=opened.valid(frame, keep_source_file=True),
-            quarantine=opened.quarantine(frame),
-            not_sends=opened.not_sends(frame),
-            counts=counts,
-            judged=frame,
-        )
+    @property
+    def spark(self) -> SparkSession:
+        return self.opened.raw.sparkSession
 
-    def valid_columns(self) -> DataFrame:
-        """The valid rows of a micro-batch, as :meth:`load` gives them, of no rows: their
-        columns before any file is read, without a Spark job."""
-        empty = self.stream.sparkSession.createDataFrame([], self.stream.schema)
-        opened, judged = self._judged(empty)
-        return opened.valid(judged, keep_source_file=True)
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What reading the folder did that the user should know."""
+        return self.opened.notes
 
-    def _judged(self, batch: DataFrame) -> tuple[_Opened, DataFrame]:
-        """The rows of ``batch`` as records of the format, each with its reason (if refused)."""
+    def read(self, paths: list[str]) -> DataFrame:
+        """The records of the files at ``paths`` (read with the folder's schema), each with
+        the file it came from in ``source_file``."""
+        reader = self.spark.read.schema(self.schema)
+        spark_paths = [spark_path(p) for p in paths]
+        fmt = "json" if self.opened.record_format is not None else self.opened.fmt
+        options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+        if fmt == "parquet":
+            frame = reader.parquet(*spark_paths)
+        elif fmt == "json":
+            frame = reader.options(**options).json(spark_paths)
+        else:
+            frame = reader.options(header=True, multiLine=True, **options).csv(spark_paths)
+        if self.opened.record_format is not None:
+            file_path = frame.metadataColumn("_metadata").getField("file_path")
+            return frame.select("*", file_path.alias(SOURCE_FILE))
+        source = Source(frame, paths)
+        (renamed,) = renamed_sources([source], self.mapping, self.opened.files, self.path)
+        return renamed.frame
+
+    def judged(self, raw: DataFrame) -> tuple[_Opened, DataFrame]:
+        """The records of ``raw`` (rows of :meth:`read`) as the loader judges them, each with
+        its reason if refused; and the opened input that says which rows are valid sends."""
         opened = self.opened
         if opened.record_format is not None:
             keys = record_keys(opened.record_format, self.mapping)
-            records = opened.record_format.records(batch, keys, self.entity)
+            records = opened.record_format.records(raw, keys, self.entity)
             if CORRUPT not in records.columns:
                 records = records.select("*", F.lit(None).cast("string").alias(CORRUPT))
-            batch = records
+            raw = records
         elif self.entity is not None:
             named: dict[str, T.DataType] = (
-                {"entity": T.StringType()} if "entity" in batch.columns else {}
+                {"entity": T.StringType()} if "entity" in raw.columns else {}
             )
-            batch = _with_entity(batch, named, self.entity)
-        opened = replace(opened, raw=batch)
-        return opened, opened.judged(batch)
+            raw = _with_entity(raw, named, self.entity)
+        opened = replace(opened, raw=raw)
+        return opened, opened.judged(raw)
+
+    def valid_columns(self) -> DataFrame:
+        """The valid rows of a micro-batch, of no rows: their columns before any file is
+        read, without a Spark job."""
+        empty = self.read(self.opened.files.files[:1]).limit(0)
+        opened, judged = self.judged(empty)
+        return opened.valid(judged, keep_source_file=True)
 
 
 def open_landing(
@@ -120,8 +108,14 @@ def open_landing(
     *,
     entity: str | None = None,
 ) -> Landing:
-    """The folder ``path`` as a stream of telemetry files; the files already there tell the
-    format and columns. An error that says what to do when none has landed yet."""
+    """The folder ``path`` (on this machine's disk) as a landing: the files already there
+    tell the format and columns. An error that says what to do when none has landed yet."""
+    if local_path(path) is None:
+        raise InputError(
+            f"{WATCH}: {printable(path)} is not on this machine's disk: the monitor follows "
+            "each file it reads as it grows and rotates, so it watches a local folder (or a "
+            "mount)"
+        )
     mapping = dict(mapping or {})
     opened = _open(spark, path, format, mapping, entity)
     files = opened.files
@@ -138,32 +132,20 @@ def open_landing(
                 f"{WATCH}: {opened.record_format.name} files cannot be watched (they are "
                 "exports, written once); load them with load_telemetry or dedup-lib simulate"
             )
-        raw = spark.readStream.schema(TRACES_DATA).options(
-            mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT
-        )
-        stream = raw.json(spark_path(files.root))
-        file_path = stream.metadataColumn("_metadata").getField("file_path")
-        framed = stream.select("*", file_path.alias(SOURCE_FILE))
-        return Landing(path, opened.fmt, framed, opened, mapping, entity)
+        return Landing(path, opened.fmt, opened, mapping, TRACES_DATA, entity)
     assert opened.source_schema is not None
     schema = opened.source_schema
     if opened.fmt != "parquet" and CORRUPT not in schema.names:
         schema = T.StructType([*schema.fields, T.StructField(CORRUPT, T.StringType())])
         opened = replace(opened, corrupt=True)
-    source = Source(_plain_stream(spark, opened.fmt, schema, files), files.files)
-    (renamed,) = renamed_sources([source], mapping, files, path)
-    return Landing(path, opened.fmt, renamed.frame, opened, mapping, entity)
+    return Landing(path, opened.fmt, opened, mapping, schema, entity)
 
 
-def _plain_stream(
-    spark: SparkSession, fmt: str, schema: T.StructType, files: InputFiles
-) -> DataFrame:
-    """The folder read as a stream with the schema its present files have."""
-    reader = spark.readStream.schema(schema)
-    folder = spark_path(files.root)
-    if fmt == "parquet":
-        return reader.parquet(folder)
-    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
-    if fmt == "json":
-        return reader.options(**options).json(folder)
-    return reader.options(header=True, multiLine=True, **options).csv(folder)
+def source_names(frame: DataFrame, names: dict[str, str]) -> DataFrame:
+    """``frame`` with each ``source_file`` that ``names`` knows (a path's last part) given
+    the name it stands for."""
+    if not names:
+        return frame
+    last = F.element_at(F.split(column(SOURCE_FILE), "/"), -1)
+    mapped = F.create_map(*(F.lit(x) for pair in names.items() for x in pair))
+    return frame.withColumn(SOURCE_FILE, F.coalesce(mapped[last], column(SOURCE_FILE)))

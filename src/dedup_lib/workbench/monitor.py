@@ -89,7 +89,8 @@ class LiveMonitor:
             self._drawn.set()
         self.status.value = (
             f"Micro-batch {line.batch} at {time.strftime('%H:%M:%S')}: {line.judged:,} sends "
-            f"judged, {line.duplicates:,} duplicates, {line.late:,} late, {line.alerts:,} alerts."
+            f"judged, {line.duplicates:,} duplicates, {line.late:,} late, {line.alerts:,} alerts; "
+            f"{escape(str(line.state))}."
         )
 
     def figures(self) -> list[go.Figure]:

@@ -1,0 +1,73 @@
+"""A micro-batch's chunks written as files of their own, for Spark to read: the bytes the
+ledger planned, copied out of the landing folder before the plan is recorded. So a
+micro-batch done again after a crash reads exactly what it read the first time, whatever
+the writer did to the folder since, and Spark never reads a file while it is written."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import BinaryIO
+
+from dedup_lib.live.durable import remove, replace_with
+from dedup_lib.live.ledger import Chunk, Piece, file_id
+
+
+def chunk_path(folder: str, seq: int, chunk: Chunk) -> str:
+    """Where chunk ``seq`` of a micro-batch lies: named in the order the ledger planned."""
+    return os.path.join(folder, f"chunk-{seq:06d}{chunk.suffix}")
+
+
+def write_chunks(folder: str, chunks: list[Chunk]) -> list[str]:
+    """Each chunk as a file in ``folder``, whole or not at all; their paths."""
+    os.makedirs(folder, exist_ok=True)
+    paths = []
+    for seq, chunk in enumerate(chunks):
+        path = chunk_path(folder, seq, chunk)
+        replace_with(path, lambda target, chunk=chunk: _copy(chunk, target))  # type: ignore[misc]
+        paths.append(path)
+    return paths
+
+
+def remove_chunks(folder: str) -> None:
+    """A committed micro-batch's chunks, no longer needed."""
+    if os.path.isdir(folder):
+        for name in os.listdir(folder):
+            remove(os.path.join(folder, name))
+        os.rmdir(folder)
+
+
+class MovedError(OSError):
+    """A planned file is no longer where it was, nor anywhere in its folder: plan again."""
+
+
+def _copy(chunk: Chunk, target: str) -> None:
+    with open(target, "wb") as out:
+        for piece in chunk.pieces:
+            with _opened(piece) as source:
+                source.seek(piece.start)
+                left = piece.end - piece.start
+                while left:
+                    data = source.read(min(left, 1 << 22))
+                    if not data:
+                        raise MovedError(f"{piece.path} ended before byte {piece.end}")
+                    out.write(data)
+                    left -= len(data)
+
+
+def _opened(piece: Piece) -> BinaryIO:
+    """The planned file, found by its identity: a rotation may have renamed it since, and
+    given its old name to a new file."""
+    folder = os.path.dirname(piece.path)
+    candidates = [piece.path]
+    with contextlib.suppress(FileNotFoundError):
+        candidates += [os.path.join(folder, n) for n in sorted(os.listdir(folder))]
+    for path in candidates:
+        try:
+            file = open(path, "rb")  # noqa: SIM115 (returned open)
+        except (FileNotFoundError, IsADirectoryError):
+            continue
+        if file_id(os.fstat(file.fileno())) == piece.file:
+            return file
+        file.close()
+    raise MovedError(f"{piece.path} went between planning and reading")

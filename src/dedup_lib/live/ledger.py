@@ -1,0 +1,373 @@
+"""The landing folder's ledger: which bytes of which file the monitor has taken, so that each
+record of a file is read once, whole, however the file arrived (docs/rules.md, section 8).
+
+A file is known by its device and inode (a rename keeps them) and by a hash of its first
+bytes (an inode the system gives again to a new file has other first bytes). Each micro-batch
+the folder is listed and the ledger plans what is new:
+
+- **text files** (JSON Lines, OTLP traces, CSV) are taken record by record as they grow:
+  up to their last whole record; a last record without its newline is taken once the file
+  has not changed for ``settle`` (a writer that ends without one). A rotated stream's backup
+  that ends inside a record is read on into the next file of its stream
+  (:mod:`dedup_lib.live.rotation`), so the record is read whole, once;
+- **Parquet and compressed files** are taken whole once finished (:func:`records.finished`:
+  a footer that reads, a stream that ends). A stream's active file is never read while it
+  is written (before its first rotation it cannot be told apart: ``exclude`` names it). One
+  that changes after it was read is said in a note, once: it cannot be read exactly.
+
+A file that goes before it was read whole is said in a note with the bytes never read.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field, replace
+
+import xxhash
+
+from dedup_lib.errors import printable
+from dedup_lib.live.records import codec_of, finished, first_end, records_end
+from dedup_lib.live.rotation import is_active, streams
+
+#: How many first bytes tell a file from another that took its inode.
+HEAD = 4096
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the ledger knows of a file: where and how large it was last seen, the bytes
+    taken (a whole file's size once read), its header (CSV) and its first bytes' hash."""
+
+    name: str
+    size: int
+    mtime_ns: int
+    taken: int = 0
+    whole: bool = False
+    header: int = 0
+    head: str = ""
+    head_len: int = 0
+    #: A last record without its newline was taken (after ``settle``).
+    cut: bool = False
+    said: tuple[str, ...] = ()
+
+    @property
+    def read_all(self) -> bool:
+        return self.taken >= self.size
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Bytes ``start`` to ``end`` of the file known as ``file``, at ``path`` when planned."""
+
+    file: str
+    path: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Records to read as one file: its pieces in order, named for the user by ``name``."""
+
+    name: str
+    pieces: tuple[Piece, ...]
+    suffix: str
+
+    @property
+    def size(self) -> int:
+        return sum(p.end - p.start for p in self.pieces)
+
+
+@dataclass
+class Plan:
+    """One micro-batch's chunks, the ledger after it, and what to tell the user."""
+
+    chunks: list[Chunk] = field(default_factory=list)
+    files: dict[str, Seen] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How the folder's files are read: ``fmt`` (parquet, csv, json, otlp), ``settle``
+    (seconds a text file must stay unchanged for a last record without its newline to
+    count as whole),
+    ``budget`` (bytes per micro-batch; a larger whole file goes alone), ``exclude`` (glob
+    patterns of names never read)."""
+
+    fmt: str
+    settle: float = 5.0
+    budget: int = 256 << 20
+    exclude: tuple[str, ...] = ()
+
+    @property
+    def csv(self) -> bool:
+        return self.fmt == "csv"
+
+    def whole(self, name: str) -> bool:
+        return self.fmt == "parquet" or codec_of(name) is not None
+
+
+def file_id(stat: os.stat_result) -> str:
+    return f"{stat.st_dev}:{stat.st_ino}"
+
+
+def listed(folder: str, reading: Reading) -> dict[str, os.stat_result]:
+    """The folder's files (not hidden or bookkeeping names, not excluded), by name."""
+    found = {}
+    for entry in os.scandir(folder):
+        name = entry.name
+        if name.startswith((".", "_")) or name.endswith(".crc"):
+            continue
+        if any(fnmatch.fnmatchcase(name, p) for p in reading.exclude):
+            continue
+        try:
+            if entry.is_file():
+                found[name] = entry.stat()
+        except FileNotFoundError:
+            continue
+    return found
+
+
+def plan(folder: str, known: dict[str, Seen], reading: Reading, now: float) -> Plan:
+    """What is new in ``folder`` since the ledger ``known``, within the budget."""
+    found = listed(folder, reading)
+    result = Plan(files={})
+    ids = {file_id(st): name for name, st in found.items()}
+    for fid, seen in known.items():
+        if fid not in ids:
+            if not seen.read_all:
+                result.notes.append(_removed(seen))
+        else:
+            result.files[fid] = seen
+    spent = 0
+    for group in streams(sorted(found)):
+        for chunk, taken in _group(folder, group, found, result, reading, now):
+            if result.chunks and spent + chunk.size > reading.budget:
+                return result
+            result.chunks.append(chunk)
+            result.files.update(taken)
+            spent += chunk.size
+    return result
+
+
+#: A chunk, and the ledger's entries as they are once it is taken.
+_Taken = tuple[Chunk, dict[str, Seen]]
+
+
+def _group(
+    folder: str,
+    group: list[str],
+    found: dict[str, os.stat_result],
+    result: Plan,
+    reading: Reading,
+    now: float,
+) -> Iterator[_Taken]:
+    """The chunks of one stream (or one file), in order, each with the ledger's entries once
+    it is taken: the caller stops at the budget, leaving the files as they were."""
+    carry: tuple[str, Seen] | None = None
+    for name in group:
+        stat = found[name]
+        fid = file_id(stat)
+        path = os.path.join(folder, name)
+        seen = _seen(path, name, stat, result, fid)
+        if seen.whole:
+            _whole_changed(fid, seen, stat, result)
+            continue
+        if reading.whole(name):
+            if not is_active(name, group):
+                yield from _whole(path, fid, seen, stat, result, reading, now)
+            continue
+        if carry is not None:
+            stitched = _stitch(carry, path, fid, seen)
+            if stitched is None:
+                return
+            yield stitched
+            seen = result.files[fid]
+        later = name != group[-1]
+        carry = yield from _text(path, fid, seen, stat, result, reading, now, later)
+
+
+def _seen(path: str, name: str, stat: os.stat_result, result: Plan, fid: str) -> Seen:
+    """The ledger's entry for the file: new if it is new, or if its first bytes are not
+    those seen (a file rewritten in place, or a new one given a removed file's inode). A
+    whole file read is left as it was read."""
+    seen = result.files.get(fid)
+    fresh = Seen(name, stat.st_size, stat.st_mtime_ns)
+    if seen is None:
+        seen = _with_head(path, fresh)
+    elif seen.whole:
+        return seen
+    elif (seen.size, seen.mtime_ns) != (stat.st_size, stat.st_mtime_ns) or seen.name != name:
+        same = stat.st_size >= seen.head_len and _hash(path, seen.head_len) == seen.head
+        if not same or stat.st_size < seen.taken:
+            if not seen.read_all:
+                result.notes.append(_removed(seen))
+            if seen.name == name:
+                result.notes.append(
+                    f"{printable(name)} was rewritten in place: read again from its start"
+                )
+            seen = _with_head(path, fresh)
+        else:
+            seen = replace(seen, name=name, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+            if seen.head_len < HEAD and stat.st_size > seen.head_len:
+                seen = _with_head(path, seen)
+    result.files[fid] = seen
+    return seen
+
+
+def _with_head(path: str, seen: Seen) -> Seen:
+    length = min(seen.size, HEAD)
+    return replace(seen, head=_hash(path, length), head_len=length)
+
+
+def _hash(path: str, length: int) -> str:
+    with open(path, "rb") as file:
+        return xxhash.xxh64_hexdigest(file.read(length))
+
+
+def _whole(
+    path: str,
+    fid: str,
+    seen: Seen,
+    stat: os.stat_result,
+    result: Plan,
+    reading: Reading,
+    now: float,
+) -> Iterator[_Taken]:
+    """A Parquet or compressed file, whole, once it is finished."""
+    quiet = now - stat.st_mtime_ns / 1e9
+    if not finished(path, reading.fmt == "parquet"):
+        if quiet >= 6 * reading.settle:
+            note = (
+                f"{printable(seen.name)} is not a whole file (cut short?) and has not "
+                f"changed for {quiet:.0f} s: not read until it does"
+            )
+            _say(result, fid, "unfinished", note)
+        return
+    chunk = Chunk(seen.name, (Piece(fid, path, 0, stat.st_size),), _suffix(seen.name, reading))
+    yield chunk, {fid: replace(seen, taken=stat.st_size, whole=True)}
+
+
+def _whole_changed(fid: str, seen: Seen, stat: os.stat_result, result: Plan) -> None:
+    """A file read whole that has changed since: said, once, and not read again."""
+    if (seen.taken, seen.mtime_ns) != (stat.st_size, stat.st_mtime_ns):
+        note = (
+            f"{printable(seen.name)} changed after it was read whole: a Parquet or compressed "
+            "file is read once, finished; land a new file instead (write it under a hidden "
+            "name, then rename it)"
+        )
+        _say(result, fid, "changed", note)
+
+
+def _text(
+    path: str,
+    fid: str,
+    seen: Seen,
+    stat: os.stat_result,
+    result: Plan,
+    reading: Reading,
+    now: float,
+    later: bool,
+) -> Generator[_Taken, None, tuple[str, Seen] | None]:
+    """A text file's whole records since the last taken; returns the file and its unended
+    last record when a later file of its stream holds the rest of it."""
+    header: tuple[Piece, ...] = ()
+    if reading.csv:
+        if not seen.header:
+            end = _first(path, 0, stat.st_size, True)
+            if not end:
+                return None
+            seen = replace(seen, header=end, taken=max(seen.taken, end))
+            result.files[fid] = seen
+        header = (Piece(fid, path, 0, seen.header),)
+    if seen.cut and stat.st_size > seen.taken:
+        _say(
+            result,
+            fid,
+            "cut",
+            f"{printable(seen.name)} grew after its last line, which "
+            "had no newline, was read: that line may have been cut; end every record "
+            "with a newline",
+        )
+    start = seen.taken
+    stop = min(stat.st_size, start + reading.budget)
+    end = start + records_end(_read(path, start, stop), reading.csv)
+    suffix = _suffix(seen.name, reading)
+    if end > start:
+        seen = replace(seen, taken=end)
+        yield Chunk(seen.name, (*header, Piece(fid, path, start, end)), suffix), {fid: seen}
+    if stop < stat.st_size or end == stat.st_size:
+        return None
+    if later and not reading.csv:
+        return (fid, seen)
+    if now - stat.st_mtime_ns / 1e9 >= reading.settle:
+        piece = Piece(fid, path, end, stat.st_size)
+        yield (
+            Chunk(seen.name, (*header, piece), suffix),
+            {fid: replace(seen, taken=stat.st_size, cut=True)},
+        )
+    return None
+
+
+def _stitch(carry: tuple[str, Seen], path: str, fid: str, seen: Seen) -> _Taken | None:
+    """The record a rotation cut: the end of the backup before, the start of this file.
+    None while this file has no whole line yet. A file already read from its start holds
+    no rest of it: the backup's end is read alone (and found malformed)."""
+    before_id, before = carry
+    tail = Piece(
+        before_id, os.path.join(os.path.dirname(path), before.name), before.taken, before.size
+    )
+    done = {before_id: replace(before, taken=before.size)}
+    if seen.taken:
+        return Chunk(before.name, (tail,), ".json"), done
+    end = _first(path, 0, seen.size, False)
+    if not end:
+        return None
+    done[fid] = replace(seen, taken=end)
+    return Chunk(before.name, (tail, Piece(fid, path, 0, end)), ".json"), done
+
+
+def _first(path: str, start: int, size: int, csv: bool) -> int:
+    """Where the first whole record from ``start`` ends (0: none yet), reading on as far as
+    the record goes."""
+    step = 1 << 16
+    stop = min(size, start + step)
+    while True:
+        end = first_end(_read(path, start, stop), csv)
+        if end or stop >= size:
+            return start + end if end else 0
+        stop = min(size, start + 4 * (stop - start))
+
+
+def _read(path: str, start: int, stop: int) -> bytes:
+    if stop <= start:
+        return b""
+    with open(path, "rb") as file:
+        file.seek(start)
+        return file.read(stop - start)
+
+
+def _suffix(name: str, reading: Reading) -> str:
+    """The chunk's file name ending: its format's, and its compression's."""
+    base = {"parquet": ".parquet", "csv": ".csv"}.get(reading.fmt, ".json")
+    codec = codec_of(name)
+    return base + (name[name.rindex(".") :] if codec else "")
+
+
+def _say(result: Plan, fid: str, kind: str, note: str) -> None:
+    """A note about a file, said once."""
+    seen = result.files[fid]
+    if kind not in seen.said:
+        result.notes.append(note)
+        result.files[fid] = replace(seen, said=(*seen.said, kind))
+
+
+def _removed(seen: Seen) -> str:
+    left = seen.size - seen.taken
+    return (
+        f"{printable(seen.name)} went before it was read whole: its last {left:,} bytes "
+        "were never read"
+    )

@@ -1,0 +1,123 @@
+"""One micro-batch's chunks through Spark in one pass: read, judged by the loader's rules,
+keyed as the batch replay keys sends, and brought into the driver as Arrow, the quarantined
+rows beside the valid ones. Spark reads and parses each chunk once; what follows (the walk,
+the verdicts' files) is the driver's.
+
+Records that are not sends (other spans of OTLP traces) are counted as they pass and left in
+Spark. The counts must add up (:func:`dedup_lib.telemetry.tally.check_adds_up`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Observation, Window
+from pyspark.sql import functions as F
+
+from dedup_lib.columns import column
+from dedup_lib.errors import printable
+from dedup_lib.live.keyed import keyed_sends
+from dedup_lib.replay.sql_rules import with_batches
+from dedup_lib.telemetry.formats import SOURCE_FILE
+from dedup_lib.telemetry.landing import source_names
+from dedup_lib.telemetry.quarantine import PARSED, REASON
+from dedup_lib.telemetry.schema import TEXT_COLUMNS, TIME_COLUMNS
+from dedup_lib.telemetry.tally import check_adds_up
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+    from dedup_lib.rules.policy import Policies
+    from dedup_lib.telemetry.landing import Landing
+    from dedup_lib.telemetry.loader import _Opened
+
+#: The prefix of a quarantined row's columns, as read, beside the valid rows' typed ones.
+QUARANTINED = "__dedup_q_"
+_VALID = "__dedup_valid"
+#: Event ids given to the sends of a micro-batch without one: its id times this, plus the
+#: send's place in it (by chunk, then as read).
+_BATCH_SPAN = 10**12
+
+
+@dataclass(frozen=True)
+class Intake:
+    """One micro-batch in the driver: its valid ``sends`` (keyed), its ``quarantine`` (as
+    :func:`dedup_lib.load_telemetry` quarantines rows) and its counts."""
+
+    sends: pa.Table
+    quarantine: pa.Table
+    counts: dict[str, int]
+
+
+def load_micro_batch(
+    landing: Landing,
+    paths: list[str],
+    names: dict[str, str],
+    policy: Policies,
+    content: list[str],
+    batch: int,
+) -> Intake:
+    """Read the chunks at ``paths`` (``names``: each chunk file's name to the file the user
+    landed) and bring their sends and quarantine into the driver."""
+    raw = source_names(landing.read(paths), names)
+    opened, frame = landing.judged(raw)
+    seen = Observation(f"dedup-watch-{uuid.uuid4().hex}")
+    not_send = opened.skipped if opened.skipped is not None else F.lit(False)
+    valid = ~not_send & column(REASON).isNull()
+    frame = frame.observe(
+        seen,
+        F.count(F.lit(1)).alias("read"),
+        F.count_if(valid).alias("valid"),
+        F.count_if(~not_send & ~valid).alias("quarantined"),
+        F.count_if(not_send).alias("skipped"),
+    )
+    rows = _both(opened, frame.where(~not_send), valid)
+    if "event_id" not in rows.columns:
+        place = F.row_number().over(
+            Window.orderBy(column(SOURCE_FILE), F.monotonically_increasing_id())
+        )
+        rows = rows.withColumn("event_id", F.lit(batch * _BATCH_SPAN) + place)
+    rows = with_batches(rows, policy, F.monotonically_increasing_id())
+    table = keyed_sends(rows, policy, content).toArrow()
+    counts = {k: int(v) for k, v in seen.get.items()}
+    check_adds_up(printable(landing.path), counts)
+    return _split(table, counts)
+
+
+def _both(opened: _Opened, frame: DataFrame, valid: Column) -> DataFrame:
+    """Every send of ``frame`` in one row: typed where it is valid (as the loader's valid
+    rows), as read where it is not (the quarantine's columns, under :data:`QUARANTINED`)."""
+
+    def typed(name: str) -> Column:
+        if name in TIME_COLUMNS:
+            return column(PARSED + name)
+        if name in TEXT_COLUMNS:
+            return column(name).cast("string")
+        return column(name)
+
+    refused = [*opened.order, REASON, SOURCE_FILE]
+    return frame.select(
+        *(F.when(valid, typed(c)).alias(c) for c in opened.order),
+        column(SOURCE_FILE),
+        valid.alias(_VALID),
+        *(F.when(~valid, column(c)).alias(QUARANTINED + c) for c in refused),
+    )
+
+
+def _split(table: pa.Table, counts: dict[str, int]) -> Intake:
+    """The valid sends and the quarantined rows, each with its own columns; an error if
+    they are not the rows counted."""
+    valid = pc.fill_null(table[_VALID], False)
+    quarantined = [c for c in table.column_names if c.startswith(QUARANTINED)]
+    sends = table.filter(valid).drop_columns([_VALID, *quarantined])
+    refused = table.filter(pc.invert(valid)).select(quarantined)
+    refused = refused.rename_columns([c.removeprefix(QUARANTINED) for c in quarantined])
+    check_adds_up(
+        "the micro-batch brought into the driver",
+        {**counts, "read": sends.num_rows + refused.num_rows + counts["skipped"]},
+    )
+    return Intake(sends, refused, counts)
