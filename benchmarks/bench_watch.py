@@ -1,118 +1,251 @@
 """Benchmark: the live monitor against the batch replay of the same sends.
 
-Generates N sends of the day scenario as F files in a landing folder, then times, in the same
-run and interleaved: the batch replay (``load_telemetry`` then ``detect_duplicates``, to a
-no-op sink) and ``watch_duplicates(once=True)`` over the same files from a fresh checkpoint
-(its two queries, every micro-batch, the verdicts written). Prints sends judged per second
-for both, the ratio of their times (median over the rounds of the ratio within a round), and
-the size of the state at the end against the keys sent within the window plus the lateness
-of the last send (what the state must hold, at most).
+Generates N sends of the day scenario as F Parquet files of equal size, in send-time order,
+then, for each window, times in the same run and interleaved:
 
-    make bench-watch                 # 1 M sends, 8 files
-    .venv/bin/python benchmarks/bench_watch.py --rows 200000 --repeat 2
+- the batch replay: ``load_telemetry`` then ``detect_duplicates`` over the F files, to a
+  no-op sink (the baseline);
+- **landed one at a time**: a running ``watch_duplicates`` (a micro-batch every half
+  second), the files renamed into its folder one after another as a feed delivers them,
+  each once the monitor has judged the one before: the time from the first file to the
+  last verdict, and each file's cost (landed to committed);
+- **all at once**: ``watch_duplicates(once=True)`` over the F files from a fresh checkpoint.
+
+Each monitor writes its verdicts, its alerts file and its checkpoint. Printed per window: the
+ratios to the batch replay (median over the rounds of the ratio within a round), the late
+files' cost against the early ones' (the last three against the second to the fourth: the
+first carries the start), the state at the end (keys held, bytes in memory and on disk), and
+the peaks of resident memory of the driver's Python and of its JVM (the executors, in local
+mode), sampled every 0.2 s. ``--json`` writes the figures, for benchmarks/results/.
+
+    make bench-watch                       # 1 M and 10 M sends, PT10M and P1D, 10 files
+    .venv/bin/python benchmarks/bench_watch.py --rows 200000 --files 4 --repeat 1
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_engine import interleaved, paired
-from bench_explorer import seconds
-from dedup_lib import (
-    DedupPolicy,
-    detect_duplicates,
-    generate_telemetry,
-    get_spark,
-    load_telemetry,
-    watch_duplicates,
-)
+from bench_engine import paired
+from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
+from dedup_lib.live.watch import watch_duplicates
+from dedup_lib.synth import generate_telemetry
 
-POLICY = DedupPolicy("PT10M")
 LATENESS = "PT1M"
+WINDOWS = ("PT10M", "P1D")
+TARGET, FLAT = 3.0, 1.5
 
 
-def land(spark: SparkSession, rows: int, files: int, folder: str) -> int:
-    """The day scenario's sends in ``files`` Parquet files, by send time; the valid count."""
+def land_files(spark: SparkSession, rows: int, files: int, folder: str) -> list[str]:
+    """The day scenario's sends in ``files`` Parquet files of equal size, by send time."""
     sends = generate_telemetry(spark, rows, seed=1)
-    tiles = sends.withColumn("__file", F.ntile(files).over(_by_time()))
-    tiles.repartition(files, "__file").sortWithinPartitions("send_time").drop(
-        "__file"
-    ).write.parquet(folder)
-    return int(load_telemetry(spark, folder).valid.count())
+    order = F.coalesce(F.try_to_timestamp(F.col("send_time").cast("string")), F.lit(None))
+    tiles = sends.withColumn("__file", F.ntile(files).over(_by(order))).cache()
+    os.makedirs(folder)
+    paths = []
+    for i in range(files):
+        part = f"{folder}-{i}"
+        tile = tiles.where(F.col("__file") == i + 1).drop("__file")
+        tile.coalesce(1).sortWithinPartitions(order).write.parquet(part)
+        (written,) = (n for n in os.listdir(part) if n.endswith(".parquet"))
+        paths.append(os.path.join(folder, f"sends-{i:04d}.parquet"))
+        os.replace(os.path.join(part, written), paths[-1])
+        shutil.rmtree(part)
+    tiles.unpersist()
+    return paths
 
 
-def _by_time():  # type: ignore[no-untyped-def]
+def _by(order):  # type: ignore[no-untyped-def]
     from pyspark.sql import Window
 
-    return Window.orderBy("send_time")
+    return Window.orderBy(order)
 
 
-def batch(spark: SparkSession, folder: str) -> None:
-    result = detect_duplicates(load_telemetry(spark, folder).valid, POLICY)
-    result.write.format("noop").mode("overwrite").save()
+class Peaks:
+    """The largest resident memory of this process and of its JVM, while it runs."""
+
+    def __init__(self) -> None:
+        self.python = self.jvm = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            self.python = max(self.python, _rss(os.getpid()))
+            self.jvm = max(self.jvm, sum(_rss(pid) for pid in _children(os.getpid())))
+
+    def stop(self) -> tuple[float, float]:
+        self._stop.set()
+        self._thread.join()
+        return self.python / 2**30, self.jvm / 2**30
 
 
-def watch(spark: SparkSession, folder: str, scratch: str) -> None:
-    shutil.rmtree(scratch, ignore_errors=True)
-    watch_duplicates(
-        spark,
-        folder,
-        POLICY,
-        LATENESS,
-        out=f"{scratch}/out",
-        checkpoint=f"{scratch}/ck",
-        once=True,
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii") as stat:
+                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def batch(spark: SparkSession, files: list[str], window: str) -> float:
+    start = time.perf_counter()
+    result = detect_duplicates(
+        load_telemetry(spark, os.path.dirname(files[0])).valid, DedupPolicy(window)
     )
+    result.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - start
 
 
-def state_size(spark: SparkSession, scratch: str, folder: str) -> tuple[int, int]:
-    """Anchors held at the end, and the keys sent within window plus lateness of the end."""
-    judge = f"{scratch}/ck/judge"
-    held = spark.read.format("statestore").option("stateVarName", "anchors").load(judge).count()
-    valid = load_telemetry(spark, folder).valid
-    last = valid.agg(F.max("send_time")).first()[0]
-    since = F.lit(last) - F.expr("INTERVAL 11 MINUTES")
-    keys = valid.where(F.col("send_time") >= since).select("entity", "message_id").distinct()
-    return held, keys.count()
+def all_at_once(spark: SparkSession, files: list[str], window: str, scratch: str) -> float:
+    shutil.rmtree(scratch, ignore_errors=True)
+    start = time.perf_counter()
+    watch_duplicates(spark, os.path.dirname(files[0]), DedupPolicy(window), LATENESS,
+                     **_outputs(scratch), once=True)  # fmt: skip
+    return time.perf_counter() - start
+
+
+def one_at_a_time(
+    spark: SparkSession, files: list[str], window: str, scratch: str
+) -> tuple[float, list[float], dict[str, int]]:
+    """The total time, each file's cost (landed to committed) and the last state."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    landing = os.path.join(scratch, "landing")
+    os.makedirs(landing)
+    judged = threading.Event()
+    costs: list[float] = []
+    state: dict[str, int] = {}
+
+    def committed(line) -> None:  # type: ignore[no-untyped-def]
+        state.update(vars(line.state))
+        judged.set()
+
+    start = time.perf_counter()
+    watch = None
+    for i, file in enumerate(files):
+        landed = time.perf_counter()
+        shutil.copyfile(file, os.path.join(landing, f".landing-{i}"))
+        os.replace(
+            os.path.join(landing, f".landing-{i}"), os.path.join(landing, f"{i:04d}.parquet")
+        )
+        judged.clear()
+        if watch is None:
+            watch = watch_duplicates(spark, landing, DedupPolicy(window), LATENESS,
+                                     **_outputs(scratch), trigger=0.5, on_batch=committed)  # fmt: skip
+        if not judged.wait(3600):
+            raise TimeoutError(f"file {i} not judged in an hour")
+        costs.append(time.perf_counter() - landed)
+    total = time.perf_counter() - start
+    assert watch is not None
+    watch.stop()
+    return total, costs, state
+
+
+def _outputs(scratch: str) -> dict[str, str]:
+    return {
+        "out": os.path.join(scratch, "out"),
+        "checkpoint": os.path.join(scratch, "ck"),
+        "alerts": os.path.join(scratch, "alerts.jsonl"),
+    }
+
+
+def measure(spark: SparkSession, rows: int, args: argparse.Namespace, tmp: str) -> dict:
+    files = land_files(spark, rows, args.files, os.path.join(tmp, f"files-{rows}"))
+    valid = load_telemetry(spark, os.path.dirname(files[0])).valid.count()
+    print(f"\n{rows:,} sends ({valid:,} valid) as {len(files)} files")
+    figures: dict = {"rows": rows, "valid": valid, "files": len(files), "windows": {}}
+    for window in WINDOWS:
+        scratch = os.path.join(tmp, "watch")
+        base, once, fed, totals = [], [], [], []
+        batch(spark, files, window)  # warm-up: the JIT, the file cache, numba
+        all_at_once(spark, files, window, scratch)
+        for round_ in range(args.repeat):
+            base.append(batch(spark, files, window))
+            peaks = Peaks()
+            total, costs, state = one_at_a_time(spark, files, window, scratch)
+            memory = peaks.stop()
+            fed.append(costs)
+            totals.append(total)
+            once.append(all_at_once(spark, files, window, scratch))
+            print(f"  {window} round {round_ + 1}: batch {base[-1]:.1f} s, one at a time "
+                  f"{total:.1f} s, all at once {once[-1]:.1f} s")  # fmt: skip
+            print("    per file: " + " ".join(f"{c:.1f}" for c in costs))
+        late = statistics.median(statistics.mean(c[-3:]) / statistics.mean(c[1:4]) for c in fed)
+        entry = {
+            "batch replay (s)": statistics.median(base),
+            "one at a time (s)": statistics.median(totals),
+            "all at once (s)": statistics.median(once),
+            "one at a time / batch": paired(totals, base),
+            "all at once / batch": paired(once, base),
+            "late files / early files": late,
+            "sends per second, one at a time": valid / statistics.median(totals),
+            "sends per second, batch": valid / statistics.median(base),
+            "state at the end": state,
+            "peak Python (GiB)": memory[0],
+            "peak JVM (GiB)": memory[1],
+        }
+        figures["windows"][window] = entry
+        for name, value in entry.items():
+            shown = f"{value:,.2f}" if isinstance(value, float) else value
+            print(f"  {window:6s} {name:34s} {shown}")
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=1_000_000, help="sends (default 1 M)")
-    parser.add_argument("--files", type=int, default=8, help="files landed (default 8)")
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--files", type=int, default=10, help="files landed (default 10)")
     parser.add_argument("--repeat", type=int, default=2, help="timed rounds (default 2)")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
 
     spark = get_spark("dedup-bench-watch", config={"spark.ui.enabled": "false"})
+    results = []
     with tempfile.TemporaryDirectory(prefix="dedup-bench-watch-") as tmp:
-        folder, scratch = os.path.join(tmp, "landing"), os.path.join(tmp, "watch")
-        print(f"landing {args.rows:,} sends of the day scenario as {args.files} files ...")
-        valid = land(spark, args.rows, args.files, folder)
-        runs = {
-            "batch: load_telemetry + detect_duplicates": lambda: batch(spark, folder),
-            "watch_duplicates(once=True)": lambda: watch(spark, folder, scratch),
-        }
-        timings = interleaved(runs, args.repeat, seconds)
-        held, keys = state_size(spark, scratch, folder)
-
-    base_name, ours_name = runs
-    base, ours = timings[base_name], timings[ours_name]
-    print()
-    print(f"{valid:,} valid sends, {os.cpu_count()} cores")
-    print(f"batch replay   {valid / min(base):10,.0f} sends/s  (best {min(base):.1f} s)")
-    print(f"live monitor   {valid / min(ours):10,.0f} sends/s  (best {min(ours):.1f} s)")
-    print(f"monitor / batch  {paired(ours, base):5.2f}x")
-    print(f"state at the end: {held:,} anchors; {keys:,} keys sent within window + lateness")
-    return 0
+        for rows in args.rows:
+            results.append(measure(spark, rows, args, tmp))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, default=str))
+    last = results[-1]["windows"]
+    ok = all(
+        w["one at a time / batch"] <= TARGET and w["all at once / batch"] <= TARGET
+        for w in last.values()
+    )
+    flat = last["P1D"]["late files / early files"] <= FLAT
+    print(f"\ntargets at {results[-1]['rows']:,} sends: within {TARGET}x of the batch replay: "
+          f"{'met' if ok else 'NOT met'}; P1D late files within {FLAT}x of early ones: "
+          f"{'met' if flat else 'NOT met'}")  # fmt: skip
+    return 0 if ok and flat else 1
 
 
 if __name__ == "__main__":

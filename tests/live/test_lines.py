@@ -28,7 +28,10 @@ def _line(batch: int, judged: int = 3) -> BatchLine:
         "event_id": 7,
         "why": "a different message",
     }
-    return BatchLine(batch, minutes, [alert], StateSize(1_698, 3 << 20, 90_000, 12))
+    alerted = pd.DataFrame(
+        {"minute": pd.to_datetime(["2026-11-03 21:00"]), "kind": ["collision"], "alerts": [1]}
+    )
+    return BatchLine(batch, minutes, [alert], StateSize(1_698, 3 << 20, 90_000, 12), alerted)
 
 
 def test_a_line_comes_back_from_its_json_as_it_was():
@@ -41,6 +44,7 @@ def test_a_line_comes_back_from_its_json_as_it_was():
         line.state,
     )
     pd.testing.assert_frame_equal(back.minutes, line.minutes)
+    pd.testing.assert_frame_equal(back.alerted, line.alerted)
 
 
 def test_a_line_says_the_counts_and_how_large_the_state_is():

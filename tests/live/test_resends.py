@@ -40,12 +40,12 @@ def verdicts(rows: list[tuple[str, int, int, str]]) -> pa.Table:
 def test_a_resend_pairs_across_micro_batches_and_old_contents_go(tmp_path):
     resends = Resends(KeyedState(str(tmp_path)), timedelta(hours=1))
     first = [("old", 0, 1, "accepted"), ("a", 50, 2, "accepted"), ("a", 55, 3, "duplicate")]
-    assert resends.alerts(0, verdicts(first), watermark=50 * MINUTE) == []
+    assert resends.alerts(0, verdicts(first), watermark=50 * MINUTE).num_rows == 0
     # micro-batch 1 judged only a duplicate; micro-batch 2 accepts "a" again, 30 min later
-    assert resends.alerts(1, verdicts([("a", 60, 4, "duplicate")]), 60 * MINUTE) == []
+    assert resends.alerts(1, verdicts([("a", 60, 4, "duplicate")]), 60 * MINUTE).num_rows == 0
     found = resends.alerts(
         2, verdicts([("a", 80, 5, "accepted"), ("a", 81, 6, "accepted")]), 81 * MINUTE
-    )
+    ).to_pylist()
     assert [(f["event_id"], f["original_event_id"]) for f in found] == [(5, 2), (6, 5)]
     assert "1,800.000 s before (MessageId m2)" in found[0]["why"]
     assert "60.000 s before (MessageId m5)" in found[1]["why"]
@@ -58,5 +58,5 @@ def test_a_resend_pairs_across_micro_batches_and_old_contents_go(tmp_path):
 def test_a_copy_beyond_the_horizon_is_no_resend(tmp_path):
     resends = Resends(KeyedState(str(tmp_path)), timedelta(hours=1))
     resends.alerts(0, verdicts([("a", 0, 1, "accepted")]), None)
-    assert resends.alerts(1, verdicts([("a", 61, 2, "accepted")]), None) == []
-    assert len(resends.alerts(2, verdicts([("a", 62, 3, "accepted")]), None)) == 1
+    assert resends.alerts(1, verdicts([("a", 61, 2, "accepted")]), None).num_rows == 0
+    assert resends.alerts(2, verdicts([("a", 62, 3, "accepted")]), None).num_rows == 1

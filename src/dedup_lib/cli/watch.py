@@ -17,7 +17,6 @@ from dedup_lib.cli.common import (
     column_mapping,
     content_columns,
     entity_name,
-    positive,
     print_note,
     session,
     writable_target,
@@ -46,6 +45,16 @@ def _lateness(text: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("window: ")) from None
     return text
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds over 0, got {text!r}")
+    return value
 
 
 def _policy(args: argparse.Namespace) -> Policies:
@@ -219,7 +228,7 @@ def _input_options(cmd: argparse.ArgumentParser) -> None:
         "--map", action="append", default=[], metavar="SOURCE=CANONICAL", help="rename a column"
     )
     cmd.add_argument(
-        "--every", type=positive, default=5, metavar="SECONDS", help="micro-batch interval (5)"
+        "--every", type=_seconds, default=5.0, metavar="SECONDS", help="micro-batch interval (5)"
     )
     cmd.add_argument(
         "--settle",

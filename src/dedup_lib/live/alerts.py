@@ -4,12 +4,11 @@ A collision is a duplicate whose content differs from its original's: a differen
 that reused an id, dropped by the broker and reported to its sender as sent (data loss). A
 rejected send was refused by the SDK or the broker. Each alert names the entity, the key, the
 send and, for a collision, the original, and says why. Resends that reached consumers again
-are :mod:`dedup_lib.live.resends`'.
+are :mod:`dedup_lib.live.resends`'. A micro-batch's alerts are one Arrow table, built column
+by column: a reused id can make a hundred thousand collisions in a micro-batch.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,43 +32,74 @@ FIELDS = (
 )
 
 
-def alerts_of(answered: pa.Table) -> list[dict[str, Any]]:
-    """The alerts in one micro-batch of verdicts (with content, if compared): one dict each,
-    with :data:`FIELDS`."""
+#: The columns of the verdicts an alert is made of.
+_USED = {*FIELDS, "verdict", "reason", CONTENT, ORIGINAL_CONTENT}
+
+
+def alerts_of(answered: pa.Table) -> pa.Table:
+    """The alerts in one micro-batch of verdicts (with content, if compared), in
+    :data:`FIELDS`: rejected sends, then collisions."""
+    answered = answered.select([c for c in answered.column_names if c in _USED])
     verdict = answered["verdict"]
     rejected = answered.filter(pc.fill_null(pc.equal(verdict, REJECTED), False))
-    found = [
-        _alert(row, REJECTED, f"refused: {row['reason']}")
-        for row in rejected.select(_needed(rejected)).to_pylist()
-    ]
+    parts = [alert_table(rejected, REJECTED, _joined("refused: ", rejected["reason"]))]
     if CONTENT in answered.column_names:
-        same = pc.fill_null(pc.equal(answered[CONTENT], answered[ORIGINAL_CONTENT]), False)
-        both_none = pc.and_(pc.is_null(answered[CONTENT]), pc.is_null(answered[ORIGINAL_CONTENT]))
+        mine, theirs = answered[CONTENT], answered[ORIGINAL_CONTENT]
+        same = pc.fill_null(pc.equal(mine, theirs), False)
+        both_none = pc.and_(pc.is_null(mine), pc.is_null(theirs))
         differs = pc.and_(pc.equal(verdict, DUPLICATE), pc.invert(pc.or_(same, both_none)))
         collided = answered.filter(pc.fill_null(differs, False))
-        for row in collided.select(_needed(collided)).to_pylist():
-            why = (
-                f"a different message (content {_text(row[CONTENT])}, original's "
-                f"{_text(row[ORIGINAL_CONTENT])}) reused the key within the window: dropped, "
-                "reported to its sender as sent"
-            )
-            found.append(_alert(row, COLLISION, why))
-    return found
+        why = _joined(
+            "a different message (content ",
+            _said(collided[CONTENT]),
+            ", original's ",
+            _said(collided[ORIGINAL_CONTENT]),
+            ") reused the key within the window: dropped, reported to its sender as sent",
+        )
+        parts.append(alert_table(collided, COLLISION, why))
+    return pa.concat_tables(parts)
 
 
-def _needed(table: pa.Table) -> list[str]:
-    wanted = {*FIELDS, "reason", CONTENT, ORIGINAL_CONTENT}
-    return [c for c in table.column_names if c in wanted]
+def alert_table(rows: pa.Table, kind: str, why: pa.ChunkedArray | pa.Array) -> pa.Table:
+    """``rows`` (verdicts) as alerts of ``kind``, each with its ``why``."""
+    count = rows.num_rows
+
+    def text(name: str) -> pa.Array | pa.ChunkedArray:
+        if name not in rows.column_names:
+            return pa.nulls(count, pa.string())
+        return rows[name].cast(pa.string())
+
+    ids = rows.schema.field("event_id").type
+
+    def ident(name: str) -> pa.Array | pa.ChunkedArray:
+        if name not in rows.column_names:
+            return pa.nulls(count, ids)
+        return rows[name].cast(ids)
+
+    def time(name: str) -> pa.Array | pa.ChunkedArray:
+        if name not in rows.column_names:
+            return pa.nulls(count, pa.timestamp("us", tz="UTC"))
+        return rows[name].cast(pa.timestamp("us", tz="UTC"))
+
+    return pa.table(
+        {
+            "kind": pa.array([kind] * count, pa.string()),
+            "entity": text("entity"),
+            "dedup_key": text("dedup_key"),
+            "message_id": text("message_id"),
+            "send_time": time("send_time"),
+            "event_id": ident("event_id"),
+            "original_send_time": time("original_send_time"),
+            "original_event_id": ident("original_event_id"),
+            "why": why,
+        }
+    )
 
 
-def _text(value: Any) -> str:
-    return "none" if value is None else str(value)
+def _said(values: pa.ChunkedArray) -> pa.ChunkedArray:
+    return pc.fill_null(values.cast(pa.string()), "none")
 
 
-def _alert(row: dict[str, Any], kind: str, why: str) -> dict[str, Any]:
-    alert = {name: row.get(name) for name in FIELDS}
-    alert.update(kind=kind, why=why)
-    for name in ("entity", "message_id"):
-        if alert[name] is not None:
-            alert[name] = str(alert[name])
-    return alert
+def _joined(*parts: str | pa.ChunkedArray) -> pa.ChunkedArray:
+    """Texts joined element by element (a text given once is the same on every row)."""
+    return pc.binary_join_element_wise(*parts, "")

@@ -24,9 +24,25 @@ def write_chunks(folder: str, chunks: list[Chunk]) -> list[str]:
     paths = []
     for seq, chunk in enumerate(chunks):
         path = chunk_path(folder, seq, chunk)
-        replace_with(path, lambda target, chunk=chunk: _copy(chunk, target))  # type: ignore[misc]
+        if not (chunk.whole and _linked(chunk.pieces[0], path)):
+            replace_with(path, lambda target, chunk=chunk: _copy(chunk, target))  # type: ignore[misc]
         paths.append(path)
     return paths
+
+
+def _linked(piece: Piece, path: str) -> bool:
+    """A finished file linked, not copied (on the same file system): it is never written
+    again, and one that is changed after all is refused (:mod:`dedup_lib.live.ledger`)."""
+    with _opened(piece) as source:
+        found = source.name
+        if os.fstat(source.fileno()).st_size != piece.end:
+            raise MovedError(f"{piece.path} changed between planning and reading")
+    remove(path)
+    try:
+        os.link(found, path)
+    except OSError:
+        return False
+    return True
 
 
 def remove_chunks(folder: str) -> None:

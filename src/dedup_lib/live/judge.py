@@ -8,6 +8,9 @@ sections 1 and 8). A send that lands behind the watermark it meets is ``late``: 
 once, with that watermark, and kept out of the history. Sends decided by the rules alone
 (rejected, without MessageId, detection off) are answered at once. The rest wait, as the
 pending sends, for a later watermark.
+
+The walk reads only the columns it needs, in the order it sorts them; the sends' other
+columns are taken once, into the answered rows and the pending ones.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ LATE = "late"
 #: The original's content, beside the send's, for the collision alerts (not written).
 ORIGINAL_CONTENT = "__dedup_original_content"
 _UTC = pa.timestamp("us", tz="UTC")
+#: What a send's verdict is, as a small number while the walk runs.
+_RULES, _LATE, _ACCEPTED, _DUPLICATE = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -80,44 +85,52 @@ def judge(
 ) -> Judged:
     """Judge micro-batch ``batch``: ``sends`` (keyed, :mod:`dedup_lib.live.keyed`) landed
     now, ``pending`` waited from before. The state's anchors are read, set and expired."""
-    times = sends[TIME]
-    before = clock.watermark
-    late = _at_or_before(times, before)
-    clock = clock.advanced(times.drop_null().to_numpy())
-    decided = pc.fill_null(sends[DECIDED], False)
     if pending.schema != sends.schema:
         pending = pending.cast(sends.schema)
-    waiting = pa.concat_tables([pending, sends.filter(pc.invert(pc.or_(late, decided)))])
-    due = _at_or_before(waiting[TIME], clock.watermark)
-    walked = _walk(batch, waiting.filter(due), state, clock.watermark)
+    rows = pa.concat_tables([pending, sends])
+    landed = np.r_[np.zeros(pending.num_rows, np.bool_), np.ones(sends.num_rows, np.bool_)]
+    times = _longs(rows[TIME])
+    known = ~_nulls(rows[TIME])
+    before = clock.watermark
+    late = landed & known & (times <= before) if before is not None else np.zeros_like(landed)
+    clock = clock.advanced(times[landed & known])
+    decided = _flags(rows[DECIDED])
+    due = ~late & ~decided & known
+    due &= times <= clock.watermark if clock.watermark is not None else False
+    code = np.where(late, _LATE, _RULES)
+    walked = _walk(batch, rows, np.flatnonzero(due), state, clock.watermark)
+    code[walked.rows] = walked.code
     if clock.watermark is not None:
         state.expire(clock.watermark)
-    answered = pa.concat_tables(
-        [
-            _answered(sends.filter(late), verdict=LATE, missed=before),
-            _answered(sends.filter(pc.and_(pc.invert(late), decided))),
-            walked,
-        ]
-    )
-    return Judged(answered, waiting.filter(pc.invert(due)), clock)
+    answer = late | (landed & decided) | due
+    answered = _answered(rows, answer, code, walked, before)
+    return Judged(answered, rows.filter(pa.array(~answer & ~late & ~decided)), clock)
 
 
-def _at_or_before(times: pa.ChunkedArray, watermark: int | None) -> pa.ChunkedArray:
-    """Whether each time is at or before ``watermark`` (never, before there is one)."""
-    if watermark is None:
-        return pa.chunked_array([pa.array(np.zeros(len(times), dtype=np.bool_))])
-    return pc.fill_null(pc.less_equal(times, watermark), False)
+@dataclass(frozen=True)
+class _Walked:
+    """The due sends' answers: their ``rows``, their verdict ``code``, and each duplicate's
+    original: a row of the micro-batch (``local``, -1 if none) or an anchor of the state
+    (``stored``: the anchor's row in ``held``), with its time."""
+
+    rows: np.ndarray
+    code: np.ndarray
+    local: np.ndarray
+    stored: np.ndarray
+    original_time: np.ndarray
+    held: pa.Table
 
 
-def _walk(batch: int, due: pa.Table, state: KeyedState, watermark: int | None) -> pa.Table:
+def _walk(
+    batch: int, rows: pa.Table, due: np.ndarray, state: KeyedState, watermark: int | None
+) -> _Walked:
     """The due sends in replay order, each accepted or a duplicate of its key's anchor; the
     keys' last anchors set in the state."""
-    # Missing event ids sort last (Arrow's default), as the batch replay orders them.
-    by = [(K0, "ascending"), (K1, "ascending"), (TIME, "ascending"), ("event_id", "ascending")]
-    order = pc.sort_indices(due, sort_keys=by)
-    due = due.take(order)
-    keys = np.column_stack([due[K0].to_numpy(), due[K1].to_numpy()])
-    times, windows = due[TIME].to_numpy(), due[WINDOW].to_numpy()
+    k0, k1 = _longs(rows[K0])[due], _longs(rows[K1])[due]
+    times, windows = _longs(rows[TIME])[due], _longs(rows[WINDOW])[due]
+    order = replay_order(k0, k1, times, rows["event_id"].take(pa.array(due)))
+    k0, k1, times, windows, due = k0[order], k1[order], times[order], windows[order], due[order]
+    keys = np.column_stack([k0, k1])
     starts = np.flatnonzero(np.r_[True, (keys[1:] != keys[:-1]).any(axis=1)][: len(keys)])
     found = state.find(keys[starts])
     accepted = np.zeros(len(due), dtype=np.bool_)
@@ -125,102 +138,131 @@ def _walk(batch: int, due: pa.Table, state: KeyedState, watermark: int | None) -
     _walk_kernel()(starts, found.held, found.closes, times, windows, accepted, anchor)
     key_of = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(due)]))
     stored = ~accepted & (anchor < 0)
-    held = state.rows(found.ref[key_of[stored]], _payload_schema(due))
-    original = _originals(due, anchor, stored, held)
+    held = state.rows(found.ref[key_of[stored]], _payload_schema(rows))
     original_time = np.where(stored, found.anchor[key_of], times[np.maximum(anchor, 0)])
-    has_original = ~accepted
-    answered = _answered(
-        due,
-        verdict=pa.array(np.where(accepted, ACCEPTED, DUPLICATE)),
-        original_time=pa.array(original_time, pa.int64(), mask=~has_original),
-        original=original,
-    )
-    _set_anchors(batch, due, accepted, starts, state, watermark)
-    return answered
-
-
-def _payload_schema(due: pa.Table) -> pa.Schema:
-    """What the state keeps of an anchor beyond its times: event id and content."""
-    names = ["event_id", *([CONTENT] if CONTENT in due.column_names else [])]
-    return pa.schema([due.schema.field(n) for n in names])
-
-
-def _originals(
-    due: pa.Table, anchor: np.ndarray, stored: np.ndarray, held: pa.Table
-) -> dict[str, pa.Array]:
-    """Each duplicate's original's event id and content: a send of this micro-batch (its
-    row in ``due``) or an anchor of the state (its row in ``held``)."""
+    local = np.where(anchor >= 0, due[np.maximum(anchor, 0)], -1)
     place = np.full(len(due), -1, dtype=np.int64)
-    place[anchor >= 0] = anchor[anchor >= 0]
-    place[stored] = len(due) + np.arange(int(stored.sum()))
-    index = pa.array(place, mask=place < 0)
-    return {
-        name: pa.concat_arrays(
-            [due[name].combine_chunks(), held[name].combine_chunks().cast(due[name].type)]
-        ).take(index)
-        for name in held.column_names
-    }
+    place[stored] = np.arange(int(stored.sum()))
+    _set_anchors(batch, rows, due, accepted, starts, state, watermark)
+    code = np.where(accepted, _ACCEPTED, _DUPLICATE)
+    return _Walked(due, code, local, place, original_time, held)
+
+
+def replay_order(
+    k0: np.ndarray, k1: np.ndarray, times: np.ndarray, event_ids: pa.ChunkedArray | pa.Array
+) -> np.ndarray:
+    """The order of sends by key, then time, then event id (missing ones last), as the
+    batch replay walks them."""
+    # Most keys are sent once: sorted by the key's first half alone, only the runs of one
+    # first half (one key sent again, or two keys that share it) are sorted on.
+    order = np.argsort(k0, kind="stable")
+    if len(order) < 2:
+        return order
+    first = k0[order]
+    repeated = first[1:] == first[:-1]
+    in_run = np.r_[False, repeated] | np.r_[repeated, False]
+    rows = order[in_run]
+    by: tuple[np.ndarray, ...]
+    if pa.types.is_integer(event_ids.type):
+        ids = event_ids.take(pa.array(rows))
+        by = (_longs(ids), _nulls(ids), times[rows], k1[rows], k0[rows])
+    else:
+        ranks = pc.rank(event_ids, sort_keys="ascending").to_numpy()  # missing ids last
+        by = (ranks[rows], times[rows], k1[rows], k0[rows])
+    order[in_run] = rows[np.lexsort(by)]
+    return order
+
+
+def _payload_schema(rows: pa.Table) -> pa.Schema:
+    """What the state keeps of an anchor beyond its times: event id and content."""
+    names = ["event_id", *([CONTENT] if CONTENT in rows.column_names else [])]
+    return pa.schema([rows.schema.field(n) for n in names])
 
 
 def _set_anchors(
     batch: int,
-    due: pa.Table,
+    rows: pa.Table,
+    due: np.ndarray,
     accepted: np.ndarray,
     starts: np.ndarray,
     state: KeyedState,
     watermark: int | None,
 ) -> None:
-    """Each key's last accepted send becomes its anchor, unless its window has closed by
-    the watermark already (the state would only expire it)."""
+    """Each key's last accepted send (``due`` in walk order) becomes its anchor, unless its
+    window has closed by the watermark already (the state would only expire it)."""
     ends = np.r_[starts[1:], len(due)] - 1
-    rows = np.flatnonzero(accepted)
-    last = rows[np.searchsorted(rows, ends, side="right") - 1] if len(rows) else rows
-    last = last[(last >= starts) & (last <= ends)] if len(rows) else last
-    times = due[TIME].to_numpy()[last]
-    closes = times + due[WINDOW].to_numpy()[last]
+    walked = np.flatnonzero(accepted)
+    at = np.searchsorted(walked, ends, side="right") - 1
+    last = walked[np.maximum(at, 0)] if len(walked) else np.zeros(0, dtype=np.int64)
+    last = last[(at >= 0) & (last >= starts)] if len(walked) else last
+    taken = due[last]
+    times = _longs(rows[TIME])[taken]
+    closes = times + _longs(rows[WINDOW])[taken]
     if watermark is not None:
-        last, times, closes = (a[closes > watermark] for a in (last, times, closes))
-    taken = due.take(pa.array(last))
+        taken, times, closes = (a[closes > watermark] for a in (taken, times, closes))
+    index = pa.array(taken)
     columns = {
-        S0: taken[K0],
-        S1: taken[K1],
+        S0: rows[K0].take(index),
+        S1: rows[K1].take(index),
         ANCHOR: pa.array(times, pa.int64()),
         CLOSES: pa.array(closes, pa.int64()),
-        **{name: taken[name] for name in _payload_schema(due).names},
+        **{name: rows[name].take(index) for name in _payload_schema(rows).names},
     }
     state.set_anchors(batch, pa.table(columns))
 
 
 def _answered(
-    sends: pa.Table,
-    verdict: str | pa.Array | None = None,
-    missed: int | None = None,
-    original_time: pa.Array | None = None,
-    original: dict[str, pa.Array] | None = None,
+    rows: pa.Table, answer: np.ndarray, code: np.ndarray, walked: _Walked, missed: int | None
 ) -> pa.Table:
-    """``sends`` with the verdict's columns: ``verdict`` (given, else the rules'),
-    ``original_send_time``, ``original_event_id``, ``missed_watermark``."""
-    rows = sends.num_rows
-    table = sends
-    if verdict is not None:
-        given = pa.array([verdict] * rows, pa.string()) if isinstance(verdict, str) else verdict
-        table = table.set_column(table.schema.get_field_index("verdict"), "verdict", given)
-    original = original or {}
-    none_time = pa.nulls(rows, pa.int64())
-    times = none_time if original_time is None else original_time
-    table = table.append_column("original_send_time", times.cast(_UTC))
-    event_id = sends.schema.field("event_id").type
+    """The answered rows with the verdict's columns: ``verdict`` (the walk's, ``late``, else
+    the rules'), ``original_send_time``, ``original_event_id``, ``missed_watermark``."""
+    picked = np.flatnonzero(answer)
+    table = rows.take(pa.array(picked))
+    codes = code[picked]
+    names = np.array([None, LATE, ACCEPTED, DUPLICATE], dtype=object)
+    rules = table["verdict"].combine_chunks()
+    verdict = pc.if_else(pa.array(codes == _RULES), rules, pa.array(names[codes], pa.string()))
+    table = table.set_column(table.schema.get_field_index("verdict"), "verdict", verdict)
+    position = np.full(len(rows), -1, dtype=np.int64)
+    position[picked] = np.arange(len(picked))
+    at = position[walked.rows]
+    time = np.zeros(len(picked), dtype=np.int64)
+    time[at] = walked.original_time
+    has = np.zeros(len(picked), dtype=np.bool_)
+    has[at] = walked.code == _DUPLICATE
     table = table.append_column(
-        "original_event_id", original.get("event_id", pa.nulls(rows, event_id))
+        "original_send_time", pa.array(time, pa.int64(), mask=~has).cast(_UTC)
     )
-    missed_at = pa.array([missed] * rows, pa.int64()) if missed is not None else none_time
-    table = table.append_column("missed_watermark", missed_at.cast(_UTC))
-    if CONTENT in sends.column_names:
-        table = table.append_column(
-            ORIGINAL_CONTENT,
-            original.get(CONTENT, pa.nulls(rows, sends.schema.field(CONTENT).type)),
-        )
-    return table
+    for name, target in (("event_id", "original_event_id"), (CONTENT, ORIGINAL_CONTENT)):
+        if name in rows.column_names:
+            table = table.append_column(target, _originals(rows, name, walked, at, len(picked)))
+    late = codes == _LATE
+    watermark = pa.array(np.full(len(picked), missed or 0, dtype=np.int64), mask=~late)
+    return table.append_column("missed_watermark", watermark.cast(_UTC))
+
+
+def _originals(rows: pa.Table, name: str, walked: _Walked, at: np.ndarray, size: int) -> pa.Array:
+    """Each answered row's original's ``name``: from a row of the micro-batch, or from the
+    state's anchor; null where there is none."""
+    source = pa.concat_arrays(
+        [rows[name].combine_chunks(), walked.held[name].combine_chunks().cast(rows[name].type)]
+    )
+    place = np.full(size, -1, dtype=np.int64)
+    place[at] = np.where(walked.stored >= 0, len(rows) + walked.stored, walked.local)
+    place[at[walked.code != _DUPLICATE]] = -1
+    return source.take(pa.array(place, mask=place < 0))
+
+
+def _longs(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return np.asarray(pc.fill_null(values, 0).to_numpy(), dtype=np.int64)
+
+
+def _nulls(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return np.asarray(pc.is_null(values).to_numpy(zero_copy_only=False), dtype=np.bool_)
+
+
+def _flags(values: pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), np.bool_)
 
 
 @cache
@@ -239,7 +281,13 @@ def _walk_kernel() -> Any:
 
     @njit(nogil=True)
     def walk(
-        starts: Any, held: Any, closes: Any, times: Any, windows: Any, accepted: Any, anchor: Any
+        starts: Any,
+        held: Any,
+        closes: Any,
+        times: Any,
+        windows: Any,
+        accepted: Any,
+        anchor: Any,
     ) -> None:
         rows = len(times)
         for key in range(len(starts)):

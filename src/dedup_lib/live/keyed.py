@@ -5,9 +5,12 @@ named here, once."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from dedup_lib.analysis.diagnostics import content_key
 from dedup_lib.columns import column
@@ -43,29 +46,51 @@ INTERNAL = (TIME, WINDOW, DECIDED, K0, K1, CONTENT, C0, C1, MIXED_BATCH)
 _SECOND_SEED = "dedup-lib"
 
 
-def keyed_sends(sends: DataFrame, policy: Policies, content: list[str]) -> DataFrame:
+@dataclass(frozen=True)
+class Keyed:
+    """The keyed sends as Spark sends them to the driver, and what the driver adds itself
+    (Spark sends less): the send's time from ``send_time``, the window where it is one
+    for every entity, the content where it is a text column of the sends."""
+
+    frame: DataFrame
+    window: int | None
+    content_of: str | None
+
+    def completed(self, table: pa.Table) -> pa.Table:
+        """The table Spark sent, with the columns the driver adds."""
+        table = table.append_column(TIME, table["send_time"].cast(pa.int64()))
+        if self.window is not None:
+            table = table.append_column(WINDOW, pa.repeat(pa.scalar(self.window), len(table)))
+        if self.content_of is not None:
+            table = table.append_column(CONTENT, table[self.content_of])
+        return table
+
+
+def keyed_sends(sends: DataFrame, policy: Policies, content: list[str]) -> Keyed:
     """``sends`` (valid, typed, with ``event_id``) with this module's columns and the
     verdict, reason and ``dedup_key`` the rules give before any walk (null verdict: a send
     to judge). ``content``: the columns compared as content (none: no content columns)."""
     rules = sql_rules(sends, policy)
     window = window_micros(policy)
-    window_col = (
-        entity_window(sends, window) if isinstance(window, dict) else F.lit(window).cast("long")
-    )
     entity = text(sends, "entity")
     judged = ~rules.decided
     extra = []
+    if isinstance(window, dict):
+        extra.append(entity_window(sends, window).alias(WINDOW))
+    content_of = None
     if content:
         what = content_key(sends, content)
-        extra = [
-            what.alias(CONTENT),
+        plain = len(content) == 1 and isinstance(sends.schema[content[0]].dataType, T.StringType)
+        if plain:
+            content_of = content[0]
+        else:
+            extra.append(what.alias(CONTENT))
+        extra += [
             F.when(what.isNotNull(), F.xxhash64(entity, what)).alias(C0),
             F.when(what.isNotNull(), F.xxhash64(F.lit(_SECOND_SEED), entity, what)).alias(C1),
         ]
-    return sends.select(
+    frame = sends.select(
         *(column(c) for c in sends.columns if c != MIXED_BATCH),
-        F.unix_micros(column("send_time")).alias(TIME),
-        window_col.alias(WINDOW),
         rules.decided.alias(DECIDED),
         F.when(judged, F.xxhash64(entity, rules.key)).alias(K0),
         F.when(judged, F.xxhash64(F.lit(_SECOND_SEED), entity, rules.key)).alias(K1),
@@ -74,3 +99,4 @@ def keyed_sends(sends: DataFrame, policy: Policies, content: list[str]) -> DataF
         rules.key.alias("dedup_key"),
         *extra,
     )
+    return Keyed(frame, None if isinstance(window, dict) else window, content_of)

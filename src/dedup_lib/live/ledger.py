@@ -15,7 +15,9 @@ the folder is listed and the ledger plans what is new:
   is written (before its first rotation it cannot be told apart: ``exclude`` names it). One
   that changes after it was read is said in a note, once: it cannot be read exactly.
 
-A file that goes before it was read whole is said in a note with the bytes never read.
+A file that goes before it was read whole is said in a note with the bytes never read;
+while a listing misses such a file (a rename under way) nothing is planned, ``settle`` at
+most. A backup's unended last record waits for the file after it, whatever the time.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import xxhash
 
 from dedup_lib.errors import printable
 from dedup_lib.live.records import codec_of, finished, first_end, records_end
-from dedup_lib.live.rotation import is_active, streams
+from dedup_lib.live.rotation import is_active, member_of, streams
 
 #: How many first bytes tell a file from another that took its inode.
 HEAD = 4096
@@ -51,6 +53,8 @@ class Seen:
     #: A last record without its newline was taken (after ``settle``).
     cut: bool = False
     said: tuple[str, ...] = ()
+    #: When a listing first missed it (0: the last one had it).
+    missing: float = 0.0
 
     @property
     def read_all(self) -> bool:
@@ -74,6 +78,8 @@ class Chunk:
     name: str
     pieces: tuple[Piece, ...]
     suffix: str
+    #: A finished file read whole (Parquet, compressed): never written again.
+    whole: bool = False
 
     @property
     def size(self) -> int:
@@ -136,12 +142,20 @@ def plan(folder: str, known: dict[str, Seen], reading: Reading, now: float) -> P
     found = listed(folder, reading)
     result = Plan(files={})
     ids = {file_id(st): name for name, st in found.items()}
+    unsure = False
     for fid, seen in known.items():
-        if fid not in ids:
-            if not seen.read_all:
-                result.notes.append(_removed(seen))
+        if fid in ids:
+            result.files[fid] = replace(seen, missing=0.0)
+        elif seen.read_all:
+            continue
+        elif not seen.missing or now - seen.missing < reading.settle:
+            # A listing that meets a rename (a rotation) may miss both names for a moment.
+            result.files[fid] = replace(seen, missing=seen.missing or now)
+            unsure = True
         else:
-            result.files[fid] = seen
+            result.notes.append(_removed(seen))
+    if unsure:
+        return result
     spent = 0
     for group in streams(sorted(found)):
         for chunk, taken in _group(folder, group, found, result, reading, now):
@@ -186,7 +200,7 @@ def _group(
                 return
             yield stitched
             seen = result.files[fid]
-        later = name != group[-1]
+        later = name != group[-1] or member_of(name) is not None
         carry = yield from _text(path, fid, seen, stat, result, reading, now, later)
 
 
@@ -247,7 +261,8 @@ def _whole(
             )
             _say(result, fid, "unfinished", note)
         return
-    chunk = Chunk(seen.name, (Piece(fid, path, 0, stat.st_size),), _suffix(seen.name, reading))
+    piece = Piece(fid, path, 0, stat.st_size)
+    chunk = Chunk(seen.name, (piece,), _suffix(seen.name, reading), whole=True)
     yield chunk, {fid: replace(seen, taken=stat.st_size, whole=True)}
 
 

@@ -1,6 +1,8 @@
-"""What each micro-batch of the monitor held: its counts per minute of send time, its alerts,
-and the size of the state after it, as :class:`BatchLine`. Each line is kept in the
-micro-batch's commit (JSON), so a line reads the same after a restart."""
+"""What each micro-batch of the monitor held: its verdicts per minute of send time, its alerts
+per minute and the latest of them, and the size of the state after it, as :class:`BatchLine`.
+Each line is kept in the micro-batch's commit (JSON), so a line reads the same after a
+restart; it stays small whatever the micro-batch held (the alerts themselves go to the
+alerts file)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,16 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-#: A micro-batch's counts per minute of send time.
+from dedup_lib.rules.policy import DUPLICATE
+
+#: A micro-batch's counts per minute of send time, and its alerts' per minute and kind.
 MINUTE_COLUMNS = ["minute", "sends", "duplicates", "late"]
+ALERT_COLUMNS = ["minute", "kind", "alerts"]
+#: The latest alerts a line carries.
+LATEST = 100
 #: The alerts' fields that hold times.
 _TIMES = ("send_time", "original_send_time")
 
@@ -34,24 +43,41 @@ class StateSize:
         )
 
 
-def _size(count: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if count < 1024 or unit == "GiB":
+def _size(count: float) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if count < 1024:
             return f"{count:,.0f} {unit}" if unit == "B" else f"{count:,.1f} {unit}"
-        count /= 1024  # type: ignore[assignment]
-    raise AssertionError
+        count /= 1024
+    return f"{count:,.1f} GiB"
 
 
 @dataclass
 class BatchLine:
     """What one micro-batch of verdicts held: its counts per minute of send time
-    (:data:`MINUTE_COLUMNS`), its alerts (one dict each, as ``alerts`` gets them) and the
-    state after it."""
+    (:data:`MINUTE_COLUMNS`), its alerts per minute and kind (:data:`ALERT_COLUMNS`) with
+    the latest :data:`LATEST` of them (one dict each, as the alerts file has them), and
+    the state after it."""
 
     batch: int
     minutes: pd.DataFrame
     found: list[dict[str, Any]] = field(default_factory=list)
     state: StateSize = field(default_factory=StateSize)
+    alerted: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ALERT_COLUMNS))
+
+    @classmethod
+    def of(cls, batch: int, verdicts: pa.Table, alerts: pa.Table, state: StateSize) -> BatchLine:
+        """The line of micro-batch ``batch``: its ``verdicts``, its ``alerts``, ``state``."""
+        minutes = _per_minute(
+            verdicts["send_time"],
+            duplicates=pc.equal(verdicts["verdict"], DUPLICATE),
+            late=pc.equal(verdicts["verdict"], "late"),
+        )
+        kinds = pd.DataFrame(
+            {"minute": _minute(alerts["send_time"]), "kind": alerts["kind"].to_pandas()}
+        )
+        alerted = kinds.groupby(["minute", "kind"], dropna=False).size().reset_index(name="alerts")
+        latest = alerts.slice(max(0, alerts.num_rows - LATEST)).to_pylist()
+        return cls(batch, minutes, latest, state, alerted)
 
     @property
     def judged(self) -> int:
@@ -67,7 +93,7 @@ class BatchLine:
 
     @property
     def alerts(self) -> int:
-        return len(self.found)
+        return int(self.alerted["alerts"].sum())
 
     def __str__(self) -> str:
         return (
@@ -77,9 +103,11 @@ class BatchLine:
 
     def to_json(self) -> dict[str, Any]:
         minutes = self.minutes.assign(minute=self.minutes["minute"].astype(str))
+        alerted = self.alerted.assign(minute=self.alerted["minute"].astype(str))
         return {
             "batch": self.batch,
             "minutes": minutes.to_dict("records"),
+            "alerted": alerted.to_dict("records"),
             "found": self.found,
             "state": vars(self.state),
         }
@@ -88,10 +116,32 @@ class BatchLine:
     def from_json(cls, data: dict[str, Any]) -> BatchLine:
         minutes = pd.DataFrame(data["minutes"], columns=MINUTE_COLUMNS)
         minutes["minute"] = pd.to_datetime(minutes["minute"])
+        alerted = pd.DataFrame(data.get("alerted", []), columns=ALERT_COLUMNS)
+        alerted["minute"] = pd.to_datetime(alerted["minute"])
         found = [
             {k: _time(v) if k in _TIMES else v for k, v in alert.items()} for alert in data["found"]
         ]
-        return cls(int(data["batch"]), minutes, found, StateSize(**data.get("state", {})))
+        return cls(int(data["batch"]), minutes, found, StateSize(**data["state"]), alerted)
+
+
+def _minute(times: pa.ChunkedArray) -> pd.Series:
+    minutes: pd.Series = times.to_pandas().dt.floor("min")
+    return minutes
+
+
+def _per_minute(times: pa.ChunkedArray, **counted: pa.ChunkedArray) -> pd.DataFrame:
+    """Sends per minute of ``times``, and how many of them each of ``counted`` flags."""
+    frame = pd.DataFrame(
+        {
+            "minute": _minute(times),
+            "sends": 1,
+            **{
+                k: pc.fill_null(v, False).to_numpy(zero_copy_only=False) for k, v in counted.items()
+            },
+        }
+    )
+    counts = frame.groupby("minute", dropna=False).sum().reset_index()
+    return counts.astype({c: "int64" for c in MINUTE_COLUMNS[1:]})[MINUTE_COLUMNS]
 
 
 def _time(value: Any) -> Any:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Observation, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from dedup_lib.columns import column
 from dedup_lib.errors import printable
@@ -82,15 +83,19 @@ def load_micro_batch(
         )
         rows = rows.withColumn("event_id", F.lit(batch * _BATCH_SPAN) + place)
     rows = with_batches(rows, policy, F.monotonically_increasing_id())
-    table = keyed_sends(rows, policy, content).toArrow()
+    keyed = keyed_sends(rows, policy, content)
+    table = keyed.completed(keyed.frame.toArrow())
     counts = {k: int(v) for k, v in seen.get.items()}
     check_adds_up(printable(landing.path), counts)
-    return _split(table, counts)
+    return _split(table, counts, opened.order)
 
 
 def _both(opened: _Opened, frame: DataFrame, valid: Column) -> DataFrame:
-    """Every send of ``frame`` in one row: typed where it is valid (as the loader's valid
-    rows), as read where it is not (the quarantine's columns, under :data:`QUARANTINED`)."""
+    """Every send of ``frame`` in one row, typed as the loader's valid rows are; where it is
+    refused, its reason and the columns whose values typing changed (times, numbers read
+    as text) as read, under :data:`QUARANTINED`. (Every column again as read made Spark's
+    pass half again as long.)"""
+    fields = {f.name: f.dataType for f in frame.schema.fields}
 
     def typed(name: str) -> Column:
         if name in TIME_COLUMNS:
@@ -99,23 +104,28 @@ def _both(opened: _Opened, frame: DataFrame, valid: Column) -> DataFrame:
             return column(name).cast("string")
         return column(name)
 
-    refused = [*opened.order, REASON, SOURCE_FILE]
+    changed = [
+        c
+        for c in opened.order
+        if c in TIME_COLUMNS or (c in TEXT_COLUMNS and not isinstance(fields[c], T.StringType))
+    ]
     return frame.select(
-        *(F.when(valid, typed(c)).alias(c) for c in opened.order),
+        *(typed(c).alias(c) for c in opened.order),
         column(SOURCE_FILE),
         valid.alias(_VALID),
-        *(F.when(~valid, column(c)).alias(QUARANTINED + c) for c in refused),
+        *(F.when(~valid, column(c)).alias(QUARANTINED + c) for c in [*changed, REASON]),
     )
 
 
-def _split(table: pa.Table, counts: dict[str, int]) -> Intake:
-    """The valid sends and the quarantined rows, each with its own columns; an error if
-    they are not the rows counted."""
+def _split(table: pa.Table, counts: dict[str, int], order: list[str]) -> Intake:
+    """The valid sends and the quarantined rows (in the loader's quarantine columns), each
+    with its own columns; an error if they are not the rows counted."""
     valid = pc.fill_null(table[_VALID], False)
     quarantined = [c for c in table.column_names if c.startswith(QUARANTINED)]
     sends = table.filter(valid).drop_columns([_VALID, *quarantined])
-    refused = table.filter(pc.invert(valid)).select(quarantined)
-    refused = refused.rename_columns([c.removeprefix(QUARANTINED) for c in quarantined])
+    refused = table.filter(pc.invert(valid))
+    kept = {c.removeprefix(QUARANTINED): c for c in quarantined}
+    refused = pa.table({c: refused[kept.get(c, c)] for c in [*order, REASON, SOURCE_FILE]})
     check_adds_up(
         "the micro-batch brought into the driver",
         {**counts, "read": sends.num_rows + refused.num_rows + counts["skipped"]},

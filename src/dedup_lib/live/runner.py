@@ -23,27 +23,26 @@ from __future__ import annotations
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from dedup_lib.errors import InputError, printable
 from dedup_lib.live import ledger
 from dedup_lib.live.alerts import alerts_of
 from dedup_lib.live.chunks import MovedError, remove_chunks, write_chunks
 from dedup_lib.live.durable import numbered, read_json, remove, replace_with, write_json
-from dedup_lib.live.judge import LATE, ORIGINAL_CONTENT, Clock, judge
+from dedup_lib.live.judge import ORIGINAL_CONTENT, Clock, judge
 from dedup_lib.live.keyed import INTERNAL
-from dedup_lib.live.lines import MINUTE_COLUMNS, BatchLine, StateSize
+from dedup_lib.live.lines import BatchLine, StateSize
 from dedup_lib.live.micro_batch import load_micro_batch
 from dedup_lib.live.resends import Resends
 from dedup_lib.live.sink import AlertsFile, write_part
 from dedup_lib.live.state import KeyedState
-from dedup_lib.rules.policy import DUPLICATE, DedupPolicy
+from dedup_lib.rules.policy import DedupPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -161,8 +160,6 @@ class Runner:
         plans = dict(numbered(self.folders.plans, "plan-", ".json"))
         self.files = _ledger(read_json(plans[self.batch - 1])) if self.batch - 1 in plans else {}
         self.redo = read_json(plans[self.batch]) if self.batch in plans else None
-        if last and self.alerts is not None and self.alerts.appended < last["batch"]:
-            self.alerts.append(last["batch"], BatchLine.from_json(last["line"]).found)
 
     def step(self) -> BatchLine | None:
         """Plan and run one micro-batch; None when nothing new has landed."""
@@ -214,20 +211,22 @@ class Runner:
         pending = self.pending if self.pending is not None else intake.sends.slice(0, 0)
         judged = judge(batch, intake.sends, pending, self.clock, self.state)
         answered = judged.answered
-        drop = [c for c in (*INTERNAL, ORIGINAL_CONTENT) if c in answered.column_names]
-        if answered.num_rows:
-            write_part(self.folders.out, batch, answered.drop_columns(drop))
-        if intake.quarantine.num_rows:
-            write_part(self.folders.quarantine, batch, intake.quarantine)
-        found = alerts_of(answered)
-        if self.resends is not None:
-            found += self.resends.alerts(batch, answered, judged.clock.watermark)
-        waiting = os.path.join(self.folders.pending, f"pending-{batch:010d}.arrow")
-        replace_with(waiting, lambda target: _write_arrow(target, judged.pending))
+        # The Parquet files are written beside the alerts (pyarrow lets go of Python's lock).
+        with ThreadPoolExecutor(1, thread_name_prefix="dedup-write") as writer:
+            written = writer.submit(self._write_parts, batch, answered, intake.quarantine)
+            found = alerts_of(answered)
+            if self.resends is not None:
+                resent = self.resends.alerts(batch, answered, judged.clock.watermark)
+                found = pa.concat_tables([found, resent])
+            if self.alerts is not None:
+                self.alerts.append(batch, found)
+            waiting = os.path.join(self.folders.pending, f"pending-{batch:010d}.arrow")
+            replace_with(waiting, lambda target: _write_arrow(target, judged.pending))
+            written.result()
         size = StateSize(
             self.state.keys, self.state.memory_bytes, self.state.disk_bytes, judged.pending.num_rows
         )
-        line = BatchLine(batch, _minutes(answered), found, size)
+        line = BatchLine.of(batch, answered, found, size)
         commit = {
             "batch": batch,
             "latest_ms": judged.clock.latest_ms,
@@ -235,22 +234,23 @@ class Runner:
             "line": line.to_json(),
         }
         write_json(os.path.join(self.folders.commits, f"commit-{batch:010d}.json"), commit)
-        self._committed(batch, recorded, judged.pending, judged.clock, found)
+        self._committed(batch, recorded, judged.pending, judged.clock)
         self.on_load(intake.counts)
         self.on_line(line)
         return line
 
+    def _write_parts(self, batch: int, answered: pa.Table, quarantine: pa.Table) -> None:
+        """The verdicts, without the monitor's own columns, and the refused rows."""
+        drop = [c for c in (*INTERNAL, ORIGINAL_CONTENT) if c in answered.column_names]
+        if answered.num_rows:
+            write_part(self.folders.out, batch, answered.drop_columns(drop))
+        if quarantine.num_rows:
+            write_part(self.folders.quarantine, batch, quarantine)
+
     def _committed(
-        self,
-        batch: int,
-        recorded: dict[str, Any],
-        pending: pa.Table,
-        clock: Clock,
-        found: list[dict[str, Any]],
+        self, batch: int, recorded: dict[str, Any], pending: pa.Table, clock: Clock
     ) -> None:
-        """After the commit: the alerts appended, and what the micro-batch replaced gone."""
-        if self.alerts is not None:
-            self.alerts.append(batch, found)
+        """After the commit: what the micro-batch replaced gone."""
         self.state.release()
         if self.resends is not None:
             self.resends.state.release()
@@ -272,20 +272,6 @@ def _ledger(recorded: dict[str, Any]) -> dict[str, ledger.Seen]:
         fid: ledger.Seen(**{**seen, "said": tuple(seen["said"])})
         for fid, seen in recorded["files"].items()
     }
-
-
-def _minutes(answered: pa.Table) -> pd.DataFrame:
-    """Sends, duplicates and late sends per minute of send time (UTC)."""
-    frame = pd.DataFrame(
-        {
-            "minute": answered["send_time"].to_pandas().dt.floor("min"),
-            "sends": 1,
-            "duplicates": pc.equal(answered["verdict"], DUPLICATE).to_numpy(zero_copy_only=False),
-            "late": pc.equal(answered["verdict"], LATE).to_numpy(zero_copy_only=False),
-        }
-    )
-    counts = frame.groupby("minute", dropna=False).sum().reset_index()
-    return counts.astype({c: "int64" for c in MINUTE_COLUMNS[1:]})[MINUTE_COLUMNS]
 
 
 def _check_settings(checkpoint: str, settings: Settings) -> None:

@@ -10,14 +10,13 @@ recorded once the lines are on disk.
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dedup_lib.live.durable import read_json, replace_with, write_json
+from dedup_lib.live.jsonl import json_lines
 
 
 def part_name(batch: int) -> str:
@@ -31,7 +30,7 @@ def write_part(folder: str, batch: int, table: pa.Table) -> None:
     path = os.path.join(folder, part_name(batch))
 
     def write(target: str) -> None:
-        pq.write_table(table, target, compression="zstd", use_deprecated_int96_timestamps=True)
+        pq.write_table(table, target, compression="snappy", use_deprecated_int96_timestamps=True)
 
     replace_with(path, write)
 
@@ -48,8 +47,9 @@ class AlertsFile:
         """The last micro-batch whose alerts are in the file (-1: none)."""
         return int(self._marked()["batch"])
 
-    def append(self, batch: int, alerts: list[dict[str, Any]]) -> None:
-        """Micro-batch ``batch``'s alerts, once; nothing for a micro-batch appended before."""
+    def append(self, batch: int, alerts: pa.Table) -> None:
+        """Micro-batch ``batch``'s alerts (times in ISO 8601, UTC), once: nothing for a
+        micro-batch appended before."""
         marked = self._marked()
         if batch <= marked["batch"]:
             return
@@ -58,9 +58,7 @@ class AlertsFile:
             if out.tell() > marked["size"]:
                 out.truncate(marked["size"])
             out.seek(0, os.SEEK_END)
-            for alert in alerts:
-                line = json.dumps(alert, default=str, ensure_ascii=False) + "\n"
-                out.write(line.encode("utf-8"))
+            out.write(json_lines(alerts).encode("utf-8"))
             out.flush()
             os.fsync(out.fileno())
             size = out.tell()

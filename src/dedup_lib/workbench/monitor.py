@@ -38,6 +38,7 @@ class LiveMonitor:
         self.watch: Watch | None = None
         self._lock = threading.Lock()
         self._verdicts = pd.DataFrame(columns=["time", "verdict", "sends"])
+        self._alerted = pd.DataFrame(columns=["time", "kind", "sends"])
         self._alerts: list[dict[str, Any]] = []
         self.charts = LiveCharts(self.figures())
         self.table = widgets.HTML(self._table_html())
@@ -82,7 +83,10 @@ class LiveMonitor:
             new = long[long.sends > 0].astype({"sends": "int64"})
             both = new if self._verdicts.empty else pd.concat([self._verdicts, new])
             self._verdicts = both.groupby(["time", "verdict"])["sends"].sum().reset_index()
-            self._alerts.extend(line.found)
+            alerted = line.alerted.rename(columns={"minute": "time", "alerts": "sends"})
+            alerted = alerted if self._alerted.empty else pd.concat([self._alerted, alerted])
+            self._alerted = alerted.groupby(["time", "kind"])["sends"].sum().reset_index()
+            self._alerts = (self._alerts + line.found)[-self.shown :]
             self.charts.show(self.figures())
             self.table.value = self._table_html()
         if line.judged:
@@ -95,21 +99,14 @@ class LiveMonitor:
 
     def figures(self) -> list[go.Figure]:
         """Sends per minute by verdict; alerts per minute by kind."""
-        alerts = pd.DataFrame(self._alerts, columns=ALERT_COLUMNS)
-        per_minute = (
-            alerts.assign(time=pd.to_datetime(alerts["send_time"]).dt.floor("min"))
-            .groupby(["time", "kind"])
-            .size()
-            .reset_index(name="sends")
-        )
+        alerts = "Alerts per minute: collisions, resends, rejected sends"
         return [
             counts_over_time(
                 self._verdicts, "verdict", title="Sends judged per minute, by verdict",
                 scope="judged yet",
             ),
             counts_over_time(
-                per_minute, "kind", title="Alerts per minute: collisions, resends, rejected sends",
-                what="alerts", scope="raised yet",
+                self._alerted, "kind", title=alerts, what="alerts", scope="raised yet"
             ),
         ]  # fmt: skip
 

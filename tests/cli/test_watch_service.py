@@ -1,0 +1,132 @@
+"""``dedup-lib watch`` run as a service manager runs it, beside a rotating Collector: killed
+with SIGKILL at random moments and started again on its checkpoint, then stopped with
+SIGTERM, which finishes the micro-batch in hand and exits 0. Every send is judged once, with
+the batch replay's verdict, and every alert is in the alerts file once, on a whole line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from collector_kit import Collector
+from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, sample_path
+from dedup_lib.spark import to_pandas
+
+COLUMNS = ["verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
+
+
+def start(landing: Path, tmp: Path) -> subprocess.Popen[str]:
+    argv = [
+        sys.executable, "-m", "dedup_lib", "watch", str(landing),
+        "--out", str(tmp / "out"), "--checkpoint", str(tmp / "ck"),
+        "--alerts", str(tmp / "alerts.jsonl"), "--every", "0.5",
+        "--window", "PT20S", "--partitioning", "--lateness", "PT1M", "--master", "local[2]",
+    ]  # fmt: skip
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def lines_of(process: subprocess.Popen[str], seen: list[str]) -> threading.Thread:
+    """What the command prints, kept as it comes."""
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            seen.append(line.rstrip("\n"))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader
+
+
+@pytest.mark.slow
+def test_killed_and_started_again_every_send_is_judged_once(spark, tmp_path):
+    rng = random.Random(11)
+    with gzip.open(sample_path("incident-otlp.jsonl.gz"), "rb") as sample:
+        lines = [line.rstrip(b"\n") for line in sample][:700]
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    collector = Collector(str(landing / "traces.json"), max_bytes=800_000)
+    exported = 0
+
+    def export(count: int) -> None:
+        nonlocal exported
+        for line in lines[exported : exported + count]:
+            collector.export(line)
+        exported = min(len(lines), exported + count)
+        collector.flush()
+
+    export(50)
+    printed: list[str] = []
+    for _ in range(3):  # started, then killed at a random moment while lines come
+        process = start(landing, tmp_path)
+        reader = lines_of(process, printed)
+        deadline = time.monotonic() + 180
+        before = len(printed)
+        while len(printed) == before and process.poll() is None:
+            assert time.monotonic() < deadline, "no micro-batch in three minutes"
+            time.sleep(0.2)
+        export(150)
+        time.sleep(rng.uniform(0.2, 3.0))
+        process.send_signal(signal.SIGKILL)
+        process.wait(60)
+        reader.join(10)
+    export(len(lines))
+    collector.close()
+    process = start(landing, tmp_path)
+    reader = lines_of(process, printed)
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"\n".join(lines) + b"\n")
+    expected = load_expected(spark, whole)
+    deadline = time.monotonic() + 300
+    while not (tmp_path / "out").exists() or judged(tmp_path) < expected["due"]:
+        assert time.monotonic() < deadline, f"{judged(tmp_path)} of {expected['due']} judged"
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(120) == 0
+    reader.join(10)
+    assert process.stderr is not None
+    assert "stopping" in process.stderr.read()
+
+    got = pd.read_parquet(tmp_path / "out").set_index("event_id")
+    assert got.index.is_unique, "a send was judged twice"
+    want = expected["verdicts"]
+    assert set(got.index) == set(want.index) - expected["waiting"]
+    pd.testing.assert_frame_equal(
+        got[COLUMNS].sort_index(), want.loc[got.index, COLUMNS].sort_index(), check_dtype=False
+    )
+    text = (tmp_path / "alerts.jsonl").read_text()
+    alerts = [json.loads(line) for line in text.splitlines()]  # a cut line would not parse
+    assert text.endswith("\n")
+    assert pd.DataFrame(alerts)[["kind", "event_id"]].value_counts().max() == 1
+    assert sum(a["kind"] == "rejected" for a in alerts) == (got["verdict"] == "rejected").sum()
+
+
+def judged(tmp: Path) -> int:
+    return sum(
+        pd.read_parquet(p, columns=["event_id"]).shape[0] for p in (tmp / "out").glob("*.parquet")
+    )
+
+
+def load_expected(spark, whole: Path) -> dict:
+    """The batch replay's verdicts over the lines exported, and the sends that wait for a
+    watermark beyond the last (those the rules alone decide do not wait)."""
+    valid = load_telemetry(spark, str(whole)).valid
+    policy = DedupPolicy("PT20S", partitioning=True)
+    result = detect_duplicates(valid, policy).select("event_id", "send_time", *COLUMNS)
+    verdicts = to_pandas(result).set_index("event_id")
+    micros = verdicts["send_time"].astype("datetime64[us]").astype("int64")
+    watermark = (int(micros.max()) // 1000 - 60_000) * 1000
+    decided = (verdicts["verdict"] == "rejected") | verdicts["reason"].notna()
+    waiting = set(verdicts.index[(micros > watermark) & ~decided])
+    return {"verdicts": verdicts, "waiting": waiting, "due": len(verdicts) - len(waiting)}
