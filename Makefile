@@ -24,7 +24,7 @@ help:
 	@echo "make bench-simulate [ROWS=...] [REPEAT=2]  simulate with its diagnostics against its replay alone (10 M)"
 	@echo "make bench-load   load_telemetry (with its tally) against one scan of every value (10 M)"
 	@echo "make bench-synth  generator benchmark, 10 M sends against the same floor"
-	@echo "make bench-watch [ROWS=1000000]  the live monitor against the batch replay of the same files"
+	@echo "make bench-watch [ROWS='1000000 10000000']  the live monitor against the batch replay of the same files"
 	@echo "make bench-explorer [ROWS=...] [REPEAT=3] [RESULT_SIZE=1g]  explorer and sweep against one detect_duplicates run (10 M)"
 	@echo "make bench-browser [ROWS=10000000]  notebook 02 in Chromium: first chart, redraws (200 k)"
 	@echo "make samples regenerate data/samples/ (deterministic: same seed, same rows)"
@@ -111,9 +111,11 @@ bench-explorer: $(STAMP)
 bench-browser: $(STAMP)
 	$(BIN)/python benchmarks/bench_browser.py $(if $(ROWS),--rows $(ROWS)) --json bench-browser.json
 
-# The live monitor (watch_duplicates, once) against the batch replay of the same files (1 M).
+# The live monitor against the batch replay of the same files, landed one at a time into a
+# running monitor and all at once, PT10M and P1D (1 M and 10 M sends; about 40 minutes).
 bench-watch: $(STAMP)
-	$(BIN)/python benchmarks/bench_watch.py --rows $(or $(ROWS),1000000)
+	$(BIN)/python benchmarks/bench_watch.py --rows $(or $(ROWS),1000000 10000000) \
+		$(if $(REPEAT),--repeat $(REPEAT)) --json bench-watch.json
 
 bench-synth: $(STAMP)
 	$(BIN)/python benchmarks/bench_synth.py --rows $(or $(ROWS),10000000)

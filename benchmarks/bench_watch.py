@@ -130,8 +130,14 @@ def batch(spark: SparkSession, files: list[str], window: str) -> float:
 def all_at_once(spark: SparkSession, files: list[str], window: str, scratch: str) -> float:
     shutil.rmtree(scratch, ignore_errors=True)
     start = time.perf_counter()
-    watch_duplicates(spark, os.path.dirname(files[0]), DedupPolicy(window), LATENESS,
-                     **_outputs(scratch), once=True)  # fmt: skip
+    watch_duplicates(
+        spark,
+        os.path.dirname(files[0]),
+        DedupPolicy(window),
+        LATENESS,
+        **_outputs(scratch),
+        once=True,
+    )
     return time.perf_counter() - start
 
 
@@ -160,8 +166,15 @@ def one_at_a_time(
         )
         judged.clear()
         if watch is None:
-            watch = watch_duplicates(spark, landing, DedupPolicy(window), LATENESS,
-                                     **_outputs(scratch), trigger=0.5, on_batch=committed)  # fmt: skip
+            watch = watch_duplicates(
+                spark,
+                landing,
+                DedupPolicy(window),
+                LATENESS,
+                **_outputs(scratch),
+                trigger=0.5,
+                on_batch=committed,
+            )
         if not judged.wait(3600):
             raise TimeoutError(f"file {i} not judged in an hour")
         costs.append(time.perf_counter() - landed)
@@ -197,8 +210,10 @@ def measure(spark: SparkSession, rows: int, args: argparse.Namespace, tmp: str) 
             fed.append(costs)
             totals.append(total)
             once.append(all_at_once(spark, files, window, scratch))
-            print(f"  {window} round {round_ + 1}: batch {base[-1]:.1f} s, one at a time "
-                  f"{total:.1f} s, all at once {once[-1]:.1f} s")  # fmt: skip
+            print(
+                f"  {window} round {round_ + 1}: batch {base[-1]:.1f} s, one at a time "
+                f"{total:.1f} s, all at once {once[-1]:.1f} s"
+            )
             print("    per file: " + " ".join(f"{c:.1f}" for c in costs))
         late = statistics.median(statistics.mean(c[-3:]) / statistics.mean(c[1:4]) for c in fed)
         entry = {
@@ -242,9 +257,11 @@ def main(argv: list[str] | None = None) -> int:
         for w in last.values()
     )
     flat = last["P1D"]["late files / early files"] <= FLAT
-    print(f"\ntargets at {results[-1]['rows']:,} sends: within {TARGET}x of the batch replay: "
-          f"{'met' if ok else 'NOT met'}; P1D late files within {FLAT}x of early ones: "
-          f"{'met' if flat else 'NOT met'}")  # fmt: skip
+    print(
+        f"\ntargets at {results[-1]['rows']:,} sends: within {TARGET}x of the batch replay: "
+        f"{'met' if ok else 'NOT met'}; P1D late files within {FLAT}x of early ones: "
+        f"{'met' if flat else 'NOT met'}"
+    )
     return 0 if ok and flat else 1
 
 

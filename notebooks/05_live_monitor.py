@@ -61,7 +61,9 @@ if SOURCE is None:
 # %% [markdown]
 # The monitor: sends per minute by verdict, alerts per minute, the latest alerts. It keeps
 # running in the background and redraws in place; the line above the charts says when the
-# last micro-batch came in. Verdicts are appended to `WORK/verdicts` (Parquet).
+# last micro-batch came in and how large the monitor's state is (the keys whose window is
+# open: it grows with the window, so watch it with P1D or P7D). Verdicts are written to
+# `WORK/verdicts` (Parquet, a file per micro-batch).
 
 # %%
 from dedup_lib import DedupPolicy, LiveMonitor

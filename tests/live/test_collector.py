@@ -1,18 +1,21 @@
 """The OpenTelemetry Collector's rotating files, watched as they are written: the shipped OTLP
-sample exported line by line through the file exporter's buffer and rotation (collector_kit)
-while ``watch_duplicates`` runs. Lines end up cut by rotations between two files, and the
-active file ends with half a line while the monitor looks (the exporter is held there). Every
-send must be judged once, with the batch replay's verdict over the sample itself."""
+sample exported line by line through the file exporter's buffer and rotation (collector_kit),
+configured as docs/guide/live.md configures it, while ``watch_duplicates`` runs. Lines end up
+cut by rotations between two files, and the active file ends with half a line while the
+monitor looks (the exporter is held there). Every send must be judged once, with the batch
+replay's verdict over the sample itself."""
 
 from __future__ import annotations
 
 import gzip
+import re
 import threading
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from collector_kit import Collector
 from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, sample_path
@@ -23,14 +26,30 @@ COLUMNS = ["verdict", "reason", "dedup_key", "original_send_time", "original_eve
 POLICY = DedupPolicy("PT10M")
 
 
-class Feed(threading.Thread):
-    """The exporter: a line every few milliseconds, a flush every 0.2 s; twice it stops for
-    a second with half a line at the end of the active file."""
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "live.md"
 
-    def __init__(self, lines: list[bytes], path: Path) -> None:
+
+def guide_exporter() -> dict:
+    """The file exporter's settings in the guide's Collector configuration."""
+    block = re.search(r"```yaml\n(.*?)```", GUIDE.read_text(), re.DOTALL)
+    assert block is not None, "the guide gives a Collector configuration"
+    (exporter,) = yaml.safe_load(block[1])["exporters"].values()
+    return exporter
+
+
+class Feed(threading.Thread):
+    """The exporter as the guide configures it: a line every few milliseconds, a flush every
+    ``flush_interval``; twice it stops for a second with half a line at the end of the active
+    file."""
+
+    def __init__(self, lines: list[bytes], path: Path, exporter: dict) -> None:
         super().__init__(daemon=True)
         self.lines = lines
-        self.collector = Collector(str(path), max_bytes=600_000)
+        rotation = exporter["rotation"]
+        self.collector = Collector(
+            str(path), rotation["max_megabytes"] << 20, rotation["max_backups"]
+        )
+        self.every = float(exporter["flush_interval"].removesuffix("s"))
         self.held = 0
         self.failure: BaseException | None = None
         real = self.collector.file.write
@@ -48,7 +67,7 @@ class Feed(threading.Thread):
             flushed = time.monotonic()
             for line in self.lines:
                 self.collector.export(line)
-                if time.monotonic() - flushed > 0.2:
+                if time.monotonic() - flushed > self.every:
                     self.collector.flush()
                     flushed = time.monotonic()
                 time.sleep(0.005)
@@ -67,7 +86,10 @@ def test_a_rotating_collector_is_read_once_while_it_writes(spark, tmp_path):
     whole.write_bytes(b"\n".join(lines) + b"\n")
     landing = tmp_path / "landing"
     landing.mkdir()
-    feed = Feed(lines, landing / "traces.json")
+    exporter = guide_exporter()
+    assert exporter["format"] == "json"
+    assert "compression" not in exporter
+    feed = Feed(lines, landing / Path(exporter["path"]).name, exporter)
     feed.collector.export(lines[0])
     feed.collector.flush()
     feed.lines = lines[1:]
@@ -91,7 +113,7 @@ def test_a_rotating_collector_is_read_once_while_it_writes(spark, tmp_path):
         watch.stop()
 
     files = sorted(p.name for p in landing.iterdir())
-    assert len(files) > 20, "the exporter rotated its file"
+    assert len(files) > 3, "the exporter rotated its file"
     cut = [n for n in files if not (landing / n).read_bytes().endswith(b"\n")]
     assert cut, "some backup ends inside a line"
     assert feed.held == 2

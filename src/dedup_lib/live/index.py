@@ -28,15 +28,14 @@ NONE = -1
 
 @dataclass
 class Index:
-    """The table: ``keys`` (slots x 2), ``used``, and per slot ``anchor``, ``closes`` and
-    ``ref``; ``count`` keys held. ``probes`` counts the slots every call has looked at,
-    so a test can check that the work follows the keys asked for."""
+    """The table: ``keys`` (slots x 2), ``used``, and per slot its ``values``: the anchor's
+    time, the time its window closes and its reference (slots x 3); ``count`` keys held.
+    ``probes`` counts the slots every call has looked at, so a test can check that the work
+    follows the keys asked for."""
 
     keys: np.ndarray
     used: np.ndarray
-    anchor: np.ndarray
-    closes: np.ndarray
-    ref: np.ndarray
+    values: np.ndarray
     count: int = 0
     probes: int = 0
 
@@ -44,24 +43,31 @@ class Index:
     def empty(cls, slots: int = INITIAL_SLOTS) -> Index:
         """A table of ``slots`` slots (rounded up to a power of two), none used."""
         size = 1 << max(4, int(slots - 1).bit_length())
-        return cls(
-            keys=np.zeros((size, 2), dtype=np.int64),
-            used=np.zeros(size, dtype=np.bool_),
-            anchor=np.zeros(size, dtype=np.int64),
-            closes=np.zeros(size, dtype=np.int64),
-            ref=np.full(size, NONE, dtype=np.int64),
-        )
+        values = np.zeros((size, 3), dtype=np.int64)
+        values[:, 2] = NONE
+        return cls(np.zeros((size, 2), dtype=np.int64), np.zeros(size, dtype=np.bool_), values)
+
+    @property
+    def anchor(self) -> np.ndarray:
+        return self.values[:, 0]
+
+    @property
+    def closes(self) -> np.ndarray:
+        return self.values[:, 1]
+
+    @property
+    def ref(self) -> np.ndarray:
+        return self.values[:, 2]
 
     @property
     def nbytes(self) -> int:
         """The memory the table takes."""
-        arrays = (self.keys, self.used, self.anchor, self.closes, self.ref)
-        return sum(a.nbytes for a in arrays)
+        return self.keys.nbytes + self.used.nbytes + self.values.nbytes
 
     def find(self, keys: np.ndarray) -> np.ndarray:
         """The slot of each key (rows of ``keys``, n x 2 int64), -1 where it is not held."""
         slots = np.empty(len(keys), dtype=np.int64)
-        self.probes += int(_kernels()["find"](self.keys, self.used, _rows(keys), slots))
+        self.probes += int(_find()(self.keys, self.used, _rows(keys), slots))
         return slots
 
     def put(
@@ -71,18 +77,8 @@ class Index:
         not held before."""
         self._room(len(keys))
         replaced = np.empty(len(keys), dtype=np.int64)
-        added, probes = _kernels()["put"](
-            self.keys,
-            self.used,
-            self.anchor,
-            self.closes,
-            self.ref,
-            _rows(keys),
-            _longs(anchor),
-            _longs(closes),
-            _longs(ref),
-            replaced,
-        )
+        new = np.column_stack([anchor, closes, ref]).astype(np.int64, copy=False)
+        added, probes = _put()(self.keys, self.used, self.values, _rows(keys), new, replaced)
         self.count += int(added)
         self.probes += int(probes)
         return replaced
@@ -91,16 +87,8 @@ class Index:
         """Remove each key whose slot still holds the reference given (an anchor set since
         is kept); whether each was removed."""
         removed = np.zeros(len(keys), dtype=np.bool_)
-        gone, probes = _kernels()["drop"](
-            self.keys,
-            self.used,
-            self.anchor,
-            self.closes,
-            self.ref,
-            _rows(keys),
-            _longs(ref),
-            removed,
-        )
+        expected = np.ascontiguousarray(ref, dtype=np.int64)
+        gone, probes = _drop()(self.keys, self.used, self.values, _rows(keys), expected, removed)
         self.count -= int(gone)
         self.probes += int(probes)
         return removed
@@ -115,16 +103,11 @@ class Index:
         bigger = Index.empty(size)
         held = np.flatnonzero(self.used)
         bigger.put(self.keys[held], self.anchor[held], self.closes[held], self.ref[held])
-        self.keys, self.used, self.anchor = bigger.keys, bigger.used, bigger.anchor
-        self.closes, self.ref = bigger.closes, bigger.ref
+        self.keys, self.used, self.values = bigger.keys, bigger.used, bigger.values
 
 
 def _rows(keys: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(keys, dtype=np.int64).reshape(-1, 2)
-
-
-def _longs(values: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(values, dtype=np.int64)
 
 
 @cache
@@ -136,112 +119,103 @@ def compile_in_background() -> threading.Thread:
     return thread
 
 
-@cache
 def _kernels() -> dict[str, Any]:
-    """The table's loops, compiled once per process (numba is imported here: the library's
+    """The table's loops, compiled once per process (numba is imported there: the library's
     other paths do without it)."""
+    return {"find": _find(), "put": _put(), "drop": _drop()}
+
+
+@cache
+def _slot() -> Any:
+    """Where a key is, or the empty slot where it would go; and the slots looked at."""
     from numba import njit
 
     @njit(nogil=True, inline="always")
-    def home(k0: int, mask: int) -> int:
-        # The keys are hashes already: their low bits spread evenly.
-        return k0 & mask
+    def slot(table: Any, used: Any, k0: int, k1: int) -> Any:
+        mask = len(used) - 1
+        at = k0 & mask  # the keys are hashes already: their low bits spread evenly
+        probes = 1
+        while used[at] and not (table[at, 0] == k0 and table[at, 1] == k1):
+            probes += 1
+            at = (at + 1) & mask
+        return at, probes
+
+    return slot
+
+
+@cache
+def _find() -> Any:
+    from numba import njit
+
+    slot = _slot()
 
     @njit(nogil=True)
     def find(table: Any, used: Any, keys: Any, out: Any) -> int:
-        mask = len(used) - 1
         probes = 0
         for i in range(len(keys)):
-            slot = home(keys[i, 0], mask)
-            out[i] = -1
-            while used[slot]:
-                probes += 1
-                if table[slot, 0] == keys[i, 0] and table[slot, 1] == keys[i, 1]:
-                    out[i] = slot
-                    break
-                slot = (slot + 1) & mask
+            at, looked = slot(table, used, keys[i, 0], keys[i, 1])
+            out[i] = at if used[at] else -1
+            probes += looked
         return probes
 
-    @njit(nogil=True)
-    def put(
-        table: Any,
-        used: Any,
-        anchor: Any,
-        closes: Any,
-        ref: Any,
-        keys: Any,
-        new_anchor: Any,
-        new_closes: Any,
-        new_ref: Any,
-        replaced: Any,
-    ) -> Any:
-        mask = len(used) - 1
-        added = 0
-        probes = 0
-        for i in range(len(keys)):
-            slot = home(keys[i, 0], mask)
-            while used[slot] and not (
-                table[slot, 0] == keys[i, 0] and table[slot, 1] == keys[i, 1]
-            ):
-                probes += 1
-                slot = (slot + 1) & mask
-            probes += 1
-            if used[slot]:
-                replaced[i] = ref[slot]
-            else:
-                replaced[i] = -1
-                used[slot] = True
-                table[slot, 0] = keys[i, 0]
-                table[slot, 1] = keys[i, 1]
-                added += 1
-            anchor[slot] = new_anchor[i]
-            closes[slot] = new_closes[i]
-            ref[slot] = new_ref[i]
-        return added, probes
+    return find
+
+
+@cache
+def _put() -> Any:
+    from numba import njit
+
+    slot = _slot()
 
     @njit(nogil=True)
-    def drop(
-        table: Any,
-        used: Any,
-        anchor: Any,
-        closes: Any,
-        ref: Any,
-        keys: Any,
-        expected: Any,
-        removed: Any,
-    ) -> Any:
-        mask = len(used) - 1
-        gone = 0
-        probes = 0
+    def put(table: Any, used: Any, values: Any, keys: Any, new: Any, replaced: Any) -> Any:
+        # values: the slots' anchor, closes and ref (slots x 3); new: the keys' (keys x 3).
+        added = probes = 0
         for i in range(len(keys)):
-            slot = home(keys[i, 0], mask)
-            while used[slot] and not (
-                table[slot, 0] == keys[i, 0] and table[slot, 1] == keys[i, 1]
-            ):
-                probes += 1
-                slot = (slot + 1) & mask
-            probes += 1
-            if not used[slot] or ref[slot] != expected[i]:
+            at, looked = slot(table, used, keys[i, 0], keys[i, 1])
+            probes += looked
+            replaced[i] = values[at, 2] if used[at] else -1
+            if not used[at]:
+                used[at] = True
+                table[at, 0], table[at, 1] = keys[i, 0], keys[i, 1]
+                added += 1
+            for v in range(3):
+                values[at, v] = new[i, v]
+        return added, probes
+
+    return put
+
+
+@cache
+def _drop() -> Any:
+    from numba import njit
+
+    slot = _slot()
+
+    @njit(nogil=True)
+    def drop(table: Any, used: Any, values: Any, keys: Any, expected: Any, removed: Any) -> Any:
+        mask = len(used) - 1
+        gone = probes = 0
+        for i in range(len(keys)):
+            hole, looked = slot(table, used, keys[i, 0], keys[i, 1])
+            probes += looked
+            if not used[hole] or values[hole, 2] != expected[i]:
                 continue
             removed[i] = True
             gone += 1
-            # Backward shift: move later slots of the run into the hole, where their home
-            # allows, so that every probe still finds its key before an empty slot.
-            hole = slot
+            # Backward shift: later slots of the run move into the hole where their home
+            # allows, so that every probe still meets its key before an empty slot.
             nxt = (hole + 1) & mask
             while used[nxt]:
                 probes += 1
-                want = home(table[nxt, 0], mask)
-                if (nxt - want) & mask >= (nxt - hole) & mask:
-                    table[hole, 0] = table[nxt, 0]
-                    table[hole, 1] = table[nxt, 1]
-                    anchor[hole] = anchor[nxt]
-                    closes[hole] = closes[nxt]
-                    ref[hole] = ref[nxt]
+                if (nxt - (table[nxt, 0] & mask)) & mask >= (nxt - hole) & mask:
+                    table[hole, 0], table[hole, 1] = table[nxt, 0], table[nxt, 1]
+                    for v in range(3):
+                        values[hole, v] = values[nxt, v]
                     hole = nxt
                 nxt = (nxt + 1) & mask
             used[hole] = False
-            ref[hole] = -1
+            values[hole, 2] = -1
         return gone, probes
 
-    return {"find": find, "put": put, "drop": drop}
+    return drop

@@ -35,6 +35,8 @@ from dedup_lib.live.rotation import is_active, member_of, streams
 
 #: How many first bytes tell a file from another that took its inode.
 HEAD = 4096
+#: About how many bytes of text a byte of Parquet or of compressed text holds.
+_PACKED = 5
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,12 @@ class Chunk:
     def size(self) -> int:
         return sum(p.end - p.start for p in self.pieces)
 
+    @property
+    def weight(self) -> int:
+        """What it counts against the budget: its bytes as text (Parquet and compression
+        hold about five times as many records in a byte)."""
+        return self.size * (_PACKED if self.whole else 1)
+
 
 @dataclass
 class Plan:
@@ -93,6 +101,8 @@ class Plan:
     chunks: list[Chunk] = field(default_factory=list)
     files: dict[str, Seen] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: Whether the budget left new records for the next micro-batch.
+    more: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,7 +110,8 @@ class Reading:
     """How the folder's files are read: ``fmt`` (parquet, csv, json, otlp), ``settle``
     (seconds a text file must stay unchanged for a last record without its newline to
     count as whole),
-    ``budget`` (bytes per micro-batch; a larger whole file goes alone), ``exclude`` (glob
+    ``budget`` (bytes of text per micro-batch, about a million sends; a larger file read
+    whole goes alone), ``exclude`` (glob
     patterns of names never read)."""
 
     fmt: str
@@ -159,11 +170,12 @@ def plan(folder: str, known: dict[str, Seen], reading: Reading, now: float) -> P
     spent = 0
     for group in streams(sorted(found)):
         for chunk, taken in _group(folder, group, found, result, reading, now):
-            if result.chunks and spent + chunk.size > reading.budget:
+            if result.chunks and spent + chunk.weight > reading.budget:
+                result.more = True
                 return result
             result.chunks.append(chunk)
             result.files.update(taken)
-            spent += chunk.size
+            spent += chunk.weight
     return result
 
 
@@ -314,7 +326,10 @@ def _text(
     if end > start:
         seen = replace(seen, taken=end)
         yield Chunk(seen.name, (*header, Piece(fid, path, start, end)), suffix), {fid: seen}
-    if stop < stat.st_size or end == stat.st_size:
+    if stop < stat.st_size:
+        result.more = True
+        return None
+    if end == stat.st_size:
         return None
     if later and not reading.csv:
         return (fid, seen)

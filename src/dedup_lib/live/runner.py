@@ -186,7 +186,7 @@ class Runner:
             remove_chunks(folder)
             self.more = True
             return None
-        self.more = sum(c.size for c in planned.chunks) >= self.settings.reading.budget
+        self.more = planned.more
         names = zip(paths, planned.chunks, strict=True)
         recorded = {
             "batch": self.batch,

@@ -48,6 +48,7 @@ class Watch:
     notes: tuple[str, ...] = ()
     #: Why the monitor stopped by itself, if it failed.
     error: BaseException | None = None
+    on_batch: Callable[[BatchLine], None] | None = None
     _thread: threading.Thread | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
 
@@ -69,6 +70,24 @@ class Watch:
             self._thread.join(timeout)
         if self.error is not None:
             raise self.error
+
+    def _start(self, every: float | None) -> None:
+        """Run what has landed now (``every`` None), or start a micro-batch every ``every``
+        seconds in a thread of its own."""
+        assert self.runner is not None
+        if every is None:
+            while self.runner.step() is not None or self.runner.more:
+                pass
+            return
+        self._thread = threading.Thread(
+            target=self._run, args=(every,), name="dedup-watch", daemon=True
+        )
+        self._thread.start()
+
+    def _keep(self, line: BatchLine) -> None:
+        self.lines.append(line)
+        if self.on_batch is not None:
+            self.on_batch(line)
 
     def _run(self, every: float) -> None:
         assert self.runner is not None
@@ -118,46 +137,29 @@ def watch_duplicates(
     ``resend_horizon`` of an earlier accepted copy) and per rejected send. ``checkpoint``
     holds the monitor's progress and state: a restart with it goes on, each send judged once.
 
-    Every record of the folder's files is read once, whole: text files as they grow, up to
-    their last whole record (a last record without its newline once the file has not changed
-    for ``settle``); Parquet and compressed files once finished; the OpenTelemetry
-    Collector's rotated files as the one stream they are. ``exclude``: glob patterns of file
-    names never read. ``once`` reads what is there and returns when done; else a micro-batch
-    starts every ``trigger`` (seconds, or ``"5 seconds"``) until :meth:`Watch.stop`.
-    ``on_batch`` gets each micro-batch's line as it is committed; ``on_note`` each of
-    :attr:`Watch.notes`, and whatever the folder does later that the user should know.
+    Every record is read once, whole: text files as they grow (a last record without its
+    newline once still for ``settle``), Parquet and compressed files once finished, the
+    Collector's rotated files as one stream; names matching ``exclude`` never. ``once`` reads
+    what is there; else a micro-batch starts every ``trigger`` (seconds, or ``"5 seconds"``)
+    until :meth:`Watch.stop`. ``on_batch`` gets each micro-batch's line as it is committed;
+    ``on_note`` each of :attr:`Watch.notes`, and what the folder does later that it refuses.
     """
-    policy = check_policies(policy if policy is not None else DedupPolicy())
     landing = open_landing(spark, source, format, mapping, entity=entity)
     index.compile_in_background()
+    judge.compile_in_background()
     columns = landing.valid_columns().schema.names
     wanted = list(Evidence.of(columns, content).content)
-    horizon = parse_window(resend_horizon)
+    horizon = parse_window(resend_horizon) if wanted else None
     reading = Reading(landing.format, parse_window(settle).total_seconds(), exclude=tuple(exclude))
-    settings = Settings(
-        policy, parse_window(lateness), horizon if wanted else None, wanted, reading
-    )
+    policy = check_policies(policy if policy is not None else DedupPolicy())
+    settings = Settings(policy, parse_window(lateness), horizon, wanted, reading)
     folders = Folders(out, checkpoint, quarantine or f"{out.rstrip('/')}-quarantine", alerts)
-    watch = Watch(columns=columns, content=wanted, notes=landing.notes)
+    watch = Watch(columns=columns, content=wanted, notes=landing.notes, on_batch=on_batch)
     say = on_note or (lambda _: None)
     for note in watch.notes:
         say(note)
-
-    def keep(line: BatchLine) -> None:
-        watch.lines.append(line)
-        if on_batch is not None:
-            on_batch(line)
-
-    watch.runner = Runner(landing, settings, folders, (keep, watch.loads.append, say))
-    judge.compile_in_background()
-    if once:
-        while watch.runner.step() is not None or watch.runner.more:
-            pass
-        return watch
-    watch._thread = threading.Thread(
-        target=watch._run, args=(_seconds(trigger),), name="dedup-watch", daemon=True
-    )
-    watch._thread.start()
+    watch.runner = Runner(landing, settings, folders, (watch._keep, watch.loads.append, say))
+    watch._start(None if once else _seconds(trigger))
     return watch
 
 
