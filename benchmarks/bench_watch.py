@@ -25,6 +25,7 @@ mode), sampled every 0.2 s. ``--json`` writes the figures, for benchmarks/result
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -204,6 +205,7 @@ def measure(spark: SparkSession, rows: int, args: argparse.Namespace, tmp: str) 
         all_at_once(spark, files, window, scratch)
         for round_ in range(args.repeat):
             base.append(batch(spark, files, window))
+            gc.collect()  # the peaks are the running monitor's, not beside the last one's
             peaks = Peaks()
             total, costs, state = one_at_a_time(spark, files, window, scratch)
             memory = peaks.stop()

@@ -91,6 +91,15 @@ monitor.view()
 monitor.latest()
 
 # %% [markdown]
+# The monitor's counters and gauges, the ones `dedup-lib watch --metrics HOST:PORT` serves to
+# Prometheus for on-call alerting (docs/guide/live.md, "Metrics and alerts"): sends by entity
+# and verdict, alerts by entity and kind, the watermark and how far it trails the clock, the
+# state's size. Run the cell again for newer values.
+
+# %%
+monitor.counters()
+
+# %% [markdown]
 # Stop the monitor: run this cell when you have seen enough (with `RUN_FOR`, it waits that
 # many seconds first). Run the monitor cell again to start afresh; a monitor started with
 # the same `checkpoint` folder resumes where it stopped.

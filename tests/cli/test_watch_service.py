@@ -5,9 +5,14 @@ the batch replay's verdict, and every alert is in the alerts file once, on a who
 
 from __future__ import annotations
 
+import configparser
 import gzip
 import json
+import os
 import random
+import re
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -130,3 +135,70 @@ def load_expected(spark, whole: Path) -> dict:
     decided = (verdicts["verdict"] == "rejected") | verdicts["reason"].notna()
     waiting = set(verdicts.index[(micros > watermark) & ~decided])
     return {"verdicts": verdicts, "waiting": waiting, "due": len(verdicts) - len(waiting)}
+
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "live.md"
+
+
+def guide_unit(tmp: Path) -> tuple[str, list[str], dict[str, str]]:
+    """The guide's systemd unit with its paths moved into ``tmp``: the unit's text, its
+    ExecStart as a command line, and its environment."""
+    block = re.search(r"```ini\n(.*?)```", GUIDE.read_text(), re.DOTALL)
+    assert block is not None, "the guide gives a systemd unit"
+    text = block[1]
+    moves = {
+        "/opt/dedup-lib/.venv/bin/dedup-lib": str(Path(sys.executable).with_name("dedup-lib")),
+        "/var/lib/otelcol/servicebus": str(tmp / "landing"),
+        "/var/lib/dedup-lib": str(tmp / "state"),
+        "127.0.0.1:9464": "127.0.0.1:0",
+    }
+    for old, new in moves.items():
+        text = text.replace(old, new)
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("User="))
+    unit = configparser.ConfigParser(strict=False, interpolation=None)
+    unit.optionxform = str  # type: ignore[assignment,method-assign]
+    unit.read_string(text.replace("\\\n", " "))
+    service = unit["Service"]
+    env = dict(pair.split("=", 1) for pair in shlex.split(service["Environment"]))
+    assert service["KillSignal"] == "SIGTERM"
+    return text, shlex.split(service["ExecStart"]), env
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_the_guides_systemd_unit_runs_as_written_and_stops_on_sigterm(tmp_path):
+    text, command, env = guide_unit(tmp_path)
+    analyze = shutil.which("systemd-analyze")
+    if analyze is not None:
+        unit = tmp_path / "dedup-watch.service"
+        unit.write_text(text)
+        checked = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True)
+        problems = [line for line in checked.stderr.splitlines() if "dedup-watch.service" in line]
+        assert not problems, checked.stderr
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    with gzip.open(sample_path("incident-otlp.jsonl.gz"), "rb") as sample:
+        (landing / "traces.json").write_bytes(sample.read())
+    process = subprocess.Popen(
+        command,
+        env={
+            **os.environ,
+            **env,
+            "DEDUP_LIB_CACHE": os.environ.get("DEDUP_LIB_CACHE", env["DEDUP_LIB_CACHE"]),
+        },
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    printed: list[str] = []
+    reader = lines_of(process, printed)
+    deadline = time.monotonic() + 180
+    while not any("sends judged" in line for line in printed):
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        assert time.monotonic() < deadline, printed
+        time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(120) == 0
+    reader.join(10)
+    assert (tmp_path / "state" / "verdicts").is_dir()
+    assert (tmp_path / "state" / "checkpoint" / "commits").is_dir()

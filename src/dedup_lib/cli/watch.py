@@ -36,6 +36,8 @@ examples:
   dedup-lib watch landing/ --window PT5M --lateness PT2M --out verdicts/ --checkpoint ck/ \\
       --alerts alerts.jsonl
   dedup-lib watch traces/ --format otlp --entities entities-arm.json --out v/ --checkpoint ck/
+  dedup-lib watch /var/lib/otelcol/servicebus --format otlp --out v/ --checkpoint ck/ \
+      --alerts alerts.jsonl --metrics 127.0.0.1:9464
 """
 
 
@@ -112,9 +114,13 @@ def run(args: argparse.Namespace) -> int:
         trigger=args.every,
         settle=args.settle,
         exclude=args.exclude,
+        metrics=args.metrics,
         on_batch=lambda line: print(line, flush=True),
         on_note=print_note,
     )
+    if watch.metrics_address is not None:
+        host, port = watch.metrics_address
+        progress.step(f"metrics at http://{host}:{port}/metrics")
     if not args.once:
         _run_until_stopped(watch, progress)
     loads = watch.loads
@@ -214,6 +220,11 @@ def _output_options(cmd: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument(
         "--quarantine", help="Parquet folder of refused rows (default: OUT-quarantine)"
+    )
+    cmd.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464)",
     )
 
 

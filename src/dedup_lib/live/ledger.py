@@ -57,6 +57,10 @@ class Seen:
     said: tuple[str, ...] = ()
     #: When a listing first missed it (0: the last one had it).
     missing: float = 0.0
+    #: Since when bytes of it wait to be read (0: none wait), and whether it is a stream's
+    #: active file that is read only once rotated (its bytes wait by design).
+    unread_since: float = 0.0
+    active: bool = False
 
     @property
     def read_all(self) -> bool:
@@ -103,6 +107,13 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     #: Whether the budget left new records for the next micro-batch.
     more: bool = False
+
+    @property
+    def backlog(self) -> tuple[int, float | None]:
+        """The bytes landed and not read yet, and since when the oldest of them wait."""
+        waiting = [s for s in self.files.values() if s.unread_since]
+        left = sum(max(0, s.size - s.taken) for s in waiting)
+        return left, min((s.unread_since for s in waiting), default=None)
 
 
 @dataclass(frozen=True)
@@ -172,10 +183,20 @@ def plan(folder: str, known: dict[str, Seen], reading: Reading, now: float) -> P
         for chunk, taken in _group(folder, group, found, result, reading, now):
             if result.chunks and spent + chunk.weight > reading.budget:
                 result.more = True
-                return result
+                return _aged(result, now)
             result.chunks.append(chunk)
             result.files.update(taken)
             spent += chunk.weight
+    return _aged(result, now)
+
+
+def _aged(result: Plan, now: float) -> Plan:
+    """Each file's bytes left unread after the plan, dated from when they were first seen."""
+    for fid, seen in result.files.items():
+        waits = seen.size > seen.taken and not seen.active and "changed" not in seen.said
+        since = (seen.unread_since or now) if waits else 0.0
+        if since != seen.unread_since:
+            result.files[fid] = replace(seen, unread_since=since)
     return result
 
 
@@ -203,7 +224,10 @@ def _group(
             _whole_changed(fid, seen, stat, result)
             continue
         if reading.whole(name):
-            if not is_active(name, group):
+            active = is_active(name, group)
+            if active != seen.active:
+                result.files[fid] = seen = replace(seen, active=active)
+            if not active:
                 yield from _whole(path, fid, seen, stat, result, reading, now)
             continue
         if carry is not None:

@@ -35,10 +35,11 @@ from dedup_lib.live import ledger
 from dedup_lib.live.alerts import alerts_of
 from dedup_lib.live.chunks import MovedError, remove_chunks, write_chunks
 from dedup_lib.live.durable import numbered, read_json, remove, replace_with, write_json
-from dedup_lib.live.judge import ORIGINAL_CONTENT, Clock, judge
+from dedup_lib.live.judge import ORIGINAL_CONTENT, Clock, Judged, judge
 from dedup_lib.live.keyed import INTERNAL
 from dedup_lib.live.lines import BatchLine, StateSize
-from dedup_lib.live.micro_batch import load_micro_batch
+from dedup_lib.live.metrics import Metrics, Totals
+from dedup_lib.live.micro_batch import Intake, load_micro_batch
 from dedup_lib.live.resends import Resends
 from dedup_lib.live.sink import AlertsFile, write_part
 from dedup_lib.live.state import KeyedState
@@ -126,9 +127,19 @@ class Runner:
     """Micro-batches of the folder ``landing`` watched with ``settings``, written to
     ``folders``; :meth:`step` runs one."""
 
-    def __init__(self, landing: Landing, settings: Settings, folders: Folders, tell: Tell) -> None:
+    def __init__(
+        self,
+        landing: Landing,
+        settings: Settings,
+        folders: Folders,
+        tell: Tell,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.landing, self.settings, self.folders = landing, settings, folders
         self.on_line, self.on_load, self.on_note = tell
+        self.metrics = metrics
+        #: The entities named in the counters' labels so far.
+        self.names: set[str] = set()
         self.alerts = (
             AlertsFile(folders.alerts, os.path.join(folders.checkpoint, "alerts.json"))
             if folders.alerts
@@ -160,6 +171,10 @@ class Runner:
         plans = dict(numbered(self.folders.plans, "plan-", ".json"))
         self.files = _ledger(read_json(plans[self.batch - 1])) if self.batch - 1 in plans else {}
         self.redo = read_json(plans[self.batch]) if self.batch in plans else None
+        self.totals = Totals.from_json(last["totals"]) if last else Totals()
+        self.names = {entity for entity, _ in self.totals.sends}
+        if self.metrics is not None:
+            self.metrics.restored(self.totals, self._size(self.pending), self.clock.watermark)
 
     def step(self) -> BatchLine | None:
         """Plan and run one micro-batch; None when nothing new has landed."""
@@ -173,6 +188,8 @@ class Runner:
     def _plan(self) -> dict[str, Any] | None:
         """What is new, copied into the checkpoint and recorded; None when nothing is."""
         planned = ledger.plan(self.landing.path, self.files, self.settings.reading, time.time())
+        if self.metrics is not None:
+            self.metrics.scanned(*planned.backlog)
         for note in planned.notes:
             self.on_note(note)
         if not planned.chunks:
@@ -199,6 +216,7 @@ class Runner:
 
     def _run(self, recorded: dict[str, Any]) -> BatchLine:
         """Micro-batch ``recorded["batch"]``: read, judged, written, committed."""
+        started = time.monotonic()
         batch, settings = int(recorded["batch"]), self.settings
         intake = load_micro_batch(
             self.landing,
@@ -210,8 +228,32 @@ class Runner:
         )
         pending = self.pending if self.pending is not None else intake.sends.slice(0, 0)
         judged = judge(batch, intake.sends, pending, self.clock, self.state)
+        found = self._write(batch, intake, judged)
+        line = BatchLine.of(batch, judged.answered, found, self._size(judged.pending))
+        counted = Totals.of(
+            judged.answered, found, intake.quarantine, intake.counts["skipped"], self.names
+        )
+        self.totals.add(counted)
+        commit = {
+            "batch": batch,
+            "latest_ms": judged.clock.latest_ms,
+            "counts": intake.counts,
+            "line": line.to_json(),
+            "totals": self.totals.to_json(),
+        }
+        write_json(os.path.join(self.folders.commits, f"commit-{batch:010d}.json"), commit)
+        self._committed(batch, recorded, judged.pending, judged.clock)
+        if self.metrics is not None:
+            self.metrics.committed(counted, time.monotonic() - started, line.state, self.clock)
+        self.on_load(intake.counts)
+        self.on_line(line)
+        return line
+
+    def _write(self, batch: int, intake: Intake, judged: Judged) -> pa.Table:
+        """The verdicts, refused rows, alerts and the sends still waiting written; the
+        alerts. The Parquet files are written in a thread beside the alerts (pyarrow lets go
+        of Python's lock)."""
         answered = judged.answered
-        # The Parquet files are written beside the alerts (pyarrow lets go of Python's lock).
         with ThreadPoolExecutor(1, thread_name_prefix="dedup-write") as writer:
             written = writer.submit(self._write_parts, batch, answered, intake.quarantine)
             found = alerts_of(answered)
@@ -223,21 +265,12 @@ class Runner:
             waiting = os.path.join(self.folders.pending, f"pending-{batch:010d}.arrow")
             replace_with(waiting, lambda target: _write_arrow(target, judged.pending))
             written.result()
-        size = StateSize(
-            self.state.keys, self.state.memory_bytes, self.state.disk_bytes, judged.pending.num_rows
-        )
-        line = BatchLine.of(batch, answered, found, size)
-        commit = {
-            "batch": batch,
-            "latest_ms": judged.clock.latest_ms,
-            "counts": intake.counts,
-            "line": line.to_json(),
-        }
-        write_json(os.path.join(self.folders.commits, f"commit-{batch:010d}.json"), commit)
-        self._committed(batch, recorded, judged.pending, judged.clock)
-        self.on_load(intake.counts)
-        self.on_line(line)
-        return line
+        return found
+
+    def _size(self, pending: pa.Table | None) -> StateSize:
+        waiting = 0 if pending is None else pending.num_rows
+        state = self.state
+        return StateSize(state.keys, state.memory_bytes, state.disk_bytes, waiting)
 
     def _write_parts(self, batch: int, answered: pa.Table, quarantine: pa.Table) -> None:
         """The verdicts, without the monitor's own columns, and the refused rows."""

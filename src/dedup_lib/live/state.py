@@ -86,7 +86,7 @@ class KeyedState:
             if batch > upto:
                 remove(path)
                 continue
-            table = state._read(batch, path)
+            table = state._read(path)
             state._track(batch, path, table)
         if watermark is not None:
             state.expire(watermark)
@@ -143,7 +143,9 @@ class KeyedState:
         table = anchors.take(pa.array(order))
         path = os.path.join(self.folder, f"{_PREFIX}{batch:010d}{_SUFFIX}")
         replace_with(path, lambda target: _write(target, table))
-        self._track(batch, path, table)
+        # Kept as the file's mapping, not the table built here: the system pages it in and
+        # out, where a table of a burst's anchors would stay in the process's memory.
+        self._track(batch, path, self._read(path))
 
     def expire(self, watermark: int) -> int:
         """Remove the anchors whose window closed at or before ``watermark``; how many."""
@@ -197,14 +199,14 @@ class KeyedState:
     def _table(self, batch: int) -> pa.Table:
         table = self._mapped.get(batch)
         if table is None:
-            table = self._read(batch, self._segments[batch].path)
+            table = self._read(self._segments[batch].path)
             self._mapped[batch] = table
         self._mapped.move_to_end(batch)
         while len(self._mapped) > _MAPPED:
             self._mapped.popitem(last=False)
         return table
 
-    def _read(self, batch: int, path: str) -> pa.Table:
+    def _read(self, path: str) -> pa.Table:
         # The table's buffers keep the mapping open as long as they live.
         return pa.ipc.open_file(pa.memory_map(path)).read_all()
 

@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+import pandas as pd
+
 from dedup_lib.analysis.evidence import Evidence
 from dedup_lib.errors import InputError
 from dedup_lib.live import index, judge
 from dedup_lib.live.ledger import Reading
 from dedup_lib.live.lines import BatchLine
+from dedup_lib.live.metrics import Metrics
 from dedup_lib.live.runner import Folders, Runner, Settings
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import DedupPolicy, Policies, check_policies
@@ -49,6 +52,9 @@ class Watch:
     #: Why the monitor stopped by itself, if it failed.
     error: BaseException | None = None
     on_batch: Callable[[BatchLine], None] | None = None
+    #: The counters and gauges (:meth:`counters`), and where ``/metrics`` is served.
+    metrics: Metrics | None = None
+    metrics_address: tuple[str, int] | None = None
     _thread: threading.Thread | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
 
@@ -62,7 +68,11 @@ class Watch:
         seconds); a restart with the same checkpoint goes on from there. A failure that
         stopped the monitor is raised here."""
         self._stop.set()
-        self.wait(timeout)
+        try:
+            self.wait(timeout)
+        finally:
+            if self.metrics is not None:
+                self.metrics.close()
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait until the monitor stops (:meth:`stop`, or a failure, raised here)."""
@@ -70,6 +80,13 @@ class Watch:
             self._thread.join(timeout)
         if self.error is not None:
             raise self.error
+
+    def counters(self) -> pd.DataFrame:
+        """The counters and gauges as ``/metrics`` has them: ``metric``, ``labels``,
+        ``value``."""
+        if self.metrics is None:
+            return pd.DataFrame(columns=["metric", "labels", "value"])
+        return self.metrics.table()
 
     def _start(self, every: float | None) -> None:
         """Run what has landed now (``every`` None), or start a micro-batch every ``every``
@@ -120,6 +137,7 @@ def watch_duplicates(
     trigger: float | str = "5 seconds",
     settle: timedelta | str = "PT5S",
     exclude: Sequence[str] = (),
+    metrics: str | None = None,
     on_batch: Callable[[BatchLine], None] | None = None,
     on_note: Callable[[str], None] | None = None,
 ) -> Watch:
@@ -143,6 +161,8 @@ def watch_duplicates(
     what is there; else a micro-batch starts every ``trigger`` (seconds, or ``"5 seconds"``)
     until :meth:`Watch.stop`. ``on_batch`` gets each micro-batch's line as it is committed;
     ``on_note`` each of :attr:`Watch.notes`, and what the folder does later that it refuses.
+    ``metrics`` (``HOST:PORT``, port 0 for any free one) serves the Prometheus text format at
+    ``/metrics`` (:mod:`dedup_lib.live.metrics`) until :meth:`Watch.stop`.
     """
     landing = open_landing(spark, source, format, mapping, entity=entity)
     index.compile_in_background()
@@ -158,7 +178,11 @@ def watch_duplicates(
     say = on_note or (lambda _: None)
     for note in watch.notes:
         say(note)
-    watch.runner = Runner(landing, settings, folders, (watch._keep, watch.loads.append, say))
+    watch.metrics = Metrics(settings.lateness.total_seconds())
+    if metrics is not None:
+        watch.metrics_address = watch.metrics.serve(metrics)
+    tell = (watch._keep, watch.loads.append, say)
+    watch.runner = Runner(landing, settings, folders, tell, watch.metrics)
     watch._start(None if once else _seconds(trigger))
     return watch
 

@@ -122,6 +122,13 @@ class LiveMonitor:
             return Section.of(f"Not watching: {escape(self.refused, 'markdown', limit=None)}")
         return Section.of(self.lacks, self.alerts())
 
+    def counters(self) -> Section:
+        """The monitor's counters and gauges as ``/metrics`` serves them to Prometheus
+        (``dedup-lib watch --metrics``), as of now."""
+        if self.watch is None:
+            return Section.of("Not started.")
+        return Section.of(self.watch.counters())
+
     def _table_html(self) -> str:
         table = self.alerts()
         if table.empty:
