@@ -25,17 +25,19 @@ import pytest
 
 from collector_kit import Collector
 from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, sample_path
-from dedup_lib.spark import to_pandas
+from dedup_lib.spark import free_port, to_pandas
+from metrics_kit import scrape, summed
 
 COLUMNS = ["verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
 
 
-def start(landing: Path, tmp: Path) -> subprocess.Popen[str]:
+def start(landing: Path, tmp: Path, port: int) -> subprocess.Popen[str]:
     argv = [
         sys.executable, "-m", "dedup_lib", "watch", str(landing),
         "--out", str(tmp / "out"), "--checkpoint", str(tmp / "ck"),
         "--alerts", str(tmp / "alerts.jsonl"), "--every", "0.5",
         "--window", "PT20S", "--partitioning", "--lateness", "PT1M", "--master", "local[2]",
+        "--metrics", f"127.0.0.1:{port}",
     ]  # fmt: skip
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -73,7 +75,7 @@ def test_killed_and_started_again_every_send_is_judged_once(spark, tmp_path):
     export(50)
     printed: list[str] = []
     for _ in range(3):  # started, then killed at a random moment while lines come
-        process = start(landing, tmp_path)
+        process = start(landing, tmp_path, free_port())
         reader = lines_of(process, printed)
         deadline = time.monotonic() + 180
         before = len(printed)
@@ -87,7 +89,8 @@ def test_killed_and_started_again_every_send_is_judged_once(spark, tmp_path):
         reader.join(10)
     export(len(lines))
     collector.close()
-    process = start(landing, tmp_path)
+    port = free_port()
+    process = start(landing, tmp_path, port)
     reader = lines_of(process, printed)
     whole = tmp_path / "whole.jsonl"
     whole.write_bytes(b"\n".join(lines) + b"\n")
@@ -97,6 +100,7 @@ def test_killed_and_started_again_every_send_is_judged_once(spark, tmp_path):
         assert time.monotonic() < deadline, f"{judged(tmp_path)} of {expected['due']} judged"
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
         time.sleep(0.5)
+    counted = scrape(("127.0.0.1", port))
     process.send_signal(signal.SIGTERM)
     assert process.wait(120) == 0
     reader.join(10)
@@ -114,7 +118,13 @@ def test_killed_and_started_again_every_send_is_judged_once(spark, tmp_path):
     alerts = [json.loads(line) for line in text.splitlines()]  # a cut line would not parse
     assert text.endswith("\n")
     assert pd.DataFrame(alerts)[["kind", "event_id"]].value_counts().max() == 1
-    assert sum(a["kind"] == "rejected" for a in alerts) == (got["verdict"] == "rejected").sum()
+    rejected = (got["verdict"] == "rejected").sum()
+    assert sum(a["kind"] == "rejected" for a in alerts) == rejected > 0
+    # The counters, restored from the checkpoint at each start, count every send once.
+    assert summed(counted, "dedup_sends_judged_total") == len(got)
+    for verdict, count in got["verdict"].value_counts().items():
+        assert summed(counted, "dedup_sends_judged_total", verdict=verdict) == count
+    assert summed(counted, "dedup_alerts_total", kind="rejected") == rejected
 
 
 def judged(tmp: Path) -> int:

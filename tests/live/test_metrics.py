@@ -5,38 +5,19 @@ goes on from the counts the checkpoint keeps; labels stay bounded."""
 from __future__ import annotations
 
 import json
-import urllib.request
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from dedup_lib import DedupPolicy, sample_path
 from dedup_lib.live.metrics import ENTITIES, OTHER, Totals
 from dedup_lib.live.watch import watch_duplicates
+from metrics_kit import scrape, summed
 
 HOSTILE = '<b>"ord\\ers"</b> & {x}'
-
-
-def scrape(address: tuple[str, int]) -> dict[tuple[str, tuple], float]:
-    host, port = address
-    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as answer:
-        assert answer.headers["Content-Type"].startswith("text/plain")
-        text = answer.read().decode()
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
-
-def summed(samples: dict, name: str, **labels: str) -> float:
-    return sum(
-        v for (n, ls), v in samples.items() if n == name and labels.items() <= dict(ls).items()
-    )
 
 
 def land(folder: Path, parts: int, first: int = 0) -> None:
