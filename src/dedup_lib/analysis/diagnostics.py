@@ -2,12 +2,13 @@
 
 Both read a :func:`dedup_lib.detect_duplicates` result plus the sends' content: a
 ``payload_hash`` column, or any columns that together say what a message carries. Service Bus
-compares MessageIds only (SPEC section 1), so content tells what the ids hide:
+compares MessageIds only (docs/rules.md, section 1), so content tells what the ids hide:
 
 - a **missed resend** is a send accepted although an earlier accepted send of the same entity
-  carried the same content: the message reached consumers twice (SPEC section 6, items 1, 3, 4);
+  carried the same content: the message reached consumers twice (docs/rules.md, section 6,
+  items 1, 3, 4);
 - a **collision** is a send dropped as a duplicate whose content differs from the original
-  that caught it: a legitimate message lost without a signal (SPEC section 6, item 2).
+  that caught it: a legitimate message lost without a signal (docs/rules.md, section 6, item 2).
 """
 
 from __future__ import annotations

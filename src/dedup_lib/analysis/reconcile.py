@@ -15,8 +15,8 @@ the **not kept** sends the replay accepted that the export lacks (consumed, expi
 listed, not judged).
 
 Why pairs bound the window and contradictions alone do not: a send at ``t`` is a duplicate
-iff an accepted send of its key has ``anchor <= t < anchor + window`` (SPEC section 1). Two
-kept messages of one key were both accepted, so the broker's window is at most their gap
+iff an accepted send of its key has ``anchor <= t < anchor + window`` (docs/rules.md, section
+1). Two kept messages of one key were both accepted, so the broker's window is at most their gap
 (the later is accepted at exactly ``anchor + window``). A contradiction's gap to the replay's
 original bounds the window only if the broker accepted that original too: when it dropped it
 (a longer window anchored elsewhere), the gap says nothing. With an export of every accepted

@@ -6,7 +6,7 @@
 - **By count** (ActiveMQ Artemis): the history holds the last N accepted ids instead of a time
   window, so its memory is fixed and its reach in time depends on the traffic.
 
-SPEC section 7 lists these neighbours.
+docs/rules.md, section 7, lists these neighbours.
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""The live monitor: the broker's verdicts on sends as they land (SPEC section 8)."""
+"""The live monitor: the broker's verdicts on sends as they land (docs/rules.md, section 8)."""

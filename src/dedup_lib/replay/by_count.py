@@ -23,7 +23,7 @@ def detect_duplicates_by_count(
     df: DataFrame, capacity: int, partitioning: bool = False
 ) -> DataFrame:
     """Every input row once, judged against a cache of the last ``capacity`` accepted ids of
-    its entity instead of a time window (ActiveMQ Artemis keeps 20,000; SPEC section 7).
+    its entity instead of a time window (ActiveMQ Artemis keeps 20,000; docs/rules.md, section 7).
 
     The same columns and rules as :func:`detect_duplicates` (key, rejections, sends without
     MessageId); only the history differs: it holds a fixed number of ids, for any time. One

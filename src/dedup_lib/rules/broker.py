@@ -72,7 +72,7 @@ class Broker:
         """Judge ``message``; ``batch`` is every message of the send call that carried it
         (itself included), or empty for a call of its own. On an entity with partitioning
         and detection, a batch whose messages do not share one MessageId, PartitionKey and
-        SessionId is refused whole, and none of it enters the history (SPEC section 3)."""
+        SessionId is refused whole, and none of it enters the history (docs/rules.md, section 3)."""
         policy = policy_for(self.policy, message.entity)
         mixed = batch_rule_applies(policy) and batch_is_mixed(
             [(m.message_id, m.partition_key, m.session_id) for m in batch]

@@ -1,7 +1,7 @@
 """The duplicate-detection policy of one entity: window, partitioning mode and the key rule.
 
 Pure Python: the Spark engine and the message-at-a-time broker model both take their
-constants and rules from here (SPEC.md sections 1 to 4).
+constants and rules from here (docs/rules.md, sections 1 to 4).
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ REJECTED = "rejected"
 
 REASON_MISSING_TIME = "missing send_time: the send has no place on the time line"
 REASON_KEY_MISMATCH = "PartitionKey and SessionId differ: the SDK refuses to build the message"
-#: The service's answer to a batch it refuses (SPEC section 3, Azure/azure-service-bus#103).
+#: The service's answer to a batch it refuses (docs/rules.md, section 3;
+#: Azure/azure-service-bus#103).
 REASON_MIXED_BATCH = (
     "Batching brokered messages with distinct SessionId, PartitionKey, or MessageId is not "
     "supported for an entity with partitioning and duplicate detection enabled."
@@ -130,8 +131,8 @@ Policies: TypeAlias = DedupPolicy | Mapping[str, DedupPolicy | None]
 
 def caught(anchor: Any, now: Any, window: Any) -> bool:
     """True when a send at ``now`` falls in the window of the accepted send at ``anchor``:
-    half-open, ``anchor <= now < anchor + window`` (SPEC section 1). Any ordered time type:
-    datetimes and a timedelta (the broker model), microseconds (the live monitor)."""
+    half-open, ``anchor <= now < anchor + window`` (docs/rules.md, section 1). Any ordered time
+    type: datetimes and a timedelta (the broker model), microseconds (the live monitor)."""
     return bool(anchor <= now < anchor + window)
 
 
@@ -175,7 +176,7 @@ def is_set(value: str | None) -> bool:
 def effective_partition_key(
     message_id: str | None, partition_key: str | None, session_id: str | None
 ) -> str | None:
-    """SessionId if set, else PartitionKey if set, else MessageId (SPEC section 2)."""
+    """SessionId if set, else PartitionKey if set, else MessageId (docs/rules.md, section 2)."""
     for value in (session_id, partition_key, message_id):
         if is_set(value):
             return value
@@ -186,7 +187,7 @@ def uniqueness_key(
     message_id: str, partition_key: str | None, session_id: str | None, partitioning: bool
 ) -> tuple[str, ...]:
     """The uniqueness key within one entity: ``(MessageId,)`` without partitioning,
-    ``(effective partition key, MessageId)`` with it (SPEC section 2)."""
+    ``(effective partition key, MessageId)`` with it (docs/rules.md, section 2)."""
     if not partitioning:
         return (message_id,)
     pk = effective_partition_key(message_id, partition_key, session_id)
@@ -215,7 +216,7 @@ def batch_is_mixed(
     members: Sequence[tuple[str | None, str | None, str | None]],
 ) -> bool:
     """Whether one send call's messages, as ``(MessageId, PartitionKey, SessionId)``, fail to
-    share one MessageId, PartitionKey and SessionId (SPEC section 3).
+    share one MessageId, PartitionKey and SessionId (docs/rules.md, section 3).
 
     A call of one message never is. Empty counts as not set, and not set differs from any set
     value. Two messages without a MessageId differ: the SDK gives each a fresh one (section

@@ -1,4 +1,4 @@
-"""An entity's duplicate-detection settings, validated the way Service Bus would (SPEC.md
+"""An entity's duplicate-detection settings, validated the way Service Bus would (docs/rules.md,
 section 4), and the value helpers every reader uses, so that the three formats refuse bad
 values with the same messages.
 

@@ -243,7 +243,7 @@ class ReplayCache:
 
     def held_over_time(self, window: timedelta | float | str) -> pd.DataFrame:
         """How many ids the duplicate history holds at the end of each time bucket, per entity:
-        every accepted send that has a MessageId is held for ``window`` (SPEC section 5).
+        every accepted send that has a MessageId is held for ``window`` (docs/rules.md, section 5).
         Columns ``entity``, ``time`` (UTC), ``held``. At the cache's bucket resolution."""
         micros = to_micros(window)
         c = self._codes()

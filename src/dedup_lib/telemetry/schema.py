@@ -5,7 +5,7 @@ from __future__ import annotations
 
 #: Canonical columns, in output order. Only ``message_id`` and ``send_time`` are required.
 #: ``batch_id`` names the send call that carried a message: sends sharing it (on one entity)
-#: were one batch (SPEC section 3); without it every send is its own call.
+#: were one batch (docs/rules.md, section 3); without it every send is its own call.
 CANONICAL_COLUMNS = (
     "message_id",
     "send_time",

@@ -13,7 +13,7 @@ memory.
 
 Per group of sends with one key, every send before the head's window ends is a duplicate of
 the head, decided in bulk; only the sends after the first expiry walk the anchor chain one
-by one (SPEC section 1: the window is anchored on the accepted original).
+by one (docs/rules.md, section 1: the window is anchored on the accepted original).
 """
 
 from __future__ import annotations
