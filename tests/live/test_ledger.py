@@ -306,3 +306,34 @@ def test_a_listing_that_misses_a_file_in_a_rotation_plans_nothing_until_it_is_se
     reader.scan(now=0)
     assert reader.records == written
     assert reader.notes == []
+
+
+def test_a_rotation_between_listing_and_reading_reads_nothing_from_the_new_file(
+    tmp_path, monkeypatch
+):
+    """The folder listed, then the Collector rotates before the ledger reads the active
+    file: its name holds the new file. Its head and its records' ends are not taken from
+    the new file for the old one; the next listing plans both files."""
+    from dedup_lib.live import ledger
+
+    folder = tmp_path / "landing"
+    folder.mkdir()
+    collector = Collector(str(folder / "traces.json"), max_bytes=14_000)
+    written = [line for i in range(12) for line in lines(1, 700 + 900 * (i % 4), i)]
+    for line in written[:5]:
+        collector.export(line)
+    collector.flush()
+    reader = Reader(folder)
+    stale = ledger.listed(str(folder), reader.reading)
+    for line in written[5:10]:  # rotates: traces.json is a new file
+        collector.export(line)
+    collector.flush()
+    monkeypatch.setattr(ledger, "listed", lambda folder, reading: stale)
+    assert reader.scan(now=0) == 0
+    monkeypatch.undo()
+    for line in written[10:]:
+        collector.export(line)
+    collector.close()
+    reader.scan(now=0)
+    assert reader.records == written
+    assert reader.notes == []

@@ -18,7 +18,7 @@ from dedup_lib.live.state import KeyedState
 from dedup_lib.live.watch import watch_duplicates
 
 POLICY = DedupPolicy("PT10M")
-FILES = 4
+FILES = 3
 
 
 class KilledError(RuntimeError):
@@ -26,7 +26,7 @@ class KilledError(RuntimeError):
 
 
 def run(spark, tmp: Path, crash=None) -> tuple[pd.DataFrame, list[dict]]:
-    """The incident sample landed in four files, the monitor run once after each; ``crash``
+    """The incident sample landed in three files, the monitor run once after each; ``crash``
     (a step's patch) kills the run after the second file, which then starts again."""
     landing = tmp / "landing"
     steps = _steps(sample_path("incident.parquet"), str(landing), FILES)

@@ -22,10 +22,12 @@ most. A backup's unended last record waits for the file after it, whatever the t
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field, replace
+from typing import BinaryIO
 
 import xxhash
 
@@ -178,16 +180,29 @@ def plan(folder: str, known: dict[str, Seen], reading: Reading, now: float) -> P
             result.notes.append(_removed(seen))
     if unsure:
         return result
+    listed_files, said = dict(result.files), list(result.notes)
+    try:
+        _fill(folder, found, result, reading, now)
+    except _MovedError:
+        # A name listed now holds another file (a rotation since): plan again from a new
+        # listing, never with bytes or a head read from the wrong file.
+        return _aged(Plan(files=listed_files, notes=said), now)
+    return _aged(result, now)
+
+
+def _fill(
+    folder: str, found: dict[str, os.stat_result], result: Plan, reading: Reading, now: float
+) -> None:
+    """The plan's chunks, stream by stream, until the budget."""
     spent = 0
     for group in streams(sorted(found)):
         for chunk, taken in _group(folder, group, found, result, reading, now):
             if result.chunks and spent + chunk.weight > reading.budget:
                 result.more = True
-                return _aged(result, now)
+                return
             result.chunks.append(chunk)
             result.files.update(taken)
             spent += chunk.weight
-    return _aged(result, now)
 
 
 def _aged(result: Plan, now: float) -> Plan:
@@ -247,11 +262,11 @@ def _seen(path: str, name: str, stat: os.stat_result, result: Plan, fid: str) ->
     seen = result.files.get(fid)
     fresh = Seen(name, stat.st_size, stat.st_mtime_ns)
     if seen is None:
-        seen = _with_head(path, fresh)
+        seen = _with_head(path, fid, fresh)
     elif seen.whole:
         return seen
     elif (seen.size, seen.mtime_ns) != (stat.st_size, stat.st_mtime_ns) or seen.name != name:
-        same = stat.st_size >= seen.head_len and _hash(path, seen.head_len) == seen.head
+        same = stat.st_size >= seen.head_len and _hash(path, fid, seen.head_len) == seen.head
         if not same or stat.st_size < seen.taken:
             if not seen.read_all:
                 result.notes.append(_removed(seen))
@@ -259,22 +274,22 @@ def _seen(path: str, name: str, stat: os.stat_result, result: Plan, fid: str) ->
                 result.notes.append(
                     f"{printable(name)} was rewritten in place: read again from its start"
                 )
-            seen = _with_head(path, fresh)
+            seen = _with_head(path, fid, fresh)
         else:
             seen = replace(seen, name=name, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
             if seen.head_len < HEAD and stat.st_size > seen.head_len:
-                seen = _with_head(path, seen)
+                seen = _with_head(path, fid, seen)
     result.files[fid] = seen
     return seen
 
 
-def _with_head(path: str, seen: Seen) -> Seen:
+def _with_head(path: str, fid: str, seen: Seen) -> Seen:
     length = min(seen.size, HEAD)
-    return replace(seen, head=_hash(path, length), head_len=length)
+    return replace(seen, head=_hash(path, fid, length), head_len=length)
 
 
-def _hash(path: str, length: int) -> str:
-    with open(path, "rb") as file:
+def _hash(path: str, fid: str, length: int) -> str:
+    with _opened(path, fid) as file:
         return xxhash.xxh64_hexdigest(file.read(length))
 
 
@@ -328,7 +343,7 @@ def _text(
     header: tuple[Piece, ...] = ()
     if reading.csv:
         if not seen.header:
-            end = _first(path, 0, stat.st_size, True)
+            end = _first(path, fid, 0, stat.st_size, True)
             if not end:
                 return None
             seen = replace(seen, header=end, taken=max(seen.taken, end))
@@ -345,7 +360,7 @@ def _text(
         )
     start = seen.taken
     stop = min(stat.st_size, start + reading.budget)
-    end = start + records_end(_read(path, start, stop), reading.csv)
+    end = start + records_end(_read(path, fid, start, stop), reading.csv)
     suffix = _suffix(seen.name, reading)
     if end > start:
         seen = replace(seen, taken=end)
@@ -377,31 +392,48 @@ def _stitch(carry: tuple[str, Seen], path: str, fid: str, seen: Seen) -> _Taken 
     done = {before_id: replace(before, taken=before.size)}
     if seen.taken:
         return Chunk(before.name, (tail,), ".json"), done
-    end = _first(path, 0, seen.size, False)
+    end = _first(path, fid, 0, seen.size, False)
     if not end:
         return None
     done[fid] = replace(seen, taken=end)
     return Chunk(before.name, (tail, Piece(fid, path, 0, end)), ".json"), done
 
 
-def _first(path: str, start: int, size: int, csv: bool) -> int:
+def _first(path: str, fid: str, start: int, size: int, csv: bool) -> int:
     """Where the first whole record from ``start`` ends (0: none yet), reading on as far as
     the record goes."""
     step = 1 << 16
     stop = min(size, start + step)
     while True:
-        end = first_end(_read(path, start, stop), csv)
+        end = first_end(_read(path, fid, start, stop), csv)
         if end or stop >= size:
             return start + end if end else 0
         stop = min(size, start + 4 * (stop - start))
 
 
-def _read(path: str, start: int, stop: int) -> bytes:
+def _read(path: str, fid: str, start: int, stop: int) -> bytes:
     if stop <= start:
         return b""
-    with open(path, "rb") as file:
+    with _opened(path, fid) as file:
         file.seek(start)
         return file.read(stop - start)
+
+
+class _MovedError(Exception):
+    """The name listed holds another file now: the listed one was renamed since."""
+
+
+@contextlib.contextmanager
+def _opened(path: str, fid: str) -> Iterator[BinaryIO]:
+    """The file at ``path``, if it is still the file ``fid`` the listing found there."""
+    try:
+        file = open(path, "rb")  # noqa: SIM115 (closed below)
+    except FileNotFoundError as gone:
+        raise _MovedError(path) from gone
+    with file:
+        if file_id(os.fstat(file.fileno())) != fid:
+            raise _MovedError(path)
+        yield file
 
 
 def _suffix(name: str, reading: Reading) -> str:
