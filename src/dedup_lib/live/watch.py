@@ -9,6 +9,7 @@ them; the driver judges them against the anchors it holds (:mod:`dedup_lib.live.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -143,26 +144,88 @@ def watch_duplicates(
 ) -> Watch:
     """Judge the sends that land in the folder ``source``, as they land.
 
-    Each send gets the verdict :func:`dedup_lib.detect_duplicates` gives it, once the
+    Each send gets the verdict :func:`dedup_lib.detect_duplicates` gives it once the
     watermark (the latest send time seen minus ``lateness``) passes its time; a send that
-    arrives after that gets ``late`` (and ``missed_watermark``) instead, never dropped. The
-    verdicts are written to ``out`` (Parquet, one file per micro-batch) with the input's
-    columns and ``verdict``, ``reason``, ``dedup_key``, ``original_send_time``,
-    ``original_event_id``, ``missed_watermark``; rows the load refuses to ``quarantine``
-    (default: ``out`` + ``-quarantine``) with their reason; ``alerts`` (a file) gets one JSON
-    line per collision (a different message, by ``content``, dropped as a duplicate), per
-    resend that reached consumers again (the same content accepted within
-    ``resend_horizon`` of an earlier accepted copy) and per rejected send. ``checkpoint``
-    holds the monitor's progress and state: a restart with it goes on, each send judged once.
+    lands after that gets ``late`` (and ``missed_watermark``), never dropped. Every record
+    is read once, whole: text files as they grow, Parquet and compressed files once
+    finished, the OpenTelemetry Collector's rotated files as one stream (docs/rules.md,
+    section 8; docs/guide/live.md).
 
-    Every record is read once, whole: text files as they grow (a last record without its
-    newline once still for ``settle``), Parquet and compressed files once finished, the
-    Collector's rotated files as one stream; names matching ``exclude`` never. ``once`` reads
-    what is there; else a micro-batch starts every ``trigger`` (seconds, or ``"5 seconds"``)
-    until :meth:`Watch.stop`. ``on_batch`` gets each micro-batch's line as it is committed;
-    ``on_note`` each of :attr:`Watch.notes`, and what the folder does later that it refuses.
-    ``metrics`` (``HOST:PORT``, port 0 for any free one) serves the Prometheus text format at
-    ``/metrics`` (:mod:`dedup_lib.live.metrics`) until :meth:`Watch.stop`.
+    Parameters
+    ----------
+    spark : SparkSession
+        A classic or Spark Connect session.
+    source : str
+        The landing folder (read flat, hidden and bookkeeping names skipped).
+    policy : DedupPolicy or Mapping[str, DedupPolicy | None], optional
+        As :func:`dedup_lib.detect_duplicates` takes it.
+    lateness : timedelta or str, default "PT1M"
+        How far behind the latest send time a send may land and still be judged.
+    resend_horizon : timedelta or str, default "PT1H"
+        How far back an accepted copy of the same content makes an accepted send a resend
+        that reached consumers again (an alert).
+    out : str
+        Folder of the verdicts: Parquet, one file per micro-batch, the input's columns and
+        ``verdict``, ``reason``, ``dedup_key``, ``original_send_time``,
+        ``original_event_id``, ``missed_watermark``.
+    checkpoint : str
+        Folder of the monitor's progress and state: a restart with it goes on, each send
+        judged once. Started with other settings, it is refused.
+    quarantine : str, optional
+        Folder of the rows the load refuses, with their reason (default: ``out`` +
+        ``-quarantine``).
+    alerts : str, optional
+        A file of JSON lines: one per collision (a different message, by ``content``,
+        dropped as a duplicate), per resend that reached consumers again and per rejected
+        send.
+    content : sequence of str or str, optional
+        The columns that tell one message's content from another's (default: those of
+        :class:`dedup_lib.Evidence` found).
+    format, mapping, entity : optional
+        As :func:`dedup_lib.load_telemetry` takes them.
+    once : bool, default False
+        Judge what is there, then stop.
+    trigger : float or str, default "5 seconds"
+        Seconds between micro-batches, or ``"500 milliseconds"``.
+    settle : timedelta or str, default "PT5S"
+        How long a text file must stay unchanged for a last record without its newline to
+        count as whole.
+    exclude : sequence of str, default ()
+        Glob patterns of names never read (a writer's file in progress).
+    metrics : str, optional
+        ``HOST:PORT`` (port 0: any free one) where the Prometheus text format is served at
+        ``/metrics`` until :meth:`Watch.stop` (:mod:`dedup_lib.live.metrics`).
+    on_batch : callable, optional
+        Called with each micro-batch's line as it is committed.
+    on_note : callable, optional
+        Called with each note: what the folder does that the monitor refuses or cannot
+        read exactly.
+
+    Returns
+    -------
+    Watch
+        The running monitor: :meth:`Watch.stop`, :meth:`Watch.wait`, ``loads``,
+        ``notes``, :meth:`Watch.counters`.
+
+    Raises
+    ------
+    InputError
+        A setting that does not read, a checkpoint started with other settings, a folder
+        whose files cannot be loaded as ``format`` (named).
+    MissingFileError
+        ``source`` does not exist.
+
+    Examples
+    --------
+    >>> import os, shutil
+    >>> from dedup_lib import DedupPolicy, get_spark, sample_path, watch_duplicates
+    >>> os.makedirs("landing", exist_ok=True)
+    >>> _ = shutil.copy(sample_path("incident.parquet"), "landing/")
+    >>> watch = watch_duplicates(get_spark(), "landing", DedupPolicy("PT10M"), "PT1M",
+    ...                          out="verdicts", checkpoint="ck", once=True)
+    >>> watch.wait()
+    >>> sum(load["read"] for load in watch.loads)
+    29872
     """
     landing = open_landing(spark, source, format, mapping, entity=entity)
     index.compile_in_background()
@@ -173,7 +236,13 @@ def watch_duplicates(
     reading = Reading(landing.format, parse_window(settle).total_seconds(), exclude=tuple(exclude))
     policy = check_policies(policy if policy is not None else DedupPolicy())
     settings = Settings(policy, parse_window(lateness), horizon, wanted, reading)
-    folders = Folders(out, checkpoint, quarantine or f"{out.rstrip('/')}-quarantine", alerts)
+    # Absolute from here on: Spark resolves a relative path against its JVM's folder, and
+    # the process may change its own while the monitor runs.
+    quarantine = quarantine or f"{out.rstrip('/')}-quarantine"
+    where = os.path.abspath
+    folders = Folders(
+        where(out), where(checkpoint), where(quarantine), None if alerts is None else where(alerts)
+    )
     watch = Watch(columns=columns, content=wanted, notes=landing.notes, on_batch=on_batch)
     say = on_note or (lambda _: None)
     for note in watch.notes:

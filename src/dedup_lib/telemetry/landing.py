@@ -110,12 +110,14 @@ def open_landing(
 ) -> Landing:
     """The folder ``path`` (on this machine's disk) as a landing: the files already there
     tell the format and columns. An error that says what to do when none has landed yet."""
-    if local_path(path) is None:
+    local = local_path(path)
+    if local is None:
         raise InputError(
             f"{WATCH}: {printable(path)} is not on this machine's disk: the monitor follows "
             "each file it reads as it grows and rotates, so it watches a local folder (or a "
             "mount)"
         )
+    path = local  # absolute: the process may change its folder while the monitor runs
     mapping = dict(mapping or {})
     opened = _open(spark, path, format, mapping, entity)
     files = opened.files
