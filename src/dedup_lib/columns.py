@@ -26,6 +26,6 @@ def count_where(condition: Column) -> Column:
 
 def spark_xxhash64(text: str) -> int:
     """Spark's ``xxhash64`` of a string (XXH64 of its UTF-8 bytes, seed 42, as a signed long),
-    without a Spark job: a collect of even a one-row local table took 0.15 s."""
+    without a Spark job: a collect of even a one-row local table is a job's planning."""
     value = xxhash.xxh64_intdigest(text.encode("utf-8"), seed=42)
     return value - (1 << 64) if value >= 1 << 63 else value

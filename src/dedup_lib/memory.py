@@ -61,8 +61,7 @@ def release_freed() -> bool:
     """Hand the memory that this process has freed back to the system (glibc's
     ``malloc_trim``): False where the C library has none. The C allocator keeps what is freed
     between blocks still in use: Spark's Arrow batches, let go one by one while their copies
-    are made in new blocks, stayed resident (30 M sends: the explorer's build peaked at
-    1.83 GiB and held 1.11 GiB after, 1.50 and 0.78 with the trims)."""
+    are made in new blocks, stay resident (docs/decisions/sweep-in-memory.md)."""
     try:
         trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):

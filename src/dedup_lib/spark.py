@@ -42,15 +42,15 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # Below Int.MaxValue, Spark 4 measures the Arrow batch after every row it adds: that alone
-    # cost the engine's replay pass 0.5x the shuffle-and-sort floor. Batches stay bounded by
+    # Below Int.MaxValue, Spark 4 measures the Arrow batch after every row it adds, a cost
+    # the replay pass feels (docs/decisions/spark-settings.md). Batches stay bounded by
     # maxRecordsPerBatch (10,000 rows).
     "spark.sql.execution.arrow.maxBytesPerBatch": str(2**31 - 1),
     "spark.ui.showConsoleProgress": "false",
     # On, PySpark records the Python call site of every column function and DataFrame method
     # it is handed, with a lookup of the active session and its settings each time: 4 to 5
-    # round trips to the JVM per F.col. Planning a 10-row reconcile took 5.3 s with it, 3.9 s
-    # without; loading a 2000-column CSV, 42 s against 18 s. What is lost: the "DataFrame"
+    # round trips to the JVM per F.col, which dominate planning a small or wide input
+    # (docs/decisions/spark-settings.md). What is lost: the "DataFrame"
     # call-site section of Spark's runtime errors, which the library's own messages replace.
     # A static setting: a session already running, or a remote server, keeps its own.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
@@ -63,9 +63,8 @@ LOCAL_DEFAULTS: dict[str, str] = {
 #: How a local driver JVM started here runs. The throughput collector, and the optimising
 #: compiler (C2) kept for code run ten times as often as by default: a notebook's first Spark
 #: jobs are mostly one-off planning and generated code, which C2 compiled at a cost it never
-#: earned back on 2 cores. Measured (notebook 02 to its first chart, 200 k sends) 16 s -> 14.4 s;
-#: replay and floor at 3 M sends unchanged or faster. C1 alone started faster still but ran
-#: large inputs at half speed. A collector named in the user's own options wins.
+#: earned back on 2 cores; C1 alone runs large inputs at half speed
+#: (docs/decisions/spark-settings.md). A collector named in the user's own options wins.
 JVM_TUNING = (
     "-XX:+UseParallelGC",
     "-XX:Tier4InvocationThreshold=50000",
@@ -300,12 +299,38 @@ def get_spark(
 ) -> SparkSession:
     """Return a ready SparkSession, reusing the active one.
 
-    ``remote`` (or the ``SPARK_REMOTE`` environment variable) selects Spark Connect, for example
-    ``sc://host:15002`` for a cluster or ``local[2]`` for a local Connect server. Otherwise a
-    classic local session on all cores (``master``, default ``local[*]``) is started. ``config``
-    overrides :data:`LOCAL_DEFAULTS`; static settings are ignored by a running Connect server.
     A JVM started here logs to :func:`spark_log_path` only, and starts from a class-data
     archive (:mod:`dedup_lib.class_data`) that the first one writes when it exits.
+
+    Parameters
+    ----------
+    app_name : str, default "dedup-lib"
+        The application's name in Spark's UI.
+    remote : str, optional
+        Spark Connect: ``sc://host:15002`` for a server, or ``local[2]`` for a local
+        Connect server started here. Default: the ``SPARK_REMOTE`` environment variable;
+        unset, a classic session.
+    master : str, optional
+        A classic session's master, default ``local[*]`` (all cores).
+    config : dict[str, str], optional
+        Settings over :data:`LOCAL_DEFAULTS`; a running Connect server ignores static ones.
+
+    Returns
+    -------
+    SparkSession
+        The active session if there is one, else a new one.
+
+    Raises
+    ------
+    ToolMissingError
+        A local session without Java 17 or later: the message says what to install.
+
+    Examples
+    --------
+    >>> from dedup_lib import get_spark
+    >>> spark = get_spark()
+    >>> spark.conf.get("spark.sql.session.timeZone")
+    'UTC'
     """
     from pyspark.sql import SparkSession
 
@@ -366,7 +391,7 @@ def free_port() -> int:
     Not one the system would choose for port 0 (Linux: 32768 to 60999): in the seconds before
     the server binds it, another process, or the server's own JVM opening its driver and
     block-manager ports, may be handed that one, and a Connect server then fails to bind while
-    whoever took the port answers its clients (a test run hung so, 2026-11-28)."""
+    whoever took the port answers its clients (docs/decisions/spark-settings.md)."""
     below = _first_ephemeral_port()
     if below > _PORTS_FROM + 1000:
         for _ in range(50):

@@ -56,20 +56,48 @@ def detect_duplicates(
 ) -> DataFrame:
     """Every input row once, with the verdict Service Bus would have given it.
 
-    Adds ``verdict`` (accepted, duplicate, rejected), ``reason`` (why rejected, or a warning
-    such as a missing MessageId), ``dedup_key``, and for duplicates ``original_send_time`` and
-    ``original_event_id`` (the accepted send whose window caught it). An input without
-    ``event_id`` gets one: the row's position in the input as Spark reads it.
+    The rules are those of docs/rules.md: a send is a duplicate when an accepted send of
+    its dedup key is within the window before it (the anchor), and a duplicate never moves
+    the anchor. Lazy: nothing runs until the result is read.
 
-    ``policy`` is one policy for every entity, or per-entity settings (entity name to policy,
-    ``None`` where detection is off, as :func:`dedup_lib.load_entity_policies` returns): sends
-    to an entity without detection are all accepted with a note that they were not checked,
-    and sends to an entity the mapping lacks are rejected.
+    Parameters
+    ----------
+    df : DataFrame
+        Sends with the canonical columns (``LoadedTelemetry.valid``). An input without
+        ``event_id`` gets one: the row's position in the input as Spark reads it.
+    policy : DedupPolicy or Mapping[str, DedupPolicy | None], optional
+        One policy for every entity (default: ``DedupPolicy()``, PT10M), or per entity,
+        ``None`` where detection is off, as :func:`dedup_lib.load_entity_policies` returns:
+        sends to an entity without detection are accepted with a note that they were not
+        checked, and sends to an entity the mapping lacks are rejected.
+    kernel : {"auto", "jvm", "python"}, default "auto"
+        What walks each key's sends after the sort: ``"jvm"`` (compiled from
+        ``java/Replay.java`` on first use; needs a JDK), ``"python"`` (Arrow batches in
+        Spark's Python workers, slower), or ``"auto"``: the JVM one where it can be built
+        and loaded, else the Python one, with a warning that says why. Same verdicts.
 
-    ``kernel`` chooses what walks each key's sends after the sort: ``"jvm"`` (compiled from
-    ``java/Replay.java`` on first use; needs a JDK), ``"python"`` (Arrow batches in Spark's
-    Python workers, about 1.3x slower), or ``"auto"``: the JVM one where it can be built and
-    loaded, else the Python one, with a warning that says why. Both give the same verdicts.
+    Returns
+    -------
+    DataFrame
+        Every input row once, its columns untouched, plus ``verdict`` (``accepted``,
+        ``duplicate``, ``rejected``), ``reason`` (why rejected, or a warning such as a
+        missing MessageId), ``dedup_key``, and for a duplicate ``original_send_time`` and
+        ``original_event_id`` (the anchor that caught it).
+
+    Raises
+    ------
+    InputError
+        An unknown ``kernel``, a policy that is not one, or an input without the columns
+        the rules need (named).
+
+    Examples
+    --------
+    >>> from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
+    >>> from dedup_lib import sample_path
+    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
+    >>> result = detect_duplicates(sends, DedupPolicy("PT10M"))
+    >>> sorted(tuple(r) for r in result.groupBy("verdict").count().collect())
+    [('accepted', 26768), ('duplicate', 3104)]
     """
     if kernel not in KERNELS:
         raise InputError(f"kernel: expected one of {', '.join(KERNELS)}, got {kernel!r}")
@@ -108,14 +136,14 @@ def _sorted(p: Prepared) -> tuple[DataFrame, Column, Column]:
     entity = F.col("entity") if p.has_entity else F.lit(None).cast("string")
     # Eligible sends spread by key; the others (rejected, no MessageId) one by one, so that
     # they never pile up in one partition. It stays an expression, not a column: eight bytes
-    # less per row through the shuffle ran the whole replay about 8 % faster.
+    # less per row through the shuffle make the replay faster (docs/decisions/replay-kernel.md).
     first, second = _key_hashes(entity, p.key_text())
     spread = F.when(~decided(), first).otherwise(F.col(POS))
     # Sorted by the key's text first: the sorter's prefix is its first 8 bytes, which settle
     # nearly every comparison of random ids (GUIDs), and ids that grow with time (order-123456)
-    # arrive nearly in order, so the sort walks runs and reads the rows where they lie. Sorted
-    # by the hash first instead, the rows were read in random order: 1.66x the floor on such
-    # ids, against 1.09x (10 M sends, 2026-11-28). The sends decided before the pass come
+    # arrive nearly in order, so the sort walks runs and reads the rows where they lie, where
+    # a hash first reads them in random order (docs/decisions/replay-kernel.md). The sends
+    # decided before the pass come
     # after the key's others, so no decided send parts a key's judged sends.
     ordered = p.frame.repartition(spread).sortWithinPartitions(
         p.key,

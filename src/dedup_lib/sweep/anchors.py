@@ -6,8 +6,7 @@ Sends in between are duplicates of the anchor and do not move it. This is the ru
 of :func:`dedup_lib.detect_duplicates`, walked send by send down the cache's rows in one loop
 compiled by numba: a walk is one pass over the rows whatever the window, where numpy needed a
 search of the rows for every step of the longest chain (a few ids reused all day take
-thousands of steps at a window of seconds: PT20S on 4.8 M repeated sends, 0.17 s in numpy,
-7 ms compiled).
+thousands of steps at a window of seconds; docs/decisions/sweep-in-memory.md).
 """
 
 from __future__ import annotations
@@ -69,8 +68,8 @@ def walk_anchors(sends: KeyedSends, window_us: int) -> Anchors:
 @cache
 def compile_in_background() -> threading.Thread:
     """The walk compiled in a thread of its own, once per process: started as a build
-    begins, so that the first view after it finds the walk compiled (the first walk after a
-    300 k-send build: 0.07 s, 0.42-0.47 s compiling)."""
+    begins, so that the first view after it finds the walk compiled: compiling takes longer
+    than a walk."""
     one = np.zeros(1, dtype=np.int64)
     thread = threading.Thread(
         target=walk_anchors, args=(KeyedSends.of(one, one), 1), name="dedup-walk", daemon=True
@@ -81,8 +80,8 @@ def compile_in_background() -> threading.Thread:
 
 @cache
 def _compiled() -> Callable[..., None]:
-    """The walk's loop, compiled on first use (0.2 s, once per process; numba's import is
-    as long, and the library's other paths do without it). It holds no lock on Python
+    """The walk's loop, compiled on first use, once per process (numba's import is as
+    long, and the library's other paths do without it). It holds no lock on Python
     objects (``nogil``): a walk runs beside the thread that builds the other mode."""
     from numba import njit
 

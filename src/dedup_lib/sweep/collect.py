@@ -102,8 +102,8 @@ def collect(
     given, df = df, with_position(df)
     truth = all(c in df.columns for c in ("logical_id", "attempt"))
     # Counted before any column is read (and only where the driver's road is open): bringing
-    # back the first million judged sends only to learn that there are more took 3 s of a
-    # 26 s build on 10 M sends.
+    # back the first million judged sends only to learn that there are more costs a tenth of
+    # a large build.
     arrow = _local_types(df, truth, carry)
     if limit > 0 and arrow and given.limit(limit + 1).count() <= limit:
         judged = _judged(df, partitioning, truth, carry, bucket_us).toArrow()
@@ -125,8 +125,8 @@ def _collected(
     truth; ``arrow``: its columns convert through Arrow alone (:func:`_rows`).
 
     The passes are independent and run at once, one planning or waiting on a result while
-    another computes: the rows judged for their size (a small job, mostly planning: 0.45 s
-    of a 12 s build on 10 M sends) while every send is counted, then the repeated sends while
+    another computes: the rows judged for their size (a small job, mostly planning) while
+    every send is counted, then the repeated sends while
     the messages are. Where the count finds no rejected send, the later passes leave the
     rejection checks out; where it finds few, the messages' pass counts every send and the
     driver takes the rejected ones off (:func:`_message_groups`). Where every send might not
@@ -185,7 +185,7 @@ def _check_carry(columns: list[str], carry: Sequence[str]) -> None:
 def _rows(repeated: DataFrame, arrow: bool) -> pd.DataFrame:
     """The repeated sends in pandas, in replay order (:func:`in_replay_order`): through Arrow
     alone where each column's type converts as Spark's ``toPandas`` converts it
-    (:data:`_LOCAL_TYPES`), in half the time (0.45 s against 0.9 s for 1.6 M sends), the
+    (:data:`_LOCAL_TYPES`), in half the time (docs/decisions/query-shapes.md), the
     table handed to :func:`~dedup_lib.sweep.frames.frame_of` alone, so that its batches are
     let go as they are converted; the order is checked after, on the frame. Texts are
     pandas' ``str`` columns either way."""
@@ -196,8 +196,8 @@ def _rows(repeated: DataFrame, arrow: bool) -> pd.DataFrame:
 
 
 def _arrow_ordered(table: pa.Table) -> bool:
-    """:func:`in_replay_order`'s check in Arrow's kernels rather than over Python strings
-    (0.17 s for 1.6 M sends), on the columns' chunks as they are: no copy of the texts."""
+    """:func:`in_replay_order`'s check in Arrow's kernels rather than over Python strings,
+    on the columns' chunks as they are: no copy of the texts."""
     if table.num_rows == 0:
         return True
     rank = table[_RANK]
@@ -379,8 +379,8 @@ def _repeated_sends(
     """The eligible sends of keys sent more than once, with their rank in the key (lazy).
 
     Sorted by the key's text first, as detect_duplicates sorts: ids that grow with time
-    arrive nearly in order, and the rows are read where they lie (sorted by a hash first, the
-    build took 1.2x as long on 10 M sends of the day scenario), then in replay order."""
+    arrive nearly in order, and the rows are read where they lie, then in replay order
+    (docs/decisions/query-shapes.md)."""
     by_key = Window.partitionBy("key", "entity").orderBy(
         "time_us", F.col("event_id").asc_nulls_last(), "pos"
     )
@@ -421,14 +421,14 @@ def _message_groups(
     count per entity (``several`` tells which). With ``judge=False``, where the count of
     every send has the rejected ones per message (:func:`dedup_lib.sweep.counts.counted`),
     every send is counted instead, without the
-    rules (their columns and checks cost 0.5 s of 3.3 s on 10 M sends of the day scenario),
-    and the driver takes the rejected ones off (:func:`dedup_lib.sweep.truth.less_rejected`).
+    rules (their columns and checks cost a sixth of the pass), and the driver takes the
+    rejected ones off (:func:`dedup_lib.sweep.truth.less_rejected`).
 
     The sends are hashed to their message's partition before they are counted: nearly every
     message is sent once, so counting within each input partition first (Spark's partial
-    aggregation) merged almost nothing and cost a fifth of the pass (5.8 s -> 4.4 s on 10 M
-    sends of the day scenario). Into as many partitions as the session shuffles to: merged
-    into fewer by adaptive execution, they left a core idle at the end (3.4 s -> 3.1 s)."""
+    aggregation) merges almost nothing and costs a fifth of the pass. Into as many partitions
+    as the session shuffles to: merged into fewer by adaptive execution, they leave a core
+    idle at the end (docs/decisions/query-shapes.md)."""
     unrejected = F.count(F.lit(1)) - F.count(F.when(F.col("rejected"), True))
     several = F.col("unrejected") >= 2
     return (

@@ -28,7 +28,7 @@ REJECTED_KIND = KINDS.index("rejected")
 
 def kind(verdict: Column) -> Column:
     """The number of the send's kind in :data:`KINDS`: a byte to group by, not a text
-    (counting by the text cost 0.15 s of a 1 s pass over 10 M sends)."""
+    (grouping by the text is a sixth of the counting pass)."""
     return (
         F.when(verdict == REJECTED, F.lit(REJECTED_KIND))
         .when(verdict.isNull(), F.lit(KINDS.index("eligible")))
@@ -102,7 +102,7 @@ def counted(
 def entity_codes(entity: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Each send's entity as a number into the names returned, a null entity named
     :data:`NO_ENTITY` as Spark's counts name it: the texts hashed once for the tables that
-    group by entity (each grouping by the text took 0.05 s for 1.6 M sends)."""
+    group by entity, instead of a hash of the text per table."""
     code, names = pd.factorize(entity, use_na_sentinel=False)
     named = np.asarray([NO_ENTITY if pd.isna(n) else n for n in names], dtype=object)
     merged, unique = pd.factorize(named)
@@ -128,7 +128,7 @@ def fixed(
     slot = (bucket - low) // bucket_us
     width = int(slot.max()) + 1 if len(slot) else 1
     # One number per (entity, bucket), counted with bincount: a frame of the sends grouped by
-    # pandas took 0.23 s for 1.6 M sends, most of it copying the columns into the frame.
+    # pandas would first copy the columns into the frame.
     group, pairs = pd.factorize(entity * width + slot)
     resends = (rows["attempt"] > 1).to_numpy(dtype=np.int64) if truth else None
     repeated = pd.DataFrame(

@@ -159,8 +159,8 @@ def stored(
     give the time span.
 
     Knowing their number so costs one small job over the stored rows, not a pass of its own
-    over the input: an exact count in a separate pass took a third of the build at 30 M
-    sends (16-18 s of 48-58 s). Persisted, not checkpointed: a local checkpoint's blocks
+    over the input, where an exact count in a separate pass takes a third of the build.
+    Persisted, not checkpointed: a local checkpoint's blocks
     outlive the build (until the JVM collects them), taking memory from the user's own
     persisted frames."""
     named = F.coalesce(F.col("entity"), F.lit(NO_ENTITY)).alias("entity")

@@ -37,9 +37,8 @@ def frame_of(table: pa.Table) -> pd.DataFrame:
     go as it goes. The memory of each group is handed back to the system as it is let go
     (:func:`~dedup_lib.memory.release_freed`): the copies, larger than a batch, do not reuse
     it. Given the only reference to ``table`` (``frame_of(df.toArrow())``), the driver holds
-    the table and one group beside it, where converting it whole held the table and its copy
-    (30 M sends: the collection's peak 0.59 GiB above the driver's start, 0.90 converted
-    whole)."""
+    the table and one group beside it, where converting it whole holds the table and its
+    copy."""
     fields = [f.with_type(pa.large_string()) if f.type in _TEXTS else f for f in table.schema]
     schema = pa.schema(fields, metadata=table.schema.metadata)
     batches = table.to_batches()[::-1]

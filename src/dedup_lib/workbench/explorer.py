@@ -207,8 +207,7 @@ class WindowExplorer:
     def _controls(self) -> tuple[float, bool, str, tuple[pd.Timestamp, pd.Timestamp] | None]:
         """The controls' values; the time range None where the slider spans all of it: every
         send, the resends of the last bucket included (its label is the bucket's start), and
-        nothing to cut (a mode's first view after the toggle, 30 M sends: 0.155 s with the
-        resends cut to the full span, 0.067 s without)."""
+        nothing to cut: a cut to the full span would double a mode's first view."""
         rng = None
         if self.time_range is not None and self.time_range.index != (
             0, len(self.time_range.options) - 1

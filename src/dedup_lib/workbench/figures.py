@@ -58,7 +58,7 @@ def _white() -> dict[str, Any]:
 #: A figure as plotly.js reads it: ``data`` (traces) and ``layout``, built from dicts, lists
 #: and numbers, with numeric columns and times (``datetime64``) as numpy arrays. The explorer's
 #: charts are built this way, not as ``go.Figure``: on every control change plotly's
-#: validation of three figures took 0.1 s, more than the rest of the change.
+#: validation of three figures costs more than the rest of the change.
 Spec = dict[str, Any]
 
 _LAYOUT: dict[str, Any] = {"template": _white(), "hovermode": "closest", "showlegend": True}

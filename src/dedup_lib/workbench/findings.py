@@ -111,7 +111,7 @@ def telemetry_shapes(spark: SparkSession, path: str) -> Section:
             "telemetry. Leave `INPUT` at None to see it."
         )
     # Side by side: each load is one job whose gzip file one task reads, so one at a time
-    # left a core idle (measured on 2 cores: 19.5 s against 26.9 s one after the other).
+    # leaves a core idle (docs/decisions/spark-settings.md).
     with ThreadPoolExecutor(max_workers=len(SHAPES) + 1) as pool:
         loading = {name: pool.submit(load_telemetry, spark, sample_path(name)) for name in SHAPES}
         kept_loading = pool.submit(

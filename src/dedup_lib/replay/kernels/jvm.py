@@ -3,9 +3,9 @@ Spark function per session.
 
 The same pass as :func:`dedup_lib.replay.kernels.python.find_originals`, evaluated inside
 Spark's own generated code instead of Spark's Python workers: the rows never cross into Python,
-so the whole replay took 1.16x the shuffle-and-sort floor on 10 M sends, against 1.54x (README,
-"Speed"). The class is compiled with the JDK's ``javac`` (``JAVA_HOME`` first, then PATH;
-bytecode for Java 17, the oldest Spark 4 runs on) against the Spark jars that come with PySpark,
+which is why it is the default (docs/decisions/replay-kernel.md). The class is compiled with
+the JDK's ``javac`` (``JAVA_HOME`` first, then PATH; bytecode for Java 17, the oldest Spark 4
+runs on) against the Spark jars that come with PySpark,
 into a jar cached per user and named by a hash of its source, so an edited source is never
 served from a stale jar. A local session loads it with ``ADD JAR``; a Spark Connect session
 uploads it with ``addArtifacts``, so a remote cluster needs nothing installed (the client needs

@@ -74,8 +74,8 @@ def _same(a: pa.Array, b: pa.Array) -> np.ndarray:
 
 def _originals(time: pa.Array, event_id: pa.Array) -> pa.StructArray:
     """The answer per send: the struct itself is null where there is no original (every
-    original has a time), which Spark stores and reads faster than a struct of two nulls:
-    the whole replay ran 6 % faster."""
+    original has a time), which Spark stores and reads faster than a struct of two nulls
+    (docs/decisions/replay-kernel.md)."""
     return pa.StructArray.from_arrays(
         [time, event_id], names=list(ORIGINAL_FIELDS), mask=pc.is_null(time)
     )
@@ -245,7 +245,7 @@ def count_caches(
         times = pc.cast(x.send_time, pa.int64()).to_pylist()
         ids = x.event_id.to_pylist()
         found: list[list[Any]] = [[None] * len(keys) for _ in caches]
-        # The cache's steps inline: a method call per send and capacity cost 1.4x the pass.
+        # The cache's steps inline: a method call per send and capacity slows the pass.
         walks = [(c.held, c.order, c.capacity, a) for c, a in zip(caches, found, strict=True)]
         for i, key in enumerate(keys):
             if ents[i] != entity:

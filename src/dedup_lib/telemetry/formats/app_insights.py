@@ -267,8 +267,8 @@ class AppInsightsFormat:
     the module docstring)."""
 
     name = "app-insights"
-    #: The SDK's message rows and the calls' links, each joined back to the rows: the query
-    #: API's 24 MB incident document loaded in 6.1 s parsed thrice, 4.9 s parsed once.
+    #: The SDK's message rows and the calls' links, each joined back to the rows: parsed
+    #: once and kept, not once per read (docs/decisions/query-shapes.md).
     joins_read = True
     expected = (
         "an Application Insights / Log Analytics export of AppDependencies or dependencies: "

@@ -160,11 +160,8 @@ def _lookups(attributes: Column, keys: list[str]) -> Column:
     """The values of ``keys`` in an OTLP attribute list, as text (the first entry of a key
     that is repeated): a struct with field ``k<i>`` for ``keys[i]``. Each entry's value is made
     text once (one lambda over the list), then each key is found with ``array_position`` in
-    the list's keys. Measured on the incident sample's 80,586 spans against one lambda that
-    builds the whole struct per entry: 1.3x faster with Spark's generated code (what users
-    run), 1.15x slower interpreted (the tests' setting); finding each key's entry and reading
-    its value fields separately was 2x faster compiled but 2.3x slower interpreted, where the
-    repeated lookups are not shared."""
+    the list's keys: the fastest shape with Spark's generated code that is not much slower
+    interpreted (docs/decisions/query-shapes.md)."""
     texts = F.transform(attributes, _value)
     names = attributes.getField("key")
     return F.struct(

@@ -11,8 +11,8 @@ import org.apache.spark.sql.api.java.UDF7;
  *
  * <p>Called once per send, in the order of a partition sorted by (key, time, event id), it
  * answers the original (its time and event id) when the send is a duplicate, else null. Its
- * state is the anchor of the current key: the accepted send whose window is open (SPEC section
- * 1). The last argument, {@code monotonically_increasing_id()} of the same projection, counts
+ * state is the anchor of the current key: the accepted send whose window is open (docs/rules.md,
+ * section 1). The last argument, {@code monotonically_increasing_id()} of the same projection, counts
  * the rows of the stream the call belongs to: where it does not follow the previous call's,
  * a new stream began (another partition, or another plan's rows in the same task, as in a
  * cross join of two results that share this object), and the anchor is dropped. It also makes
