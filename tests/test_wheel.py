@@ -3,6 +3,7 @@ folder, and run from there on the samples it ships (no path into this source tre
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -22,12 +23,15 @@ JUNK = shutil.ignore_patterns("*.egg-info", "__pycache__", ".ipynb_checkpoints")
 pytestmark = pytest.mark.slow
 
 
-def run(*argv: str | Path, cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess[str]:
+def run(
+    *argv: str | Path, cwd: Path, timeout: int = 900, **more: str
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_REMOTE")}
     # The venv's Spark jars are another class path than the run's, so its JVM would write an
-    # archive of its own as it exits, for no later JVM to read: 16 core-seconds more than a
-    # start without one (2026-11-28). The archive's own tests are test_class_data's.
+    # archive of its own as it exits, for no later JVM to read. The archive's own tests are
+    # test_class_data's.
     env[SWITCH] = "0"
+    env.update(more)
     done = subprocess.run(
         [str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )
@@ -84,3 +88,29 @@ def test_postmortem_runs_on_a_shipped_sample(installed):
     html = Path(report).read_text(encoding="utf-8")
     assert "29,872" in html  # the sample's sends, every one read
     check_incident_report(html)
+
+
+def test_the_notebooks_written_from_the_wheel_run_on_a_sample(installed):
+    """A pip user's workbench: ``dedup-lib notebooks`` writes the five notebooks and their
+    pairs from the installed package and registers their kernel in the venv (Jupyter's own
+    folders are the test's: no kernel of yours is used); notebook 02 then runs there on the
+    incident sample, headless, as papermill runs it."""
+    cli = installed / "venv" / "bin" / "dedup-lib"
+    jupyter = {"JUPYTER_DATA_DIR": str(installed / "jupyter"), "JUPYTER_PATH": ""}
+    said = run(cli, "notebooks", "workbench", cwd=installed, **jupyter).stderr
+    assert "registered" in said, said
+    folder = installed / "workbench"
+    shipped = [p for p in (ROOT / "notebooks").iterdir() if p.is_file()]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in shipped)
+    for source in shipped:
+        assert (folder / source.name).read_bytes() == source.read_bytes(), source.name
+    python = installed / "venv" / "bin" / "python"
+    code = "from dedup_lib import sample_path as p; print(p('incident.parquet'))"
+    sample = run(python, "-c", code, cwd=installed).stdout.strip()
+    papermill = installed / "venv" / "bin" / "papermill"
+    run(papermill, "02_window_explorer.ipynb", "out.ipynb", "-k", "dedup-lib", "-p", "INPUT",
+        sample, cwd=folder, **jupyter)  # fmt: skip
+    cells = json.loads((folder / "out.ipynb").read_text())["cells"]
+    outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)

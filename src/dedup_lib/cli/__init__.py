@@ -1,8 +1,8 @@
 """``dedup-lib``: the headless jobs: ``simulate`` (load, detect, summarize, diagnose),
 ``watch`` (the live monitor), ``generate``, ``postmortem``, ``reconcile`` (a replay against
 what the broker kept),
-``explore`` (the window explorer as a web page, served by Voilà), and ``doctor`` (what this
-machine has for the workbench).
+``explore`` (the window explorer as a web page, served by Voilà), ``notebooks`` (the
+workbench's notebooks into a folder) and ``doctor`` (what this machine has for the workbench).
 
 Errors are one line on stderr, escaped, and a non-zero exit: 2 for a wrong command line
 (argparse's usage line), 1 for anything else: input the job cannot use (any
@@ -19,7 +19,16 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from dedup_lib.cli import doctor, explore, generate, postmortem, reconcile, simulate, watch
+from dedup_lib.cli import (
+    doctor,
+    explore,
+    generate,
+    notebooks,
+    postmortem,
+    reconcile,
+    simulate,
+    watch,
+)
 from dedup_lib.cli.common import PROG, common_options, error_line
 from dedup_lib.spark import log_handler, spark_log_path
 
@@ -41,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
     )
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = common_options()
-    for command in (simulate, watch, generate, postmortem, reconcile, explore, doctor):
+    for command in (simulate, watch, generate, postmortem, reconcile, explore, notebooks, doctor):
         command.add_to(commands, common)
     return top
 

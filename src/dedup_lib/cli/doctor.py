@@ -16,12 +16,11 @@ from urllib.parse import urlparse
 from dedup_lib.errors import ToolMissingError, printable
 from dedup_lib.replay.kernels import jvm
 from dedup_lib.spark import check_java
+from dedup_lib.workbench.notebooks import KERNEL_DISPLAY, KERNEL_NAME
 
-#: The Jupyter kernel the notebooks name in their metadata.
-KERNEL_NAME = "dedup-lib"
 KERNEL_INSTALL = (
     f"{Path(sys.executable).name} -m ipykernel install --user --name {KERNEL_NAME} "
-    '--display-name "dedup-lib (Spark)"'
+    f'--display-name "{KERNEL_DISPLAY}"'
 )
 
 Status = Literal["ok", "note", "error"]
