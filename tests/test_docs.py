@@ -42,3 +42,18 @@ def test_no_page_links_outside_the_repository() -> None:
             resolved = (page.parent / target).resolve()
             assert resolved.is_relative_to(ROOT), f"{page.name} links {target}"
             assert resolved.exists(), f"{page.name} links {target}, which does not exist"
+
+
+def test_the_layout_page_names_every_module() -> None:
+    """docs/development.md's layout lists the package's modules, each once, no other."""
+    import pkgutil
+
+    text = (DOCS / "development.md").read_text()
+    listed = re.findall(r"^   (dedup_lib[\w.]*)$", text, re.MULTILINE)
+    modules = [
+        m.name
+        for m in pkgutil.walk_packages(dedup_lib.__path__, "dedup_lib.")
+        if ".resources" not in m.name and m.name != "dedup_lib.__main__"
+    ]
+    assert len(listed) == len(set(listed))
+    assert sorted(listed) == sorted(modules)

@@ -50,15 +50,42 @@ def shown(value: object, limit: int = LIMIT) -> str:
 
 
 def escape(value: object, into: Surface = "html", *, limit: int | None = LIMIT) -> str:
-    """``value`` (data, or prose holding data; never markup) as text ``into`` a surface:
-    :func:`shown` (cut at ``limit`` characters; ``None``: never, for prose), then
+    """A value drawn as text on a surface: never read as markup there.
 
-    - ``html``: ``& < > " '`` as entities, so it is text in an element or an attribute;
-    - ``markdown``: those as entities too, and markdown's punctuation (``* _ ` [ ] $ #`` ...)
-      backslashed, so it neither formats, links, nor starts math;
-    - ``plotly``: ``& < >`` as entities (plotly.js decodes those, not ``&quot;``), so no tag
-      of plotly's subset (``<a href>``, ``<b>``, ``<br>``) is read;
-    - ``text``: as :func:`shown` (no escape sequence reaches a terminal).
+    The value is first made printable and cut (:func:`shown`), then escaped for the surface.
+
+    Parameters
+    ----------
+    value : object
+        Data, or prose holding data (never markup): a MessageId, an entity name, a file name.
+    into : {"html", "markdown", "plotly", "text"}, default "html"
+        ``html``: ``& < > " '`` as entities, text in an element or an attribute;
+        ``markdown``: those as entities too, and markdown's punctuation (``* _ ` [ ] $ #``
+        ...) backslashed, so it neither formats, links, nor starts math; ``plotly``:
+        ``& < >`` as entities (plotly.js decodes those, not ``&quot;``), so no tag of
+        plotly's subset (``<a href>``, ``<b>``, ``<br>``) is read; ``text``: printable only,
+        so no escape sequence reaches a terminal.
+    limit : int or None, default :data:`LIMIT`
+        Characters kept, the rest cut with an ellipsis; ``None``: never cut (prose).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        An unknown surface.
+
+    Examples
+    --------
+    >>> from dedup_lib import escape
+    >>> escape('<b onclick="x">orders</b>')
+    '&lt;b onclick=&quot;x&quot;&gt;orders&lt;/b&gt;'
+    >>> print(escape("*orders* [link](x)", "markdown"))
+    \\*orders\\* \\[link\\]\\(x\\)
+    >>> print(escape("\\x1b]0;title\\x07orders", "text"))
+    \\x1b]0;title\\x07orders
     """
     text = shown(value, limit) if limit is not None else printable(str(value))
     if into == "html":

@@ -80,14 +80,43 @@ PROPERTY_NAMES = {
 
 @dataclass(frozen=True)
 class DedupPolicy:
-    """How one entity detects duplicates.
+    """How one entity detects duplicates: its window and whether it is partitioned.
 
-    ``window`` takes anything :func:`parse_window` reads (default 10 minutes, the Resource
-    Manager default). ``bounds`` is ``"service"`` (20 s to 7 days), ``"emulator"`` (5 s to
-    5 min) or ``"none"`` for what-if windows the service would refuse: those still need a
-    positive window no longer than :data:`~dedup_lib.rules.durations.MAX_WINDOW` (what a
-    .NET TimeSpan holds), so that every anchor plus window stays a valid time. Any bad
-    argument raises :class:`InputError` (or :class:`InputTypeError`) naming it.
+    Parameters
+    ----------
+    window : timedelta or str, default 10 minutes
+        How long an accepted send's dedup key is remembered: a ``timedelta``, an ISO 8601
+        duration (``"PT10M"``, ``"P1D"``), a .NET TimeSpan (``"00:10:00"``) or anything
+        else :func:`parse_window` reads. The default is the Resource Manager default.
+    partitioning : bool, default False
+        Whether the entity is partitioned: the dedup key is then the partition key and the
+        MessageId, and some batches are refused (docs/rules.md, sections 2 and 3).
+    bounds : {"service", "emulator", "none"}, default "service"
+        The windows allowed: the service's 20 s to 7 days, the emulator's 5 s to 5 min, or
+        any positive window up to :data:`~dedup_lib.rules.durations.MAX_WINDOW` (what a
+        .NET TimeSpan holds) for what-if windows the service would refuse.
+
+    Raises
+    ------
+    InputError
+        A window that does not read, or is outside ``bounds`` (the message says which
+        bounds and how to pass a what-if window).
+    InputTypeError
+        ``partitioning`` that is not a bool.
+
+    Examples
+    --------
+    >>> from dedup_lib import DedupPolicy
+    >>> DedupPolicy("PT10M").window
+    datetime.timedelta(seconds=600)
+    >>> DedupPolicy("P1D", partitioning=True).partitioning
+    True
+    >>> DedupPolicy("PT5S")
+    Traceback (most recent call last):
+    ...
+    dedup_lib.errors.InputError: ...
+    >>> DedupPolicy("PT5S", bounds="emulator").window
+    datetime.timedelta(seconds=5)
     """
 
     window: timedelta = field(default=DEFAULT_WINDOW)

@@ -261,27 +261,58 @@ def load_telemetry(
 ) -> LoadedTelemetry:
     """Read message telemetry (one row per send) from a file or a folder of files.
 
-    ``path`` is literal (``day[1].csv`` is that file, not a pattern); a folder is read with
-    its subfolders, skipping hidden and bookkeeping entries (``_SUCCESS``, ``.crc``), and
-    ``key=value`` folders become columns when every file sits in them. ``format`` is
-    ``"parquet"``, ``"csv"`` or ``"json"`` (JSON Lines), guessed from the file names when
-    omitted. ``mapping`` renames source columns, ``{"Id": "message_id"}``, or reads nested
-    fields (``{"customDimensions.MessageId": "message_id"}``); columns it leaves out are
-    matched to :data:`CANONICAL_COLUMNS` by name or by :data:`BUILTIN_ALIASES`.
-    ``send_time`` and ``scheduled_enqueue_time`` accept timestamps, epoch numbers (s, ms, us
-    or ns, by magnitude; also as text) and ISO 8601 text, without an offset meaning UTC.
-    Rows with a missing, unparseable or "never" send time, or a malformed line, go to the
-    quarantine. Every file is read once here, so a damaged one fails now, naming it.
+    Every file is read once here, so a damaged one fails now, naming it. Each row ends up
+    valid or in the quarantine with a reason; records of a structured format that are not
+    sends are counted and skipped.
 
-    ``format`` may also name a structured format (:data:`RECORD_FORMATS`: ``"otlp"``); JSON
-    or CSV files whose first 64 KiB one of them recognises are read as that format (then
-    ``LoadedTelemetry.format`` names it). For these, ``mapping`` names the key a column is
-    read from, ``{"my.partition.key": "partition_key"}``, over the format's defaults; records
-    that are not sends are counted and skipped (``not_sends``), and a file with sends but no
-    MessageId under the key looked at is an error that says where it looked.
-    ``entity`` is the entity of rows whose file names none: it fills a missing or empty
-    entity and never replaces one the file gives (a file with several entities keeps them).
-    ``keep_source_file`` adds the ``source_file`` column to the valid rows.
+    Parameters
+    ----------
+    spark : SparkSession
+        A classic or Spark Connect session (:func:`dedup_lib.get_spark`).
+    path : str
+        A file, or a folder read with its subfolders (hidden and bookkeeping entries such as
+        ``_SUCCESS`` and ``.crc`` skipped; ``key=value`` folders become columns when every
+        file sits in them). Literal: ``day[1].csv`` is that file, not a pattern.
+    format : str, optional
+        ``"parquet"``, ``"csv"``, ``"json"`` (JSON Lines), or a structured format of
+        :data:`RECORD_FORMATS` (``"otlp"``, ``"app-insights"``, ``"sb-explorer"``). Guessed
+        when omitted: from the file names, and for JSON or CSV from the first 64 KiB, which a
+        structured format may recognise (``LoadedTelemetry.format`` then names it).
+    mapping : Mapping[str, str], optional
+        Source column to canonical column, ``{"Id": "message_id"}``, or a nested field,
+        ``{"customDimensions.MessageId": "message_id"}``; for a structured format, the key a
+        column is read from, ``{"my.partition.key": "partition_key"}``. Columns it leaves
+        out are matched to :data:`CANONICAL_COLUMNS` by name or by :data:`BUILTIN_ALIASES`.
+    entity : str, optional
+        The entity of rows whose file names none: fills a missing or empty entity, never
+        replaces one the file gives.
+    keep_source_file : bool, default False
+        Add the ``source_file`` column to the valid rows.
+
+    Returns
+    -------
+    LoadedTelemetry
+        ``valid`` (the sends, canonical columns: ``send_time`` a UTC timestamp from
+        timestamps, epoch numbers in any unit or ISO 8601 text), ``quarantine`` (each row
+        with its ``reason``), ``counts()`` and ``format``.
+
+    Raises
+    ------
+    MissingFileError
+        ``path`` does not exist.
+    InputError
+        A file that cannot be read as ``format``, a mapping that names no column, a
+        structured format's sends without a MessageId under the key looked at: the message
+        names the file, the column or the key, and what was expected.
+
+    Examples
+    --------
+    >>> from dedup_lib import get_spark, load_telemetry, sample_path
+    >>> loaded = load_telemetry(get_spark(), sample_path("incident.parquet"))
+    >>> loaded.counts()
+    {'read': 29872, 'valid': 29872, 'quarantined': 0, 'skipped': 0}
+    >>> loaded.valid.select("entity", "message_id").first()
+    Row(entity='orders', message_id='...')
     """
     opened = _open(spark, path, format, mapping, entity)
     return _counted(opened, keep_source_file)
@@ -304,8 +335,8 @@ def _materialized(opened: _Opened, expected: str | None) -> _Opened:
     """A structured format's records built once and kept (``localCheckpoint``): they come
     from parsed JSON or CSV joined with itself (an OTLP message span with the send call
     that links to it), which every later read would parse again, for the count of what was
-    read, the count of what was judged, and each action on the valid rows. The incident's
-    traces (30 k sends, 8.5 MB of gzip JSON Lines): three parses of about 2 s each before."""
+    read, the count of what was judged, and each action on the valid rows
+    (docs/decisions/query-shapes.md)."""
     with reading(opened.files, opened.fmt, LOADER, expected):
         records = opened.raw.localCheckpoint()
     return replace(opened, raw=records)

@@ -14,7 +14,31 @@ SAMPLES = files("dedup_lib") / "resources" / "samples"
 
 
 def sample_path(name: str) -> str:
-    """The local path of a shipped sample, such as ``day.parquet`` or ``entities-arm.json``."""
+    """The local path of a telemetry sample shipped with the package.
+
+    Parameters
+    ----------
+    name : str
+        The sample's name in ``data/samples`` (its README describes each): ``day.parquet``
+        (200 k sends of a day), ``incident.parquet``, ``incident-otlp.jsonl.gz``,
+        ``entities-arm.json`` ...
+
+    Returns
+    -------
+    str
+        A path on the local disk, to pass to :func:`dedup_lib.load_telemetry`.
+
+    Raises
+    ------
+    MissingFileError
+        No sample has that name: the message lists those there are.
+
+    Examples
+    --------
+    >>> from dedup_lib import sample_path
+    >>> sample_path("incident.parquet")
+    '.../samples/incident.parquet'
+    """
     entry = SAMPLES / name
     if not entry.is_file():
         known = sorted(p.name for p in SAMPLES.iterdir() if p.name != "README.md")
