@@ -47,7 +47,7 @@ def test_a_free_port_is_free():
 def test_a_free_port_is_none_the_system_hands_out_and_a_taken_one_is_passed_over(monkeypatch):
     """Below the range the system picks from for port 0, so no process (nor the server's own
     JVM) is handed it before the server binds it; and never one that is held."""
-    from dedup_lib import spark
+    from dedup_lib.spark import connect as spark
 
     low = spark._first_ephemeral_port()
     assert all(1024 <= free_port() < low for _ in range(20))

@@ -117,7 +117,7 @@ def test_spark_logs_to_its_file_and_the_terminal_gets_one_line(tmp_path, name, c
 
 
 def test_the_driver_jvm_is_told_where_to_log_and_keeps_its_own_options(tmp_path):
-    from dedup_lib.spark import LOG4J2_PROPERTIES, _log_settings
+    from dedup_lib.spark.logs import LOG4J2_PROPERTIES, _log_settings
 
     log = tmp_path / "a folder" / "spark.log"
     settings = _log_settings(log, {"spark.driver.extraJavaOptions": "-Xss4m"})
@@ -129,7 +129,7 @@ def test_the_driver_jvm_is_told_where_to_log_and_keeps_its_own_options(tmp_path)
 
 
 def test_the_driver_jvm_is_tuned_unless_the_user_chose_a_collector(monkeypatch):
-    from dedup_lib.spark import JVM_TUNING, _tuned
+    from dedup_lib.spark.session import JVM_TUNING, _tuned
 
     for name in ("JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS"):
         monkeypatch.delenv(name, raising=False)

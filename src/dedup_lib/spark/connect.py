@@ -1,0 +1,105 @@
+"""Spark Connect: whether a session is one, and a local Connect server started in this
+process on a free port (which sets ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` and PySpark's
+Connect-mode variables in this process's environment, for it and its children)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import socket
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+#: What PySpark sets in a process that runs its local Connect server: they make the DataFrame
+#: API build Connect plans, and stopping the Connect session stops the host too.
+_CONNECT_MODE = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")
+
+
+#: What PySpark's own local Connect mode sets on the session that hosts the server.
+_CONNECT_SERVER = {
+    "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+    "spark.sql.artifact.isolation.enabled": "true",
+    "spark.sql.artifact.isolation.alwaysApplyClassloader": "true",
+}
+
+
+#: Where :func:`free_port` looks: below the ports the system hands to whoever binds port 0.
+_PORTS_FROM = 20_000
+
+
+def free_port() -> int:
+    """A TCP port no one listens on now, for a server started a little later.
+
+    Not one the system would choose for port 0 (Linux: 32768 to 60999): in the seconds before
+    the server binds it, another process, or the server's own JVM opening its driver and
+    block-manager ports, may be handed that one, and a Connect server then fails to bind while
+    whoever took the port answers its clients (docs/decisions/spark-settings.md)."""
+    below = _first_ephemeral_port()
+    if below > _PORTS_FROM + 1000:
+        for _ in range(50):
+            port = _PORTS_FROM + secrets.randbelow(below - _PORTS_FROM)
+            with socket.socket() as probe, contextlib.suppress(OSError):
+                probe.bind(("", port))
+                return port
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        return int(probe.getsockname()[1])
+
+
+def _first_ephemeral_port() -> int:
+    """Where the range the system picks ports for port 0 from begins (Linux's default
+    elsewhere)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _local_connect(app_name: str, master: str, settings: dict[str, str]) -> SparkSession:
+    """A Spark Connect server in this process on a free port, and a session of it.
+
+    PySpark's ``remote("local[...]")`` always serves on port 15002, so it failed beside any
+    other Connect server on the machine (a cluster's, another notebook's). The server runs
+    in a local session started with ``settings``, as PySpark's does, and needs the token that
+    this process and its children have in ``SPARK_CONNECT_AUTHENTICATE_TOKEN``.
+    """
+    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    builder = ConnectSession.builder
+    if ConnectSession.getActiveSession() is None:
+        port = free_port()
+        os.environ.setdefault("SPARK_CONNECT_AUTHENTICATE_TOKEN", secrets.token_hex(16))
+        # Inherited from a parent's Connect run, these would make the host a Connect client.
+        for name in _CONNECT_MODE:
+            os.environ.pop(name, None)
+        given = os.environ.pop("SPARK_REMOTE", None)
+        try:
+            host = SparkSession.builder.appName(app_name).master(master)
+            server = {**_CONNECT_SERVER, "spark.connect.grpc.binding.port": str(port)}
+            for key, value in {**settings, **server}.items():
+                host = host.config(key, value)
+            host.getOrCreate()
+        finally:
+            if given is not None:
+                os.environ["SPARK_REMOTE"] = given
+        os.environ.update(dict.fromkeys(_CONNECT_MODE, "1"))
+        builder = builder.remote(f"sc://localhost:{port}")
+    for key, value in settings.items():
+        if key.startswith("spark.sql."):
+            builder = builder.config(key, value)
+    with warnings.catch_warnings():
+        # The client sets the host's settings again, and warns for each static one.
+        warnings.filterwarnings("ignore", message="Failed to set .*CANNOT_MODIFY_CONFIG")
+        return cast("SparkSession", builder.getOrCreate())
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """True when ``spark`` is a Spark Connect session."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")

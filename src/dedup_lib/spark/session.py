@@ -1,0 +1,186 @@
+"""The one place that starts Spark: :func:`get_spark`, a local session by default, Spark
+Connect via ``SPARK_REMOTE``, with the settings a small machine needs
+(docs/decisions/spark-settings.md). Starting one sets ``PYSPARK_PYTHON`` and
+``PYSPARK_DRIVER_PYTHON`` in this process's environment."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from typing import TYPE_CHECKING
+
+from dedup_lib.memory import driver_memory, result_size
+from dedup_lib.spark.connect import _CONNECT_MODE, _local_connect, is_connect
+from dedup_lib.spark.java import check_java, class_data_options
+from dedup_lib.spark.jvm_options import quoted_option, with_java_options
+from dedup_lib.spark.logs import _log_settings, _prepare_log, output_to, spark_log_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+#: Settings for a small machine: few shuffle partitions, UTC, quiet console, Arrow on.
+LOCAL_DEFAULTS: dict[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Below Int.MaxValue, Spark 4 measures the Arrow batch after every row it adds, a cost
+    # the replay pass feels (docs/decisions/spark-settings.md). Batches stay bounded by
+    # maxRecordsPerBatch (10,000 rows).
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(2**31 - 1),
+    "spark.ui.showConsoleProgress": "false",
+    # On, PySpark records the Python call site of every column function and DataFrame method
+    # it is handed, with a lookup of the active session and its settings each time: 4 to 5
+    # round trips to the JVM per F.col, which dominate planning a small or wide input
+    # (docs/decisions/spark-settings.md). What is lost: the "DataFrame"
+    # call-site section of Spark's runtime errors, which the library's own messages replace.
+    # A static setting: a session already running, or a remote server, keeps its own.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
+    "spark.log.level": "WARN",
+    "spark.driver.memory": driver_memory(),
+    "spark.driver.maxResultSize": result_size(driver_memory()),
+}
+
+
+#: How a local driver JVM started here runs. The throughput collector, and the optimising
+#: compiler (C2) kept for code run ten times as often as by default: a notebook's first Spark
+#: jobs are mostly one-off planning and generated code, which C2 compiled at a cost it never
+#: earned back on 2 cores; C1 alone runs large inputs at half speed
+#: (docs/decisions/spark-settings.md). A collector named in the user's own options wins.
+JVM_TUNING = (
+    "-XX:+UseParallelGC",
+    "-XX:Tier4InvocationThreshold=50000",
+    "-XX:Tier4MinInvocationThreshold=6000",
+    "-XX:Tier4CompileThreshold=50000",
+    "-XX:Tier4BackEdgeThreshold=400000",
+)
+
+
+_COLLECTOR = re.compile(r"-XX:\+Use\w*GC\b")
+
+
+#: Set on the session even when it was already running: the results or the speed depend on them.
+SESSION_SETTINGS = (
+    "spark.sql.session.timeZone",
+    "spark.sql.execution.arrow.pyspark.enabled",
+    "spark.sql.execution.arrow.maxBytesPerBatch",
+)
+
+
+def _tuned(settings: dict[str, str]) -> dict[str, str]:
+    """``settings`` with :data:`JVM_TUNING`, its collector left out when the user's options
+    (Spark's or the ``java`` launcher's environment) name one: two would stop the JVM."""
+    theirs = " ".join(
+        [settings.get("spark.driver.extraJavaOptions", "")]
+        + [os.environ.get(name, "") for name in ("JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS")]
+    )
+    named = _COLLECTOR.search(theirs) is not None
+    return with_java_options(settings, [o for o in JVM_TUNING if not (named and "GC" in o)])
+
+
+def _jvm_running() -> bool:
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def get_spark(
+    app_name: str = "dedup-lib",
+    *,
+    remote: str | None = None,
+    master: str | None = None,
+    config: dict[str, str] | None = None,
+) -> SparkSession:
+    """Return a ready SparkSession, reusing the active one.
+
+    A JVM started here logs to :func:`spark_log_path` only, and starts from a class-data
+    archive (:mod:`dedup_lib.class_data`) that the first one writes when it exits.
+
+    Parameters
+    ----------
+    app_name : str, default "dedup-lib"
+        The application's name in Spark's UI.
+    remote : str, optional
+        Spark Connect: ``sc://host:15002`` for a server, or ``local[2]`` for a local
+        Connect server started here. Default: the ``SPARK_REMOTE`` environment variable;
+        unset, a classic session.
+    master : str, optional
+        A classic session's master, default ``local[*]`` (all cores).
+    config : dict[str, str], optional
+        Settings over :data:`LOCAL_DEFAULTS`; a running Connect server ignores static ones.
+
+    Returns
+    -------
+    SparkSession
+        The active session if there is one, else a new one.
+
+    Raises
+    ------
+    ToolMissingError
+        A local session without Java 17 or later: the message says what to install.
+
+    Examples
+    --------
+    >>> from dedup_lib import get_spark
+    >>> spark = get_spark()
+    >>> spark.conf.get("spark.sql.session.timeZone")
+    'UTC'
+    """
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    remote = remote or os.environ.get("SPARK_REMOTE") or None
+    if remote is None and SparkSession.getActiveSession() is None:
+        # A local Spark Connect server started by a parent process (a test run, a notebook
+        # server) leaves these set for its children; they would turn this classic session
+        # into a Connect one without a URL (CONNECT_URL_NOT_SET).
+        for name in _CONNECT_MODE:
+            os.environ.pop(name, None)
+    settings = {**LOCAL_DEFAULTS, **(config or {})}
+    local = remote is None or not remote.startswith("sc://")
+    java = check_java() if local else None
+    log = spark_log_path()
+    starts_jvm = _prepare_log(log) and local and not _jvm_running()
+    if starts_jvm:
+        settings = _tuned(_log_settings(log, settings))
+        if java is not None:
+            archive = class_data_options(java)
+            settings = with_java_options(settings, [quoted_option(o) for o in archive])
+
+    with output_to(log) if starts_jvm else contextlib.nullcontext():
+        if remote is not None and local:
+            spark = _local_connect(app_name, remote, settings)
+        else:
+            builder = SparkSession.builder.appName(app_name)
+            if remote is not None:
+                builder = builder.remote(remote)
+            else:
+                builder = builder.master(master or os.environ.get("DEDUP_SPARK_MASTER", "local[*]"))
+            # A remote Connect server (sc://) is already running: it takes SQL settings only.
+            for key, value in settings.items():
+                if local or key.startswith("spark.sql."):
+                    builder = builder.config(key, value)
+            spark = builder.getOrCreate()
+    for key in SESSION_SETTINGS:
+        spark.conf.set(key, settings[key])
+    return spark
+
+
+_LOCAL_MASTER = re.compile(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?")
+
+
+def local_cores(spark: SparkSession) -> int | None:
+    """The cores a local master runs tasks on (``local``, ``local[4]``, ``local[*]``), or None
+    for a cluster's master and a Connect session, whose size this process cannot see."""
+    if is_connect(spark):
+        return None
+    found = _LOCAL_MASTER.fullmatch(spark.conf.get("spark.master", "") or "")
+    if found is None:
+        return None
+    cores = found.group(1)
+    if cores is None:
+        return 1
+    return (os.cpu_count() or 1) if cores == "*" else int(cores)
