@@ -249,7 +249,7 @@ def test_where_no_send_drops_the_top_keys_are_the_most_sent(spark):
 
 
 def test_tied_keys_are_picked_without_ordering_them_all():
-    from dedup_lib.sweep.cache import _most
+    from dedup_lib.sweep.views import _most
 
     score = np.array([5, 1, 1, 7, 1, 1, 1, 1])
     assert list(_most(score, 3)) == [0, 3, 1, 2, 4]

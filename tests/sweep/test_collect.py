@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from dedup_lib import generate_telemetry
+from dedup_lib.columns import RANK
 from dedup_lib.sweep import collect as collect_module
 from dedup_lib.sweep import counts as counts_module
 from dedup_lib.sweep.collect import Collected, collect
@@ -100,7 +101,7 @@ def test_the_passes_rows_convert_through_arrow_as_spark_converts_them(spark, sen
     df = sends.select(
         "entity",
         F.col("event_id").cast("string").alias("key"),
-        F.lit(1).alias(collect_module._RANK),
+        F.lit(1).alias(RANK),
         "event_id",
         F.when(F.col("attempt") > 1, F.col("logical_id")).alias("logical_id"),
         F.when(F.col("attempt") > 1, F.col("attempt")).alias("attempt"),

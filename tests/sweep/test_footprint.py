@@ -34,7 +34,7 @@ def measured(monkeypatch):
     """The footprints the builds counted, each build made to count them (its bound from the
     counts of every send made too large)."""
     seen: list[footprint.Footprint] = []
-    stored = footprint.stored
+    stored = footprint.persist_and_count
     beyond = footprint.Footprint(0, 0, {}, 2**62, 2**62, None, None)
     monkeypatch.setattr(collect_module.footprint, "at_most", lambda *a, **k: beyond)
 
@@ -42,7 +42,7 @@ def measured(monkeypatch):
         seen.append(stored(*args, **kwargs))
         return seen[-1]
 
-    monkeypatch.setattr(collect_module.footprint, "stored", spy)
+    monkeypatch.setattr(collect_module.footprint, "persist_and_count", spy)
     return seen
 
 
@@ -156,7 +156,9 @@ def test_when_every_send_would_fit_nothing_is_counted(spark, sends, monkeypatch,
         return bounds[-1]
 
     monkeypatch.setattr(collect_module.footprint, "at_most", bound)
-    monkeypatch.setattr(collect_module.footprint, "stored", lambda *a: measured.append(a))
+    monkeypatch.setattr(
+        collect_module.footprint, "persist_and_count", lambda *a: measured.append(a)
+    )
     df = sends if truth else sends.drop("logical_id", "attempt")
     built = collect(df, False, carry=("cause",), local_rows=0, allowed=ROOMY)
     assert measured == []
@@ -199,7 +201,7 @@ def sampled(monkeypatch):
         raise AssertionError("the rows were gathered and stored before the refusal")
 
     monkeypatch.setattr(collect_module.footprint, "at_least", spy)
-    monkeypatch.setattr(collect_module.footprint, "stored", never)
+    monkeypatch.setattr(collect_module.footprint, "persist_and_count", never)
     return seen
 
 

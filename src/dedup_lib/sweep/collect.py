@@ -31,10 +31,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dedup_lib.analysis.totals import NO_ENTITY
-from dedup_lib.columns import utc_wall_clock
+from dedup_lib.columns import NEXT, NO_EVENT_ID, POS, RANK, utc_wall_clock
 from dedup_lib.errors import InputError
 from dedup_lib.memory import release_freed
-from dedup_lib.replay.passes import POS, with_position
+from dedup_lib.replay.passes import with_position
 from dedup_lib.replay.sql_rules import Rules, sql_rules, validate, with_batches
 from dedup_lib.rules.policy import REJECTED, DedupPolicy
 from dedup_lib.spark import hashed, spark_errors, to_pandas
@@ -48,9 +48,6 @@ if TYPE_CHECKING:
 
     from pyspark.sql import DataFrame
 
-_RANK = "__dedup_rank"
-_NEXT = "__dedup_next"
-_NO_EVENT_ID = "__dedup_no_event_id"
 #: Inputs of at most this many sends are grouped in the driver, from one narrow Spark job.
 LOCAL_ROWS = 1_000_000
 #: Rows of the input judged to learn the bytes per row, when the driver's road did not run.
@@ -91,10 +88,11 @@ def collect(
     ``local_rows + 1`` of them. The first pass counts every send; when all of them would not
     fit in ``allowed`` (default: this session's ``spark.driver.maxResultSize`` and the memory
     available here), what the driver would hold is computed and stored where Spark runs and
-    counted there (:func:`dedup_lib.sweep.footprint.stored`), and over ``allowed`` the build
-    is refused, before any of it is brought back, with an :class:`InputError` that says how
-    much it needs and what to narrow; where samples of the keys and sends already say so
-    (:func:`dedup_lib.sweep.footprint.at_least`), before they are gathered at all."""
+    counted there (:func:`dedup_lib.sweep.footprint.persist_and_count`), and over
+    ``allowed`` the build is refused, before any of it is brought back, with an
+    :class:`InputError` that says how much it needs and what to narrow; where samples of the
+    keys and sends already say so (:func:`dedup_lib.sweep.footprint.at_least`), before they
+    are gathered at all."""
     validate(df)
     bucket_us = to_micros(bucket)
     _check_carry(list(df.columns), carry)
@@ -142,8 +140,8 @@ def _collected(
         )
         counted = counts.counted(df, named, rules.verdict, time, bucket_us, truth)
         judged = judged_done.result()
-        kept = [c for c in judged.column_names if c not in ("kind", "bucket_us")]
-        size = footprint.per_row(judged, kept, truth)
+        held = [c for c in judged.column_names if c not in ("kind", "bucket_us")]
+        size = footprint.per_row(judged, held, truth)
         if not (counted.table["kind"] == "rejected").any():
             df, rules = _with_rules(positioned, partitioning, rejections=False)
         limits = allowed or footprint.budget(df.sparkSession)
@@ -156,7 +154,9 @@ def _collected(
         grouped = _message_groups(df, named, rules.verdict, judge=judge) if truth else None
         try:
             if persisted:
-                needed = footprint.stored(repeated, grouped, counted.table, size, bucket_us)
+                needed = footprint.persist_and_count(
+                    repeated, grouped, counted.table, size, bucket_us
+                )
                 footprint.refuse_over(needed, limits)
             rows_done = pool.submit(_rows, repeated, arrow)
             messages_done = pool.submit(grouped.toArrow) if grouped is not None else None
@@ -200,7 +200,7 @@ def _arrow_ordered(table: pa.Table) -> bool:
     on the columns' chunks as they are: no copy of the texts."""
     if table.num_rows == 0:
         return True
-    rank = table[_RANK]
+    rank = table[RANK]
     first = pc.equal(rank, 1)
     if not first[0].as_py():
         return False
@@ -318,9 +318,9 @@ def _repeated_locally(judged: pa.Table) -> pd.DataFrame:
     # Spark's order: event_id nulls last (said as a column: pyarrow's option moved in 25).
     no_event_id = eligible["event_id"].is_null()
     order = pc.sort_indices(
-        eligible.append_column(_NO_EVENT_ID, no_event_id),
+        eligible.append_column(NO_EVENT_ID, no_event_id),
         sort_keys=[
-            (c, "ascending") for c in ("entity", "key", "time_us", _NO_EVENT_ID, "event_id", "pos")
+            (c, "ascending") for c in ("entity", "key", "time_us", NO_EVENT_ID, "event_id", "pos")
         ],
     )
     eligible = eligible.take(order)
@@ -331,9 +331,9 @@ def _repeated_locally(judged: pa.Table) -> pd.DataFrame:
     sizes = np.diff(np.r_[starts, len(key)])
     rank = np.arange(len(key)) - np.repeat(starts, sizes) + 1
     repeated = np.repeat(sizes > 1, sizes)
-    kept = eligible.filter(pa.array(repeated)).drop_columns(["kind", "bucket_us"])
-    rows = frame_of(kept)
-    rows[_RANK] = rank[repeated].astype(np.int32)
+    held = eligible.filter(pa.array(repeated)).drop_columns(["kind", "bucket_us"])
+    rows = frame_of(held)
+    rows[RANK] = rank[repeated].astype(np.int32)
     return rows
 
 
@@ -395,9 +395,9 @@ def _repeated_sends(
             *_kept(truth, carry),
         )
         .where(F.col("key").isNotNull())
-        .select("*", rank.alias(_RANK), F.lead("pos").over(by_key).alias(_NEXT))
-        .where((F.col(_RANK) > 1) | F.col(_NEXT).isNotNull())
-        .drop(_NEXT)
+        .select("*", rank.alias(RANK), F.lead("pos").over(by_key).alias(NEXT))
+        .where((F.col(RANK) > 1) | F.col(NEXT).isNotNull())
+        .drop(NEXT)
     )
 
 
@@ -459,10 +459,10 @@ def in_replay_order(rows: pd.DataFrame) -> pd.DataFrame:
     Spark returns each key's sends together and in order, with their rank in the key: checked
     here (:func:`_arrow_ordered`, over the texts' Arrow buffers as they are). Should the rows
     come back in another order, they are sorted by key and rank instead."""
-    rank = rows.pop(_RANK).to_numpy(dtype=np.int64)
+    rank = rows.pop(RANK).to_numpy(dtype=np.int64)
     first = rank == 1
     texts = {c: pa.array(rows[c], from_pandas=True) for c in ("entity", "key")}
-    if not _arrow_ordered(pa.table({_RANK: rank, **texts})):
+    if not _arrow_ordered(pa.table({RANK: rank, **texts})):
         entity = rows["entity"]
         pairs = pd.MultiIndex.from_arrays([entity.isna(), entity.fillna(""), rows["key"]])
         order = np.lexsort((rank, pd.factorize(pairs)[0]))

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from dedup_lib.analysis.totals import NO_ENTITY
+from dedup_lib.columns import REJECTED_ID
 from dedup_lib.rules.policy import REJECTED
 
 if TYPE_CHECKING:
@@ -47,8 +48,6 @@ def bucket_start(time: Column, bucket_us: int) -> Column:
     return time - F.pmod(time, F.lit(bucket_us))
 
 
-#: The column of the count that holds a rejected send's logical_id (:func:`counted`).
-REJECTED_ID = "__dedup_rejected_id"
 #: Up to this many messages with a rejected send, the messages' pass counts every send and
 #: the driver takes the rejected ones off (:func:`dedup_lib.sweep.truth.less_rejected`);
 #: over it, the pass judges.

@@ -143,7 +143,7 @@ def per_row(sample: pa.Table, repeated: Sequence[str], truth: bool) -> RowSize:
     return RowSize(serialized, held)
 
 
-def stored(
+def persist_and_count(
     repeated: DataFrame,
     messages: DataFrame | None,
     counted: pd.DataFrame,

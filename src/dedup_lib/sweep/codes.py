@@ -1,0 +1,78 @@
+"""The repeated rows of a :class:`~dedup_lib.sweep.cache.ReplayCache` numbered, and the
+counts no window changes: computed once per cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dedup_lib.analysis.totals import NO_ENTITY
+from dedup_lib.sweep.cells import Cells
+from dedup_lib.sweep.counts import entity_codes
+
+
+@dataclass(frozen=True)
+class Codes:
+    """The repeated rows numbered, and the counts no window changes.
+
+    ``names``: entity names, sorted (``(none)`` for sends without one), numbered by their
+    place. Per repeated row: ``entity`` (code). ``cells``: sends per entity and time bucket.
+    Per key: ``segment_sends``, ``segment_entity``, ``segment_key``. Per entity code:
+    ``sends`` in repeated keys, and ``single``, ``no_id`` and ``rejected`` sends outside
+    them."""
+
+    names: list[str]
+    entity: np.ndarray
+    cells: Cells
+    segment_sends: np.ndarray
+    segment_entity: np.ndarray
+    segment_key: np.ndarray
+    sends: np.ndarray
+    single: np.ndarray
+    no_id: np.ndarray
+    rejected: np.ndarray
+
+
+def number_rows(
+    repeated: pd.DataFrame,
+    fixed: pd.DataFrame,
+    time: np.ndarray,
+    segment: np.ndarray,
+    first_row: np.ndarray,
+    bucket: int,
+) -> Codes:
+    """Entity and time-bucket numbering of the repeated rows (at ``time``, keys numbered by
+    ``segment`` from ``first_row``), and the window-independent counts of ``fixed``."""
+    found, distinct = entity_codes(repeated["entity"])
+    fixed = fixed.assign(entity=fixed["entity"].fillna(NO_ENTITY))
+    names = sorted(set(distinct) | set(fixed["entity"]))
+    index = {name: i for i, name in enumerate(names)}
+    entity = np.array([index[e] for e in distinct], dtype=np.int64)[found]
+    starts = (time // bucket) * bucket
+    timed = fixed.dropna(subset=["bucket_us"])
+    lows = [int(starts.min())] if len(starts) else []
+    if len(timed):
+        lows.append(int(timed["bucket_us"].min()))
+    low = min(lows) if lows else 0
+    segment_sends = np.bincount(segment) if len(segment) else np.zeros(0)
+    fixed_entity = np.array([index[e] for e in fixed["entity"]], dtype=np.int64)
+
+    def fixed_sends(kind: str) -> np.ndarray:
+        mine = (fixed["kind"] == kind).to_numpy()
+        counts = fixed["sends"].to_numpy()[mine]
+        return np.bincount(fixed_entity[mine], weights=counts, minlength=len(names))
+
+    return Codes(
+        names=names,
+        entity=entity,
+        cells=Cells.of(names, low, bucket, entity, (starts - low) // bucket, fixed, fixed_entity),
+        segment_sends=segment_sends,
+        segment_entity=entity[first_row] if len(first_row) else entity[:0],
+        segment_key=repeated["key"].iloc[first_row].to_numpy(dtype=object),
+        sends=np.bincount(entity, minlength=len(names)),
+        single=fixed_sends("single").astype("int64"),
+        no_id=fixed_sends("no_id").astype("int64"),
+        rejected=fixed_sends("rejected").astype("int64"),
+    )

@@ -1,0 +1,255 @@
+"""The views of a :class:`~dedup_lib.sweep.cache.ReplayCache`: the summary, sends over time,
+top keys, resend delays, ids held and the sweep, each read from a window's anchors and the
+counts no window changes, without Spark."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from dedup_lib.analysis.summaries import SUMMARY_COLUMNS
+from dedup_lib.analysis.totals import ALL_ENTITIES, NO_ENTITY, with_total
+from dedup_lib.errors import InputError
+from dedup_lib.sweep.codes import Codes
+from dedup_lib.sweep.grid import to_micros, window_grid
+from dedup_lib.sweep.truth import TruthCodes, truth_table
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from dedup_lib.sweep.anchors import Anchors
+
+
+class CacheViews:
+    """The tables a :class:`~dedup_lib.sweep.cache.ReplayCache` answers (mixed into it):
+    each reads :meth:`anchors` at a window and the cache's numbering."""
+
+    repeated: pd.DataFrame
+    truth_fixed: pd.DataFrame | None
+    _time: np.ndarray
+    _segment: np.ndarray
+
+    @property
+    def has_ground_truth(self) -> bool:
+        return self.truth_fixed is not None
+
+    def anchors(self, window: timedelta | float | str) -> Anchors:
+        raise NotImplementedError
+
+    @property
+    def codes(self) -> Codes:
+        raise NotImplementedError
+
+    @property
+    def truth(self) -> TruthCodes:
+        raise NotImplementedError
+
+    def cell_duplicates(self, micros: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def summarize(self, window: timedelta | float | str) -> pd.DataFrame:
+        """:func:`dedup_lib.summarize` of ``detect_duplicates`` at ``window``, without Spark."""
+        accepted = self.anchors(window).accepted
+        c = self.codes
+        kept = np.bincount(c.entity, weights=accepted, minlength=len(c.names)).astype("int64")
+        table = pd.DataFrame(
+            {
+                "entity": c.names,
+                "sends": c.sends + c.single + c.no_id + c.rejected,
+                "accepted": kept + c.single + c.no_id,
+                "duplicates": c.sends - kept,
+                "rejected": c.rejected,
+                "without_message_id": c.no_id,
+                "not_checked": 0,
+            }
+        )
+        table = with_total(table, list(SUMMARY_COLUMNS[1:-1]))
+        judged = table["accepted"] + table["duplicates"]
+        table["share_caught"] = (table["duplicates"] / judged.where(judged > 0)).astype("float64")
+        return table[list(SUMMARY_COLUMNS)]
+
+    def ground_truth_summary(self, window: timedelta | float | str) -> pd.DataFrame:
+        """:func:`~dedup_lib.analysis.summaries.ground_truth_summary` of ``detect_duplicates``
+        at ``window``."""
+        if self.truth_fixed is None:
+            raise InputError(
+                "ground_truth_summary: the input has no ground truth columns (logical_id, attempt)"
+            )
+        accepted = self.anchors(window).accepted
+        return truth_table(self.truth, accepted)
+
+    def over_time(self, window: timedelta | float | str) -> pd.DataFrame:
+        """Sends per entity and time bucket at ``window``: ``entity``, ``time`` (UTC, bucket
+        start), ``sends``, ``duplicates`` (dropped by the broker), ``rejected``. Sends without a
+        send_time (rejected) have no bucket and are left out."""
+        cells = self.codes.cells
+        return cells.over_time(self.cell_duplicates(to_micros(window)))
+
+    def top_keys(
+        self, window: timedelta | float | str, n: int = 10, entity: str | None = None
+    ) -> pd.DataFrame:
+        """The keys with the most sends dropped as duplicates at ``window`` (of one ``entity``;
+        None or ``(all)``: all), then the most sent (where fewer than ``n`` drop any, the keys a
+        longer window would catch first): ``entity``, ``key``, ``sends``, ``duplicates``, and
+        ``messages`` when there is ground truth (more than one means different messages
+        share the key: a reused id)."""
+        accepted = self.anchors(window).accepted
+        c = self.codes
+        if len(c.segment_sends) == 0:
+            return pd.DataFrame({"entity": [], "key": [], "sends": [], "duplicates": []})
+        duplicates = np.bincount(self._segment, weights=~accepted).astype("int64")
+        sends = c.segment_sends.astype("int64")
+        eligible = np.arange(len(duplicates))
+        if entity not in (None, ALL_ENTITIES):
+            code = c.names.index(entity) if entity in c.names else -1
+            eligible = np.flatnonzero(c.segment_entity == code)
+        rows = _most(duplicates[eligible] * (int(sends.max()) + 1) + sends[eligible], n)
+        rows = eligible[rows]
+        names = np.asarray(c.names, dtype=object)
+        table = pd.DataFrame(
+            {
+                "entity": names[c.segment_entity[rows]],
+                "key": c.segment_key[rows],
+                "sends": sends[rows],
+                "duplicates": duplicates[rows],
+            }
+        )
+        if self.has_ground_truth:
+            table["messages"] = self._messages_per_segment[rows].astype("int64")
+        # Ties by entity and key, as a stable order.
+        top = table.sort_values(
+            ["duplicates", "sends", "entity", "key"], ascending=[False, False, True, True]
+        )
+        return top.head(n).reset_index(drop=True)
+
+    def resend_delays(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """Each send to a repeated key after the key's first: ``entity`` (``(none)`` for sends
+        without one, as in the other views), ``key``, ``time_us``, ``time`` (UTC), ``delay_s``
+        since the key's previous send, and the carried columns; only ``columns`` when given
+        (a chart's four of them cost a fraction of the whole). The same at every window
+        (computed once): what a window does with a resend depends on the anchor, not on this
+        delay."""
+        if columns is None:
+            return self._delays
+        return self._resend_delays(columns)
+
+    @cached_property
+    def _delays(self) -> pd.DataFrame:
+        """Every column of :meth:`resend_delays`, computed once."""
+        return self._resend_delays(None)
+
+    @cached_property
+    def _messages_per_segment(self) -> np.ndarray:
+        """How many messages each repeated key carries (ground truth), computed once."""
+        return _distinct_per_segment(self._segment, self.repeated["logical_id"])
+
+    def _resend_delays(self, columns: Sequence[str] | None) -> pd.DataFrame:
+        segment = self._segment
+        later = np.flatnonzero(segment[1:] == segment[:-1]) + 1
+
+        def column(name: str) -> Any:
+            if name == "delay_s":
+                return (self._time[later] - self._time[later - 1]) / 1e6
+            if name == "time":
+                return pd.to_datetime(self._time[later], unit="us", utc=True)
+            return self.repeated[name].take(later).reset_index(drop=True)
+
+        carried = [str(c) for c in self.repeated if c not in ("segment", "pos")]
+        names = columns or [*carried, "delay_s", "time"]
+        table = pd.DataFrame({name: column(name) for name in names})
+        if "entity" in table:
+            table["entity"] = table["entity"].fillna(NO_ENTITY)
+        return table
+
+    def held_over_time(self, window: timedelta | float | str) -> pd.DataFrame:
+        """How many ids the duplicate history holds at the end of each time bucket, per entity:
+        every accepted send that has a MessageId is held for ``window`` (docs/rules.md, section 5).
+        Columns ``entity``, ``time`` (UTC), ``held``. At the cache's bucket resolution."""
+        micros = to_micros(window)
+        c = self.codes
+        held, first = c.cells.held(self.cell_duplicates(micros), micros)
+        if held.shape[1] == 0:
+            return pd.DataFrame({"entity": [], "time": [], "held": []})
+        times = c.cells.starts(np.arange(held.shape[1]) + 1)  # each bucket's end
+        frames = [
+            pd.DataFrame(
+                {"entity": c.names[code], "time": times[start:], "held": held[code, start:]}
+            )
+            for code, start in enumerate(first)
+            if start >= 0
+        ]
+        return pd.concat(frames, ignore_index=True)
+
+    def sweep(self, windows: Sequence[timedelta | float | str] | None = None) -> pd.DataFrame:
+        """One row per window (default :func:`window_grid`): ``window_s``, ``duplicates``,
+        ``share_caught`` (of judged sends), ``peak_held`` (most ids held at once, all
+        entities), and with ground truth ``resends``, ``resends_caught``,
+        ``share_resends_caught``, ``catchable_resends`` (resends that reuse a key sent before:
+        the only ones any window can catch), ``share_catchable_caught``,
+        ``extra_deliveries`` and ``messages_lost``."""
+        rows = []
+        for window in windows if windows is not None else window_grid():
+            micros = to_micros(window)
+            total = self.summarize(micros / 1e6).iloc[-1]
+            row: dict[str, float] = {
+                "window_s": micros / 1e6,
+                "duplicates": int(total["duplicates"]),
+                "share_caught": float(total["share_caught"]),
+                "peak_held": self._peak_held(micros),
+            }
+            if self.has_ground_truth:
+                truth = self.ground_truth_summary(micros / 1e6).iloc[-1]
+                catchable = int(self.truth.resend.sum())
+                row |= _truth_columns(truth, catchable)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def _peak_held(self, micros: int) -> int:
+        """The most ids held at once at ``micros``, all entities together: the peak of the
+        sum over entities of :meth:`held_over_time`."""
+        held, first = self.codes.cells.held(self.cell_duplicates(micros), micros)
+        if held.shape[1] == 0:
+            return 0
+        return int(held.sum(axis=0)[int(first[first >= 0].min()) :].max())
+
+
+def _distinct_per_segment(segment: np.ndarray, values: pd.Series) -> np.ndarray:
+    """How many distinct ``values`` each segment (0, 1, 2, ... down the rows) holds: pairs
+    numbered and hashed, not sorted."""
+    if len(segment) == 0:
+        return np.zeros(0, dtype=np.int64)
+    codes, distinct = pd.factorize(values, use_na_sentinel=False)
+    pairs = pd.unique(segment * max(len(distinct), 1) + codes)
+    return np.bincount(pairs // max(len(distinct), 1), minlength=int(segment[-1]) + 1)
+
+
+def _truth_columns(truth: pd.Series, catchable: int) -> dict[str, float]:
+    """The ground-truth columns of a sweep row, from the total row of
+    :meth:`ReplayCache.ground_truth_summary` and the resends any window can catch."""
+    resends = int(truth["resends"])
+    caught = truth["resends_caught"]
+    return {
+        "resends": resends,
+        "catchable_resends": catchable,
+        "resends_caught": int(caught),
+        "share_catchable_caught": caught / catchable if catchable else float("nan"),
+        "share_resends_caught": caught / resends if resends else float("nan"),
+        "extra_deliveries": int(truth["extra_deliveries"]),
+        "messages_lost": int(truth["messages_lost"]),
+    }
+
+
+def _most(score: np.ndarray, n: int) -> np.ndarray:
+    """The positions of the ``n`` highest ``score``, and of those tied with the last of them
+    up to ``n`` more (first in the cache's order): enough to order the ties by name, never
+    every key (a window that drops nothing ties them all)."""
+    most = min(n, len(score))
+    if most == 0:
+        return np.arange(0)
+    threshold = np.partition(score, -most)[-most]
+    above = np.flatnonzero(score > threshold)
+    return np.concatenate([above, np.flatnonzero(score == threshold)[:n]])
