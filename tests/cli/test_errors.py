@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from dedup_lib.cli import main
-from dedup_lib.cli.common import text_table
+from dedup_lib.cli.terminal import text_table
 from dedup_lib.errors import InputError
 from dedup_lib.spark import spark_message
 from dedup_lib.workbench.report import ReportError, cell_error
@@ -39,7 +39,7 @@ def no_spark(monkeypatch, log_dir):
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("Spark was started")
 
-    monkeypatch.setattr("dedup_lib.cli.common.get_spark", refuse)
+    monkeypatch.setattr("dedup_lib.cli.terminal.get_spark", refuse)
     monkeypatch.setattr("dedup_lib.workbench.report.run_postmortem", refuse)
 
 
@@ -169,7 +169,7 @@ def test_a_bug_is_one_line_with_its_traceback_in_the_log(monkeypatch, capsys, lo
     def broken(*args: object, **kwargs: object) -> None:
         raise ZeroDivisionError(f"division by zero\n{HOSTILE}")
 
-    monkeypatch.setattr("dedup_lib.cli.common.get_spark", broken)
+    monkeypatch.setattr("dedup_lib.cli.terminal.get_spark", broken)
     assert main(["simulate", DAY, "--quiet"]) == 1
     line = _one_line(capsys)
     log = log_dir / "spark.log"
@@ -186,7 +186,7 @@ def test_a_spark_error_is_its_first_line_and_where_the_log_is(monkeypatch, capsy
     def gateway_exited(*args: object, **kwargs: object) -> None:
         raise PySparkRuntimeError(errorClass="JAVA_GATEWAY_EXITED", messageParameters={})
 
-    monkeypatch.setattr("dedup_lib.cli.common.get_spark", gateway_exited)
+    monkeypatch.setattr("dedup_lib.cli.terminal.get_spark", gateway_exited)
     assert main(["simulate", DAY, "--quiet"]) == 1
     line = _one_line(capsys)
     assert line.startswith("dedup-lib simulate: error: Java gateway process exited")

@@ -7,7 +7,7 @@ from argparse import Namespace
 
 import pytest
 
-from dedup_lib.cli.common import CommandError, existing_input, remote_cluster
+from dedup_lib.cli.options import CommandError, existing_input, remote_cluster
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,7 @@ def test_a_local_session_refuses_an_input_this_machine_lacks(
 
 
 def test_the_format_choices_are_the_loaders_formats():
-    from dedup_lib.cli.common import TELEMETRY_FORMATS
+    from dedup_lib.cli.options import TELEMETRY_FORMATS
     from dedup_lib.telemetry.formats import RECORD_FORMATS
     from dedup_lib.telemetry.schema import FORMATS
 

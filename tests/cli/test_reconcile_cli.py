@@ -95,7 +95,7 @@ def no_spark(monkeypatch, tmp_path):
         raise AssertionError("Spark was started")
 
     monkeypatch.setenv("DEDUP_LOG_DIR", str(tmp_path / "log"))
-    monkeypatch.setattr("dedup_lib.cli.common.get_spark", refuse)
+    monkeypatch.setattr("dedup_lib.cli.terminal.get_spark", refuse)
 
 
 @pytest.mark.parametrize(

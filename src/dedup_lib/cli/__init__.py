@@ -29,7 +29,8 @@ from dedup_lib.cli import (
     simulate,
     watch,
 )
-from dedup_lib.cli.common import PROG, common_options, error_line
+from dedup_lib.cli.failures import error_line
+from dedup_lib.cli.options import PROG, common_options
 from dedup_lib.spark import log_handler, spark_log_path
 
 if TYPE_CHECKING:

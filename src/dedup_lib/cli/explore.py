@@ -32,14 +32,14 @@ from collections.abc import Iterator, Sequence
 from importlib.resources import as_file, files
 from types import FrameType
 
-from dedup_lib.cli.common import (
+from dedup_lib.cli.options import (
     PROG,
     TELEMETRY_FORMATS,
     CommandError,
     existing_input,
     remote_cluster,
+    window_policy,
 )
-from dedup_lib.cli.simulate import window_policy
 from dedup_lib.errors import printable
 from dedup_lib.telemetry.files import local_path
 
@@ -65,7 +65,7 @@ examples:
 """
 
 
-def free_port(port: int) -> None:
+def check_port_free(port: int) -> None:
     """``port`` can be listened on here: checked before Voilà starts, which would otherwise
     move to another port than the URL printed."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -227,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     existing_input(args.input, args)
     window_policy(args.window, partitioning=args.partitioning)
     voila_installed()
-    free_port(args.port)
+    check_port_free(args.port)
     token = secrets.token_urlsafe(32)
     url = f"http://127.0.0.1:{args.port}/?token={token}"
     with as_file(EXPLORER) as notebook, stopped_by_signals():

@@ -7,18 +7,17 @@ import argparse
 import dataclasses
 import os
 
-from dedup_lib.cli.common import (
+from dedup_lib.cli.options import (
     TELEMETRY_FORMATS,
     CommandError,
-    Progress,
     entity_name,
     positive,
     rows,
     seed,
-    session,
     share,
     writable_target,
 )
+from dedup_lib.cli.terminal import Progress, start_spark
 from dedup_lib.errors import InputError, excerpt, printable
 from dedup_lib.rules.policy import ACCEPTED, DedupPolicy
 from dedup_lib.synth import SCENARIOS, SYNTH_COLUMNS
@@ -55,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError("--malformed does not go with --kept-window: the broker keeps none")
         scenario = dataclasses.replace(scenario, malformed=0.0)
     plan = plan_telemetry(args.rows, args.seed, scenario)
-    spark = session(args)
+    spark = start_spark(args)
     progress.step(
         f"generating about {args.rows:,} sends of scenario {args.scenario!r} "
         f"({plan.logical_messages:,} logical messages, seed {args.seed})"

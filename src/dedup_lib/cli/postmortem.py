@@ -6,18 +6,18 @@ import argparse
 import os
 
 from dedup_lib.analysis import ALL_ENTITIES
-from dedup_lib.cli.common import (
+from dedup_lib.cli.options import (
     TELEMETRY_FORMATS,
-    Progress,
     column_mapping,
     content_columns,
     entity_name,
     existing_input,
     iso_time,
     time_range,
+    window_policy,
     writable_target,
 )
-from dedup_lib.cli.simulate import window_policy
+from dedup_lib.cli.terminal import Progress
 from dedup_lib.errors import printable
 
 

@@ -7,18 +7,16 @@ import argparse
 from typing import TYPE_CHECKING
 
 from dedup_lib.analysis import ALL_ENTITIES
-from dedup_lib.cli.common import (
+from dedup_lib.cli.options import (
     TELEMETRY_FORMATS,
     CommandError,
-    Progress,
     entity_name,
     existing_input,
     iso_time,
-    session,
-    text_table,
     time_range,
+    window_policy,
 )
-from dedup_lib.cli.simulate import window_policy
+from dedup_lib.cli.terminal import Progress, start_spark, text_table
 from dedup_lib.errors import InputError, excerpt, printable
 
 if TYPE_CHECKING:
@@ -49,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         raise CommandError(f"--tolerance {excerpt(args.tolerance)}: {exc}") from exc
     time_range(args.start, args.end)
-    spark = session(args)
+    spark = start_spark(args)
     progress.step(f"loading {args.telemetry}")
     telemetry = load_telemetry(spark, args.telemetry)
     progress.step(f"loading {args.kept}")

@@ -7,27 +7,25 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from dedup_lib.cli.common import (
+from dedup_lib.cli.options import (
     TELEMETRY_FORMATS,
     CommandError,
-    Progress,
     column_mapping,
     content_columns,
     entity_name,
     existing_input,
-    print_note,
-    session,
-    text_table,
+    window_policy,
     writable_target,
 )
-from dedup_lib.errors import excerpt, printable
+from dedup_lib.cli.terminal import Progress, describe, print_note, start_spark, text_table
+from dedup_lib.errors import printable
 from dedup_lib.replay.kernels import KERNELS
 from dedup_lib.rules.durations import format_duration, format_window
-from dedup_lib.rules.policy import WINDOW_BOUNDS, Bounds, DedupPolicy, Policies
+from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy, Policies
 from dedup_lib.settings.load import load_entity_policies
 from dedup_lib.spark import spark_errors
 from dedup_lib.telemetry.files import is_remote_session, output_path, spark_path
-from dedup_lib.text import escape, shown
+from dedup_lib.text import shown
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -51,28 +49,6 @@ def _policies(args: argparse.Namespace) -> DedupPolicy | dict[str, DedupPolicy |
     return window_policy(args.window, partitioning=args.partitioning, bounds=args.bounds)
 
 
-def window_policy(window: str, *, partitioning: bool, bounds: Bounds = "service") -> DedupPolicy:
-    """The policy ``--window`` and ``--partitioning`` name; an unreadable or out-of-range
-    window (an overflow too: ``P99999999999D``) is a one-line error."""
-    try:
-        return DedupPolicy(window, partitioning=partitioning, bounds=bounds)  # type: ignore[arg-type]
-    except OverflowError as exc:
-        raise CommandError(f"--window {excerpt(window)}: too long for a window") from exc
-    except ValueError as exc:
-        raise CommandError(f"--window {excerpt(window)}: {exc}") from exc
-
-
-def describe(policy: Policies) -> str:
-    """One line for a policy, or for per-entity settings: each entity's window and mode."""
-    if isinstance(policy, DedupPolicy):
-        return policy.describe()
-    each = [
-        f"{escape(name, 'text')} {'detection off' if p is None else p.describe()}"
-        for name, p in sorted(policy.items())
-    ]
-    return "per-entity settings: " + "; ".join(each)
-
-
 def run(args: argparse.Namespace) -> int:
     from dedup_lib.replay.engine import detect_duplicates
     from dedup_lib.telemetry.loader import load_once
@@ -86,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         if os.path.exists(args.out) and not args.overwrite:
             raise CommandError(f"--out {args.out} exists; pass --overwrite to replace it")
         writable_target("--out", args.out)
-    spark = session(args)
+    spark = start_spark(args)
     progress.step(f"loading {args.input}")
     pending = load_once(spark, args.input, format=args.format, mapping=mapping, entity=args.entity)
     progress.step(

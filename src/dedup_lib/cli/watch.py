@@ -10,18 +10,16 @@ import threading
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from dedup_lib.cli.common import (
+from dedup_lib.cli.options import (
     TELEMETRY_FORMATS,
     CommandError,
-    Progress,
     column_mapping,
     content_columns,
     entity_name,
-    print_note,
-    session,
+    window_policy,
     writable_target,
 )
-from dedup_lib.cli.simulate import describe, window_policy
+from dedup_lib.cli.terminal import Progress, describe, print_note, start_spark
 from dedup_lib.errors import printable
 from dedup_lib.rules.durations import format_window, parse_window
 from dedup_lib.rules.policy import Policies
@@ -90,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     policy = _policy(args)
     content = content_columns(args.content)
     mapping = column_mapping(args.map)
-    spark = session(args)
+    spark = start_spark(args)
     lateness = format_window(parse_window(args.lateness))
     progress.step(
         f"watching {printable(args.source)}: {describe(policy)}; judged once the watermark "

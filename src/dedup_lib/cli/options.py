@@ -1,6 +1,6 @@
-"""What the commands share: errors the user can fix, the one line an error becomes, option
-checks that run before Spark starts, progress lines, the Spark session, and small tables
-printed as text."""
+"""The command line's options, checked before Spark starts: each option's type (a time, an
+entity name, a share, a URL), the inputs and outputs it names, and the options every
+command that runs Spark takes. A wrong value is a :class:`CommandError`: one line."""
 
 from __future__ import annotations
 
@@ -8,34 +8,23 @@ import argparse
 import datetime as dt
 import os
 import re
-import sys
-import time
-import traceback
 from typing import TYPE_CHECKING
 
 from dedup_lib.errors import DedupLibError, excerpt, printable
-from dedup_lib.rules.durations import format_duration
-from dedup_lib.spark import (
-    get_spark,
-    is_connect,
-    log_error,
-    spark_errors,
-    spark_log_path,
-    spark_message,
-)
+from dedup_lib.rules.policy import Bounds, DedupPolicy
 from dedup_lib.telemetry.files import has_scheme, is_remote_session, local_path
 from dedup_lib.telemetry.schema import FORMATS, RECORD_FORMAT_NAMES
-from dedup_lib.text import escape, shown
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Sequence
 
-    import pandas as pd
-    from pyspark.sql import SparkSession
 
 PROG = "dedup-lib"
+
+
 #: Every format the loader reads and the generator writes: the choices of each ``--format``.
 TELEMETRY_FORMATS: tuple[str, ...] = (*FORMATS, *RECORD_FORMAT_NAMES)
+
 
 #: The most rows ``generate`` is asked for: beyond, a typo (an extra zero or three) would run
 #: for days.
@@ -44,83 +33,6 @@ MAX_ROWS = 10**12
 
 class CommandError(DedupLibError):
     """A problem with the command line the user can fix: reported as one line, exit status 1."""
-
-
-def _from_spark(exc: BaseException) -> bool:
-    """True when ``exc`` is a Spark error or was raised because of one."""
-    errors = spark_errors()
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, errors):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
-
-
-def log_details(command: str, exc: BaseException) -> None:
-    """Append ``exc``'s traceback to Spark's log, for an error whose one line is not enough."""
-    log_error(f"{PROG} {command}: {type(exc).__name__}", "".join(traceback.format_exception(exc)))
-
-
-def error_line(command: str, exc: BaseException) -> str:
-    """The one line an error becomes on stderr, escaped (no control characters from data):
-    the library's message as it is; a Spark error's first meaningful line; anything else as
-    an internal error, its traceback in the log. Each names the log when Spark was involved."""
-    log = spark_log_path()
-    if isinstance(exc, DedupLibError):
-        text = str(exc)
-        if _from_spark(exc):
-            text += f" (Spark's log: {log})"
-    elif _from_spark(exc):
-        log_details(command, exc)
-        text = f"{spark_message(exc)} (Spark's log: {log})"
-    else:
-        log_details(command, exc)
-        text = f"internal error: {type(exc).__name__}: {exc} (details: {log})"
-    return printable(f"{PROG} {command}: error: {text}")
-
-
-class Progress:
-    """Step lines on stderr, with the seconds each took."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.started = time.perf_counter()
-
-    def step(self, text: str) -> None:
-        if not self.quiet:
-            elapsed = time.perf_counter() - self.started
-            print(f"[{elapsed:7.1f}s] {printable(text)}", file=sys.stderr, flush=True)
-
-
-def connect_progress(
-    stages: Iterable[object] | None, inflight_tasks: int, operation_id: str | None, done: bool
-) -> None:
-    """Spark Connect progress: tasks done out of all known, on one line of stderr."""
-    stages = list(stages or ())
-    total = sum(int(getattr(s, "num_tasks", 0)) for s in stages)
-    finished = sum(int(getattr(s, "num_completed_tasks", 0)) for s in stages)
-    end = "\n" if done else ""
-    print(f"\r  Spark: {finished}/{total} tasks", end=end, file=sys.stderr, flush=True)
-
-
-def session(args: argparse.Namespace) -> SparkSession:
-    if args.spark is not None:
-        session: SparkSession = args.spark
-        return session
-    quiet = args.quiet
-    spark = get_spark(PROG, remote=args.remote, master=args.master)
-    if is_connect(spark) and not quiet and sys.stderr.isatty():
-        spark.registerProgressHandler(connect_progress)  # type: ignore[arg-type]
-    return spark
-
-
-def print_note(note: str) -> None:
-    """One of what a load did that the user should know (``LoadedTelemetry.notes``,
-    ``Watch.notes``), as every command prints it."""
-    print(f"Note: {note}.")
 
 
 def column_mapping(pairs: Sequence[str]) -> dict[str, str]:
@@ -133,34 +45,6 @@ def column_mapping(pairs: Sequence[str]) -> dict[str, str]:
             )
         mapping[source] = target
     return mapping
-
-
-#: The widest value a table in the terminal shows whole; a longer one is cut, saying how long.
-CELL = 80
-
-
-def _shown(value: object) -> object:
-    return shown(value, CELL) if isinstance(value, str) else value
-
-
-def text_table(df: pd.DataFrame) -> str:
-    """``df`` as aligned text: shares as percentages, delays as durations, and data (entity
-    names, MessageIds) as text (:func:`dedup_lib.text.shown`: escaped, over :data:`CELL`
-    characters cut)."""
-    import pandas as pd
-
-    table = df.copy()
-    table.columns = [escape(str(name), "text") for name in table.columns]
-    for name in table.columns:
-        if pd.api.types.is_object_dtype(table[name]) or pd.api.types.is_string_dtype(table[name]):
-            table[name] = table[name].map(_shown)
-        if name.startswith("share"):
-            table[name] = table[name].map(lambda v: "-" if pd.isna(v) else f"{v:.1%}")
-        elif name.endswith(("delay", "caught_from")):
-            table[name] = table[name].map(lambda v: format_duration(v, "up"))
-        elif name in ("first", "last"):
-            table[name] = table[name].map(lambda t: t.strftime("%Y-%m-%d %H:%M:%S"))
-    return table.to_string(index=False)
 
 
 def iso_time(text: str) -> str:
@@ -310,3 +194,14 @@ def common_options() -> argparse.ArgumentParser:
     common.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
     return common
+
+
+def window_policy(window: str, *, partitioning: bool, bounds: Bounds = "service") -> DedupPolicy:
+    """The policy ``--window`` and ``--partitioning`` name; an unreadable or out-of-range
+    window (an overflow too: ``P99999999999D``) is a one-line error."""
+    try:
+        return DedupPolicy(window, partitioning=partitioning, bounds=bounds)  # type: ignore[arg-type]
+    except OverflowError as exc:
+        raise CommandError(f"--window {excerpt(window)}: too long for a window") from exc
+    except ValueError as exc:
+        raise CommandError(f"--window {excerpt(window)}: {exc}") from exc
