@@ -24,6 +24,8 @@ extensions = [
 ]
 napoleon_google_docstring = False
 napoleon_numpy_docstring = True
+# Attributes as fields of the class, not entries of their own beside autodoc's members.
+napoleon_use_ivar = True
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 exclude_patterns = ["_build"]
 myst_heading_anchors = 4
@@ -31,7 +33,12 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 autosummary_generate = True
 autodoc_typehints = "signature"
 autodoc_member_order = "bysource"
-autodoc_default_options = {"members": True, "show-inheritance": False}
+autodoc_default_options = {
+    "members": True,
+    "show-inheritance": False,
+    # ReplayCache's views are a mixin of their own (sweep.views): shown on its page.
+    "inherited-members": "Exception, BaseException",
+}
 html_theme = "pydata_sphinx_theme"
 html_title = "dedup-lib"
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}

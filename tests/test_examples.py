@@ -36,32 +36,8 @@ def _documented() -> list[str]:
 def test_every_public_function_has_an_example() -> None:
     documented = {n.split(".")[0] for n in _documented()}
     functions = {n for n in dedup_lib.__all__ if inspect.isfunction(getattr(dedup_lib, n, None))}
-    missing = sorted(functions - documented - _NOT_YET)
+    missing = sorted(functions - documented)
     assert not missing, f"public functions without Examples: {missing}"
-
-
-#: Public functions whose docstrings have no Examples section yet (issue 65 goes on).
-_NOT_YET = frozenset(
-    {
-        "by_content",
-        "charts",
-        "collisions",
-        "count_sweep",
-        "findings",
-        "generate_telemetry",
-        "id_quality",
-        "land_in_steps",
-        "load_entity_policies",
-        "missed_resends",
-        "notebook_input",
-        "reconcile",
-        "record_sends",
-        "run_postmortem",
-        "sends_over_time",
-        "shipped_with",
-        "styled",
-    }
-)
 
 
 @pytest.mark.parametrize("name", _documented())

@@ -11,7 +11,21 @@ import re
 
 
 class DedupLibError(Exception):
-    """Base of the library's own errors: the message says what was wrong and what to do."""
+    """Base of the library's own errors: the message says what was wrong and what to do.
+
+    Its kinds are also the built-in errors they are (:class:`InputError` a ``ValueError``,
+    :class:`MissingFileError` a ``FileNotFoundError``, :class:`ToolMissingError` a
+    ``RuntimeError``), so ``except ValueError`` still catches bad input.
+
+    Examples
+    --------
+    >>> from dedup_lib import DedupLibError, DedupPolicy
+    >>> try:
+    ...     DedupPolicy("ten minutes")
+    ... except DedupLibError as error:
+    ...     print(type(error).__name__, isinstance(error, ValueError))
+    InputError True
+    """
 
 
 class InputError(DedupLibError, ValueError):

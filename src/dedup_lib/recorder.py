@@ -377,11 +377,43 @@ def record_sends(
     *,
     clock: Clock = _utc_now,
 ) -> RecordingSender | AsyncRecordingSender:
-    """Wrap ``sender`` so each message it sends or schedules is written to ``path_or_file``
-    (a path, opened for appending, or an open text file) as a line of JSON.
+    """Wrap a Service Bus sender so each message it sends or schedules is written as a line
+    of JSON: telemetry with the MessageId, made where it is known.
 
-    An ``azure.servicebus.aio`` sender gives an :class:`AsyncRecordingSender`. ``clock``
-    gives the times written (``call_start`` before the call, ``send_time`` after it).
+    Parameters
+    ----------
+    sender : ServiceBusSender or azure.servicebus.aio.ServiceBusSender
+        The application's sender; an ``aio`` one gives an :class:`AsyncRecordingSender`.
+    path_or_file : str, PathLike or text file
+        A path, opened for appending, or an open text file.
+    clock : callable, optional
+        The times written (``call_start`` before the call, ``send_time`` after it); default
+        the UTC wall clock.
+
+    Returns
+    -------
+    RecordingSender or AsyncRecordingSender
+        The sender's calls, each recorded (with its outcome: ``sent``, or the exception's
+        name) and then passed on.
+
+    Examples
+    --------
+    A stand-in for ``ServiceBusClient(...).get_queue_sender("orders")``:
+
+    >>> import json
+    >>> from azure.servicebus import ServiceBusMessage
+    >>> from dedup_lib import record_sends
+    >>> class Sender:
+    ...     entity_name = "orders"
+    ...     def send_messages(self, message, **kwargs): pass
+    ...     def close(self): pass
+    ...     def __enter__(self): return self
+    ...     def __exit__(self, *exc): self.close()
+    >>> with record_sends(Sender(), "sends.jsonl") as sender:
+    ...     sender.send_messages(ServiceBusMessage(b"{}", message_id="order-1"))
+    >>> line = json.loads(open("sends.jsonl").read())
+    >>> line["entity"], line["message_id"], line["outcome"]
+    ('orders', 'order-1', 'sent')
     """
     if inspect.iscoroutinefunction(sender.send_messages):
         return AsyncRecordingSender(sender, path_or_file, clock=clock)  # type: ignore[arg-type]

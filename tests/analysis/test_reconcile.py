@@ -230,7 +230,7 @@ def test_a_kept_message_the_replay_rejects_is_a_contradiction(spark):
     assert "1 message the replay calls rejected" in found.verdict()
 
 
-def test_pairs_follow_the_uniqueness_key_of_the_partitioning_mode(spark):
+def test_pairs_follow_the_dedup_key_of_the_partitioning_mode(spark):
     sends = numbered(
         [
             Message("x", at(0), "q", partition_key="p1"),

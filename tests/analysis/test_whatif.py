@@ -14,7 +14,7 @@ from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry, summar
 from dedup_lib.analysis.whatif import by_content, compare_keys, count_sweep
 from dedup_lib.replay.by_count import detect_duplicates_by_count
 from dedup_lib.rules.broker import arrival_order
-from dedup_lib.rules.policy import batch_is_mixed, is_set, rejection_reasons, uniqueness_key
+from dedup_lib.rules.policy import batch_is_mixed, dedup_key_of, is_set, rejection_reasons
 from dedup_lib.testing import Message, send_calls
 from replay_kit import at, frame, mixed_scenario, telemetry
 
@@ -95,7 +95,7 @@ def count_model(messages, capacity, partitioning):
         if not is_set(m.message_id):
             out[i] = "accepted"
             continue
-        key = uniqueness_key(m.message_id, m.partition_key, m.session_id, partitioning)
+        key = dedup_key_of(m.message_id, m.partition_key, m.session_id, partitioning)
         held = caches.setdefault(m.entity, deque(maxlen=capacity))
         if key in held:
             out[i] = "duplicate"

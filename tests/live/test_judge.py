@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dedup_lib.live.judge import ORIGINAL_CONTENT, Clock, judge
-from dedup_lib.live.keyed import CONTENT, DECIDED, K0, K1, TIME, WINDOW
+from dedup_lib.columns import DECIDED, K0, K1, KEYED_CONTENT, ORIGINAL_CONTENT, SEND_MICROS, WINDOW
+from dedup_lib.live.judge import Clock, judge
 from dedup_lib.live.state import KeyedState
 
 S = 1_000_000  # a second, in microseconds
@@ -31,7 +31,7 @@ def sends(*rows: tuple, content: bool = False) -> pa.Table:
     columns = {
         "event_id": pa.array(ids, pa.int64()),
         "send_time": pa.array(times, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-        TIME: pa.array(times, pa.int64()),
+        SEND_MICROS: pa.array(times, pa.int64()),
         WINDOW: pa.array([WINDOW_10S] * len(ids), pa.int64()),
         DECIDED: pa.array(decided, pa.bool_()),
         K0: pa.array(
@@ -45,7 +45,7 @@ def sends(*rows: tuple, content: bool = False) -> pa.Table:
         ),
     }
     if content:
-        columns[CONTENT] = pa.array(contents, pa.string())
+        columns[KEYED_CONTENT] = pa.array(contents, pa.string())
     return pa.table(columns)
 
 

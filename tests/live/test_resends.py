@@ -9,7 +9,7 @@ from datetime import timedelta
 import numpy as np
 import pyarrow as pa
 
-from dedup_lib.live.keyed import C0, C1, CONTENT, TIME
+from dedup_lib.columns import C0, C1, KEYED_CONTENT, SEND_MICROS
 from dedup_lib.live.resends import Resends
 from dedup_lib.live.state import KeyedState
 
@@ -29,8 +29,8 @@ def verdicts(rows: list[tuple[str, int, int, str]]) -> pa.Table:
             "event_id": pa.array([e for _, _, e, _ in rows], pa.int64()),
             "verdict": [v for *_, v in rows],
             "dedup_key": [f"m{e}" for _, _, e, _ in rows],
-            TIME: pa.array([m * MINUTE for _, m, _, _ in rows], pa.int64()),
-            CONTENT: [c for c, *_ in rows],
+            SEND_MICROS: pa.array([m * MINUTE for _, m, _, _ in rows], pa.int64()),
+            KEYED_CONTENT: [c for c, *_ in rows],
             C0: pa.array([ord(c[0]) for c, *_ in rows], pa.int64()),
             C1: pa.array([len(c) for c, *_ in rows], pa.int64()),
         }

@@ -16,11 +16,11 @@ from dedup_lib.rules.policy import (
     batch_is_mixed,
     batch_rule_applies,
     check_policies,
+    dedup_key_of,
     effective_partition_key,
     parse_dedup_key,
     rejection_reasons,
     too_long_reason,
-    uniqueness_key,
 )
 
 
@@ -115,9 +115,9 @@ def test_effective_partition_key_prefers_session_then_partition_key_then_message
     assert effective_partition_key("m", "", None) == "m"
 
 
-def test_uniqueness_key_by_mode():
-    assert uniqueness_key("m", "p", "s", partitioning=False) == ("m",)
-    assert uniqueness_key("m", "p", None, partitioning=True) == ("p", "m")
+def test_dedup_key_of_by_mode():
+    assert dedup_key_of("m", "p", "s", partitioning=False) == ("m",)
+    assert dedup_key_of("m", "p", None, partitioning=True) == ("p", "m")
     assert parse_dedup_key('["p","m"]', partitioning=True) == ("p", "m")
     assert parse_dedup_key('["p","m"]', partitioning=False) == ('["p","m"]',)
 

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 
 from dedup_lib.workbench import charts
-from dedup_lib.workbench.live import LiveCharts, plain
+from dedup_lib.workbench.live import LiveCharts, to_plotly_json
 
 
 def _sent(widget: LiveCharts) -> list[list[dict]]:
@@ -143,19 +143,21 @@ def test_a_spec_reaches_the_browser_as_its_validated_figure_would(tz, rows):
         charts.ids_held_spec(tables["held"], 600.0),
     ]
     for spec in specs:
-        assert _times_in_ms(plain(spec)) == _times_in_ms(plain(charts.figure(spec)))
-        json.dumps(plain(spec), allow_nan=False)
+        assert _times_in_ms(to_plotly_json(spec)) == _times_in_ms(
+            to_plotly_json(charts.figure(spec))
+        )
+        json.dumps(to_plotly_json(spec), allow_nan=False)
     # times as UTC wall clock, whatever their zone
     first = tables["over"]["time"].head(1)
     if tz is not None:
         first = first.dt.tz_convert("UTC").dt.tz_localize(None)
-    x = _decoded(plain(specs[0])["data"][0]["x"])
+    x = _decoded(to_plotly_json(specs[0])["data"][0]["x"])
     assert x[:1] == list(first.astype("datetime64[ms]").astype("int64").astype(float))
 
 
 def test_a_spec_sent_to_the_browser_has_its_texts_escaped():
     spec = {"data": [{"type": "bar", "name": "<img src=x onerror=alert(1)>", "y": [1]}],
             "layout": {"title": {"text": "orders <b>"}}}  # fmt: skip
-    sent = plain(spec)
+    sent = to_plotly_json(spec)
     assert sent["data"][0]["name"] == "&lt;img src=x onerror=alert(1)&gt;"
     assert sent["layout"]["title"]["text"] == "orders &lt;b&gt;"

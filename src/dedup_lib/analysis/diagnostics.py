@@ -23,6 +23,7 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from dedup_lib.analysis.totals import NO_ENTITY, bucket_seconds, entity_column
+from dedup_lib.columns import GROUP_HASH, KEY_HASH
 from dedup_lib.errors import InputError
 from dedup_lib.rules.policy import (
     ACCEPTED,
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 CONTENT = "content"
-_KEY_HASH = "__dedup_key_hash"
-_GROUP_HASH = "__dedup_group_hash"
 #: Why a resend reached consumers again, in the order they are tested.
 MISS_NO_ID = "no MessageId"
 MISS_NOT_CHECKED = "detection off"
@@ -118,14 +117,40 @@ def missed_resends(result: DataFrame, content: str | Sequence[str] | None = None
     """Sends accepted although an earlier accepted send of the same entity carried the same
     content: each reached consumers again.
 
-    One row per missed resend with its ``miss_cause`` (:data:`MISS_CAUSES`: no MessageId, detection
-    off on the entity, a new MessageId for the same content, the same MessageId under another
-    partition key, or a resend after the window), the earlier copy that was delivered
-    (``previous_event_id``, ``previous_send_time``, ``previous_message_id``), the ``delay``
-    after it in seconds, and for resends after the window ``caught_from``: the shortest window,
-    in seconds, from which on every window catches it (any window longer than the time since
-    the key's first send; shorter windows may catch it or not, depending on where the anchors
-    fall). The content key itself is the ``content`` column.
+    Parameters
+    ----------
+    result : DataFrame
+        A :func:`dedup_lib.detect_duplicates` result.
+    content : str or sequence of str, optional
+        The column(s) that tell one message's content from another's; default
+        ``payload_hash`` (see :func:`content_key`).
+
+    Returns
+    -------
+    DataFrame
+        One row per missed resend: its ``miss_cause`` (:data:`MISS_CAUSES`: no MessageId,
+        detection off on the entity, a new MessageId for the same content, the same
+        MessageId under another partition key, or a resend after the window), the earlier
+        copy that was delivered (``previous_event_id``, ``previous_send_time``,
+        ``previous_message_id``), the ``delay`` after it in seconds, and for a resend after
+        the window ``caught_from``: the shortest window, in seconds, from which on every
+        window catches it. The content key itself is the ``content`` column.
+
+    Raises
+    ------
+    InputError
+        ``result`` is not a detect_duplicates result, or has no content column.
+
+    Examples
+    --------
+    >>> from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
+    >>> from dedup_lib import sample_path
+    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
+    >>> from dedup_lib import missed_resends
+    >>> result = detect_duplicates(sends, DedupPolicy("PT10M"))
+    >>> missed = missed_resends(result)
+    >>> missed.groupBy("miss_cause").count().orderBy("miss_cause").collect()
+    [Row(miss_cause=..., count=...)...]
     """
     _check_result(result, "missed_resends")
     keyed = result.withColumn(CONTENT, content_key(result, content)).withColumn(
@@ -178,11 +203,11 @@ def _repeats(keyed: DataFrame) -> DataFrame:
     # Grouped by a 64-bit hash of the group first, a column: the sort then settles nearly
     # every comparison on its prefix instead of comparing texts (as the replay does). As an
     # expression, each lag got a shuffle of its own (docs/decisions/query-shapes.md).
-    order = Window.partitionBy(_GROUP_HASH, "__entity", CONTENT).orderBy(
+    order = Window.partitionBy(GROUP_HASH, "__entity", CONTENT).orderBy(
         "send_time", F.col("event_id").asc_nulls_last()
     )
     delivered = keyed.where((F.col("verdict") == ACCEPTED) & F.col(CONTENT).isNotNull())
-    delivered = delivered.withColumn(_GROUP_HASH, F.xxhash64("__entity", CONTENT)).select(
+    delivered = delivered.withColumn(GROUP_HASH, F.xxhash64("__entity", CONTENT)).select(
         "*",
         *(
             F.lag(name).over(order).alias(f"__prev_{name}")
@@ -222,9 +247,37 @@ def collisions(result: DataFrame, content: str | Sequence[str] | None = None) ->
     """Sends dropped as duplicates whose content differs from the original that caught them:
     legitimate messages lost without a signal.
 
-    One row per lost send with its ``id_pattern`` (:func:`id_pattern`), the original
-    (``original_event_id``, ``original_send_time``) and both contents. Sends whose content or
-    whose original's content is unknown (null) are not counted: nothing says they differ.
+    Sends whose content or whose original's content is unknown (null) are not counted:
+    nothing says they differ.
+
+    Parameters
+    ----------
+    result : DataFrame
+        A :func:`dedup_lib.detect_duplicates` result.
+    content : str or sequence of str, optional
+        The column(s) that tell one message's content from another's; default
+        ``payload_hash``.
+
+    Returns
+    -------
+    DataFrame
+        One row per lost send with its ``id_pattern`` (:func:`id_pattern`), the original
+        (``original_event_id``, ``original_send_time``) and both contents.
+
+    Raises
+    ------
+    InputError
+        ``result`` is not a detect_duplicates result, or has no content column.
+
+    Examples
+    --------
+    >>> from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
+    >>> from dedup_lib import sample_path
+    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
+    >>> from dedup_lib import collisions
+    >>> lost = collisions(detect_duplicates(sends, DedupPolicy("PT10M")))
+    >>> lost.count()  # no two messages share a MessageId in this sample
+    0
     """
     _check_result(result, "collisions")
     keyed = result.withColumn(CONTENT, content_key(result, content)).withColumn(
@@ -239,11 +292,11 @@ def collisions(result: DataFrame, content: str | Sequence[str] | None = None) ->
     )
     dropped = keyed.where(F.col("verdict") == DUPLICATE).drop("entity")
     # Joined on a 64-bit hash of the key first, so the join's sort compares numbers first.
-    dropped = dropped.withColumn(_KEY_HASH, F.xxhash64("__entity", "dedup_key"))
-    originals = originals.withColumn(_KEY_HASH, F.xxhash64("__entity", "dedup_key"))
+    dropped = dropped.withColumn(KEY_HASH, F.xxhash64("__entity", "dedup_key"))
+    originals = originals.withColumn(KEY_HASH, F.xxhash64("__entity", "dedup_key"))
     joined = dropped.join(
         originals,
-        [_KEY_HASH, "__entity", "dedup_key", "original_send_time", "original_event_id"],
+        [KEY_HASH, "__entity", "dedup_key", "original_send_time", "original_event_id"],
         "inner",
     ).where(F.col(CONTENT) != F.col("original_content"))
     own = (

@@ -60,8 +60,26 @@ _PROVIDE: dict[Need, str] = {
 
 @dataclass(frozen=True)
 class Evidence:
-    """The analyses an input's columns allow. ``content`` is the content columns to compare
-    (``CONTENT`` as given, else ``payload_hash`` when the input has it; empty: none)."""
+    """The analyses an input's columns allow: each section of a notebook asks it, and says
+    in words what the input cannot give instead of showing a table it cannot know.
+
+    Parameters
+    ----------
+    columns : frozenset of str
+        The input's columns.
+    content : tuple of str
+        The content columns to compare (``CONTENT`` as given, else ``payload_hash`` when the
+        input has it; empty: none). Build it with :meth:`of`.
+
+    Examples
+    --------
+    >>> from dedup_lib import Evidence
+    >>> evidence = Evidence.of(["entity", "message_id", "send_time", "payload_hash"])
+    >>> evidence.has("content"), evidence.has("ground truth")
+    (True, False)
+    >>> evidence.lacks("ground truth", "which resends were caught") is not None
+    True
+    """
 
     columns: frozenset[str]
     content: tuple[str, ...]

@@ -17,9 +17,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dedup_lib.analysis.totals import entity_column
-from dedup_lib.columns import column, count_where, utc_wall_clock
+from dedup_lib.columns import COVERED, INTERNAL, column, count_where, utc_wall_clock
 from dedup_lib.errors import InputError, InputTypeError
-from dedup_lib.replay.sql_rules import INTERNAL, OUTPUT_COLUMNS, is_set, sql_rules
+from dedup_lib.replay.sql_rules import OUTPUT_COLUMNS, is_set, sql_rules
 from dedup_lib.rules.policy import ACCEPTED, DUPLICATE, REJECTED
 
 if TYPE_CHECKING:
@@ -65,9 +65,6 @@ _SCHEDULED = INTERNAL + "rc_scheduled"
 _SENT_US = INTERNAL + "rc_sent_us"
 _GAP_US = INTERNAL + "rc_gap_us"
 _MICROS = 1_000_000
-
-
-_COVERED = "__dedup_kept_entity"
 
 
 def check(result: DataFrame, kept: DataFrame) -> None:
@@ -325,7 +322,7 @@ def _explained_originals(sends: DataFrame, matched: DataFrame) -> DataFrame:
 
 
 def pairs(classified: DataFrame, window_us: int) -> DataFrame:
-    """Each kept message with the previous kept message of its uniqueness key, when less
+    """Each kept message with the previous kept message of its dedup key, when less
     than the window before it."""
     order = Window.partitionBy(_ENTITY, _KEY).orderBy(
         _PAIR_US, F.col(_KORDER).asc_nulls_last(), _KROW
@@ -391,8 +388,8 @@ def public(columns: list[str]) -> Iterator[Column]:
 
 def covered(sends: DataFrame, held: DataFrame) -> DataFrame:
     """The sends of the entities the kept messages belong to: an export covers its own."""
-    entities = held.select(F.col("entity").alias(_COVERED)).distinct()
-    return sends.join(entities, sends["entity"].eqNullSafe(entities[_COVERED]), "left_semi")
+    entities = held.select(F.col("entity").alias(COVERED)).distinct()
+    return sends.join(entities, sends["entity"].eqNullSafe(entities[COVERED]), "left_semi")
 
 
 def kept_rows(held: DataFrame, policy: DedupPolicy) -> DataFrame:

@@ -9,7 +9,7 @@ says it came from, and lands in exactly one category:
   (rejected): the broker kept what the replay says it dropped;
 - **unexplained**: no send of its MessageId near its enqueue time: a gap in the telemetry.
 
-Two more views: **pairs** of kept messages under one uniqueness key closer than the replay's
+Two more views: **pairs** of kept messages under one dedup key closer than the replay's
 window (the broker kept both, so its window is at most their gap, or detection is off), and
 the **not kept** sends the replay accepted that the export lacks (consumed, expired or lost:
 listed, not judged).
@@ -56,9 +56,8 @@ from dedup_lib.analysis.matching import (
 )
 from dedup_lib.analysis.selection import narrow
 from dedup_lib.analysis.totals import ALL_ENTITIES
-from dedup_lib.columns import column
+from dedup_lib.columns import INTERNAL, column
 from dedup_lib.errors import InputError, InputTypeError, excerpt
-from dedup_lib.replay.sql_rules import INTERNAL
 from dedup_lib.rules.durations import format_duration, format_window, parse_window
 from dedup_lib.rules.policy import DedupPolicy
 from dedup_lib.spark import to_pandas
@@ -146,7 +145,7 @@ class Reconciliation:
             (
                 "pairs inside the window",
                 c["pairs"],
-                f"two kept messages with one uniqueness key less than {window} apart: the "
+                f"two kept messages with one dedup key less than {window} apart: the "
                 "broker kept both",
                 "detection is off, or the window is at most the pair's gap: "
                 + (bound if self.agreeing_window is not None else "check the settings"),
@@ -286,17 +285,7 @@ def reconcile(
     end: str | datetime | None = None,
     tolerance: timedelta | int | float | str = TOLERANCE,
 ) -> Reconciliation:
-    """Check a :func:`dedup_lib.detect_duplicates` ``result``, replayed with ``policy``,
-    against ``kept``: the messages the broker holds (``message_id``, ``send_time`` = the
-    enqueue time; optionally ``entity``, ``partition_key``, ``session_id``,
-    ``scheduled_enqueue_time``, ``sequence_number``).
-
-    ``entity`` narrows both to one queue or topic, and names the entity of a frame without an
-    ``entity`` column (an export does not say which entity it came from). Without it, only
-    the sends of the entities ``kept`` holds are compared: an export covers its own entities.
-    ``start`` and ``end`` (ISO 8601, UTC without offset) narrow what is reported, by enqueue
-    time for kept messages and send time for sends; the matching itself sees every row, so a
-    row's category does not depend on the range.
+    """Check a replay against what the broker really kept.
 
     Matching: a kept message and a send match when entity and MessageId are equal (and the
     effective partition key, session id else partition key, where both name one) and the
@@ -305,11 +294,55 @@ def reconcile(
     (then ``sequence_number``), each take the earliest accepted send not yet taken: no
     accepted send explains two kept messages, and as many as possible are explained. A kept
     message left without one takes the nearest duplicate or rejected send (several may take
-    the same): a contradiction. With none, it is unexplained.
+    the same): a contradiction. With none, it is unexplained. Rows are matched by their
+    position, so the sends, the kept messages and the matches are materialized once
+    (``localCheckpoint``); the frames returned read from there.
 
-    Rows are matched by their position, so the sends, the kept messages and the matches are
-    materialized once (``localCheckpoint``); the frames returned read from there. Counted
-    once, here: :meth:`Reconciliation.counts` runs no Spark job.
+    Parameters
+    ----------
+    result : DataFrame
+        A :func:`dedup_lib.detect_duplicates` result.
+    kept : DataFrame
+        The messages the broker holds: ``message_id``, ``send_time`` (the enqueue time);
+        optionally ``entity``, ``partition_key``, ``session_id``,
+        ``scheduled_enqueue_time``, ``sequence_number`` (an export loaded with
+        ``load_telemetry(..., format="sb-explorer")``).
+    policy : DedupPolicy, optional
+        The policy ``result`` was replayed with, for the report's words.
+    entity : str, optional
+        Narrows both to one queue or topic, and names the entity of a frame without an
+        ``entity`` column (an export does not say which entity it came from). Without it,
+        only the sends of the entities ``kept`` holds are compared.
+    start, end : str or datetime, optional
+        Narrow what is reported (ISO 8601, UTC without offset), by enqueue time for kept
+        messages and send time for sends; the matching itself sees every row.
+    tolerance : timedelta, number of seconds or str, default 30 seconds
+        How far a send's expected enqueue time may be from the kept enqueue time.
+
+    Returns
+    -------
+    Reconciliation
+        The matches and the rows left in each category; :meth:`Reconciliation.counts`
+        (counted once, here: it runs no Spark job).
+
+    Raises
+    ------
+    InputError
+        ``kept`` without the columns it needs, an unknown entity, a range that does not
+        read (named).
+
+    Examples
+    --------
+    >>> from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
+    >>> from dedup_lib import reconcile, sample_path, shipped_with
+    >>> spark = get_spark()
+    >>> path = sample_path("incident.parquet")
+    >>> result = detect_duplicates(load_telemetry(spark, path).valid, DedupPolicy("PT1M"))
+    >>> export = shipped_with(path, "kept")
+    >>> kept = load_telemetry(spark, export, format="sb-explorer").valid
+    >>> checked = reconcile(result, kept, DedupPolicy("PT1M"), entity="orders")
+    >>> checked.counts()
+    {...}
     """
     policy = _policy(policy)
     tol = parse_tolerance(tolerance)

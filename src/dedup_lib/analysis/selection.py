@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 Frame = TypeVar("Frame", "DataFrame", pd.DataFrame)
 
 
-def moment(value: str | datetime | pd.Timestamp, name: str) -> datetime:
+def parse_moment(value: str | datetime | pd.Timestamp, name: str) -> datetime:
     """A point in time, UTC when it carries no offset (ISO 8601 text, a datetime, a Timestamp)."""
     if isinstance(value, datetime):
         found = value
@@ -51,8 +51,8 @@ def narrow(
     nothing to cut, ``table`` itself."""
     if entity not in (None, ALL_ENTITIES) and "entity" not in table.columns:
         raise InputError(f"entity {entity!r}: the data has no entity column")
-    low = None if start is None else moment(start, "start")
-    high = None if end is None else moment(end, "end")
+    low = None if start is None else parse_moment(start, "start")
+    high = None if end is None else parse_moment(end, "end")
     if entity in (None, ALL_ENTITIES) and low is None and high is None:
         return table
     if isinstance(table, pd.DataFrame):

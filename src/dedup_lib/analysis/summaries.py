@@ -176,8 +176,27 @@ GUID_PATTERN = (
 
 
 def sends_over_time(df: DataFrame, bucket: str = "PT1M") -> pd.DataFrame:
-    """Sends per entity and time bucket (``entity``, ``time`` UTC bucket start, ``sends``),
-    from loaded telemetry. One Spark job; rows without send_time are left out."""
+    """Sends per entity and time bucket. One Spark job; rows without send_time are left out.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Loaded telemetry (``LoadedTelemetry.valid``).
+    bucket : str, default "PT1M"
+        The buckets' width, as a duration.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``entity``, ``time`` (the bucket's start, UTC) and ``sends``.
+
+    Examples
+    --------
+    >>> from dedup_lib import get_spark, load_telemetry, sample_path, sends_over_time
+    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
+    >>> sends_over_time(sends, "PT1H").columns.tolist()
+    ['entity', 'time', 'sends']
+    """
     seconds = bucket_seconds(bucket)
     start = F.timestamp_seconds(F.floor(F.unix_seconds(F.col("send_time")) / seconds) * seconds)
     table = to_pandas(
@@ -190,9 +209,27 @@ def sends_over_time(df: DataFrame, bucket: str = "PT1M") -> pd.DataFrame:
 
 
 def id_quality(df: DataFrame) -> pd.DataFrame:
-    """Per entity plus ``(all)``: ``sends``, ``without_message_id`` (null or empty) and its
-    share, ``guid_like`` (ids shaped like a GUID) and its share, ``distinct_ids`` and
-    ``sends_per_id`` (well above 1: ids are reused). Two small Spark jobs."""
+    """How usable the MessageIds are, per entity plus ``(all)``. Two small Spark jobs.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Loaded telemetry (``LoadedTelemetry.valid``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``sends``, ``without_message_id`` (null or empty) and its share, ``guid_like``
+        (ids shaped like a GUID) and its share, ``distinct_ids`` and ``sends_per_id`` (well
+        above 1: ids are reused).
+
+    Examples
+    --------
+    >>> from dedup_lib import get_spark, id_quality, load_telemetry, sample_path
+    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
+    >>> id_quality(sends)["entity"].tolist()[-1]
+    '(all)'
+    """
     mid = F.col("message_id").cast("string")
     missing = mid.isNull() | (mid == "")
     counted = to_pandas(

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from dedup_lib.analysis.diagnostics import content_key
 from dedup_lib.analysis.summaries import has_ground_truth, summary_counts, truth_counts
 from dedup_lib.analysis.totals import entity_column, with_total
-from dedup_lib.columns import count_where
+from dedup_lib.columns import CAPACITY, count_where
 from dedup_lib.replay.by_count import by_counts
 from dedup_lib.replay.engine import detect_duplicates
 from dedup_lib.replay.sql_rules import OUTPUT_COLUMNS
@@ -41,12 +41,37 @@ def by_content(
     policy: Policies | None = None,
     content: str | Sequence[str] | None = None,
 ) -> DataFrame:
-    """Every send judged twice with the same window and mode: by its MessageId (the usual
-    ``verdict``, ``reason``, ``dedup_key``, ``original_*`` columns) and by its content
-    (``content_verdict``, ``content_reason``, ``content_original_send_time``,
-    ``content_original_event_id``). Content is ``payload_hash`` by default, or the columns
-    named (see :func:`dedup_lib.analysis.diagnostics.content_key`); a send without content is judged
-    like one without MessageId. Sends refused for their MessageId stay refused."""
+    """Every send judged twice with the same window and mode: by its MessageId and by its
+    content, as a broker that keyed on content would (SQS-style content deduplication).
+
+    Parameters
+    ----------
+    df : DataFrame
+        Sends (``LoadedTelemetry.valid``).
+    policy : DedupPolicy or Mapping[str, DedupPolicy | None], optional
+        As :func:`dedup_lib.detect_duplicates` takes it.
+    content : str or sequence of str, optional
+        The column(s) of a send's content; default ``payload_hash`` (see
+        :func:`dedup_lib.analysis.diagnostics.content_key`). A send without content is
+        judged like one without MessageId.
+
+    Returns
+    -------
+    DataFrame
+        The :func:`dedup_lib.detect_duplicates` columns (by MessageId), plus
+        ``content_verdict``, ``content_reason``, ``content_original_send_time`` and
+        ``content_original_event_id``. Sends refused for their MessageId stay refused.
+
+    Examples
+    --------
+    >>> from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
+    >>> from dedup_lib import sample_path
+    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
+    >>> from dedup_lib import by_content
+    >>> judged = by_content(sends, DedupPolicy("PT10M"))
+    >>> judged.where("verdict != content_verdict").count()
+    206
+    """
     by_id = detect_duplicates(df, policy)
     saved = {c: f"__byid_{c}" for c in (*OUTPUT_COLUMNS, "message_id")}
     mid = F.col("message_id").cast("string")
@@ -105,36 +130,58 @@ def count_sweep(
     capacities: Sequence[int] = (1_000, 5_000, ARTEMIS_CACHE, 100_000),
     partitioning: bool = False,
 ) -> pd.DataFrame:
-    """The id-count history at each capacity, over all entities: ``capacity``, the ``ids_held``
-    at the peak (the capacity, or fewer where fewer ids were ever accepted in an entity,
-    summed over entities), ``duplicates`` dropped, and with ground truth ``resends_caught``,
-    ``extra_deliveries`` and ``messages_lost``. Compare with the time windows' peak ids held
-    in :meth:`dedup_lib.ReplayCache.sweep`. One ordering of the sends and one pass of the
-    kernel for every capacity (:func:`dedup_lib.replay.by_count.by_counts`), held while all
-    capacities are counted in one job (two with ground truth)."""
+    """What an id-count history (ActiveMQ Artemis style: the last N ids per entity) would
+    have caught, at each capacity.
+
+    One ordering of the sends and one pass of the kernel for every capacity
+    (:func:`dedup_lib.replay.by_count.by_counts`), held while all capacities are counted in
+    one job (two with ground truth). Compare with the time windows' peak ids held in
+    :meth:`dedup_lib.ReplayCache.sweep`.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Sends (``LoadedTelemetry.valid``).
+    capacities : sequence of int, default (1000, 5000, 20000, 100000)
+        The numbers of ids held per entity to try.
+    partitioning : bool, default False
+        Whether the key is the partition key and the MessageId.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per capacity: ``capacity``, ``ids_held`` at the peak (summed over
+        entities), ``duplicates`` dropped, and with ground truth ``resends_caught``,
+        ``extra_deliveries`` and ``messages_lost``.
+
+    Examples
+    --------
+    >>> from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
+    >>> from dedup_lib import sample_path
+    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
+    >>> from dedup_lib import count_sweep
+    >>> count_sweep(sends, capacities=(100, 1000))["capacity"].tolist()
+    [100, 1000]
+    """
     answers = by_counts(df, capacities, partitioning)
     judged = answers.judged.persist()
     try:
         stacked = functools.reduce(
             lambda one, other: one.unionByName(other),
-            (answers.result(c).withColumn(_CAPACITY, F.lit(c)) for c in answers.capacities),
+            (answers.result(c).withColumn(CAPACITY, F.lit(c)) for c in answers.capacities),
         )
-        counts = summary_counts(stacked, _CAPACITY)
-        truth = truth_counts(stacked, _CAPACITY) if has_ground_truth(stacked) else None
+        counts = summary_counts(stacked, CAPACITY)
+        truth = truth_counts(stacked, CAPACITY) if has_ground_truth(stacked) else None
     finally:
         judged.unpersist()
     return pd.DataFrame([_count_row(counts, truth, c) for c in answers.capacities])
-
-
-#: Which capacity a row of :func:`count_sweep`'s stacked results was judged at.
-_CAPACITY = "__dedup_capacity"
 
 
 def _count_row(
     counts: pd.DataFrame, truth: pd.DataFrame | None, capacity: int
 ) -> dict[str, object]:
     """One capacity's row of :func:`count_sweep`, from its counts per entity."""
-    entities = counts[counts[_CAPACITY] == capacity]
+    entities = counts[counts[CAPACITY] == capacity]
     row: dict[str, object] = {
         "capacity": capacity,
         "ids_held": int(
@@ -143,7 +190,7 @@ def _count_row(
         "duplicates": int(entities["duplicates"].sum()),
     }
     if truth is not None:
-        totals = truth[truth[_CAPACITY] == capacity]
+        totals = truth[truth[CAPACITY] == capacity]
         for name in ("resends_caught", "extra_deliveries", "messages_lost"):
             row[name] = int(totals[name].sum())
     return row

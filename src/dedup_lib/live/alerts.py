@@ -13,8 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dedup_lib.live.judge import ORIGINAL_CONTENT
-from dedup_lib.live.keyed import CONTENT
+from dedup_lib.columns import KEYED_CONTENT, ORIGINAL_CONTENT
 from dedup_lib.rules.policy import DUPLICATE, REJECTED
 
 COLLISION = "collision"
@@ -33,7 +32,7 @@ FIELDS = (
 
 
 #: The columns of the verdicts an alert is made of.
-_USED = {*FIELDS, "verdict", "reason", CONTENT, ORIGINAL_CONTENT}
+_USED = {*FIELDS, "verdict", "reason", KEYED_CONTENT, ORIGINAL_CONTENT}
 
 
 def alerts_of(answered: pa.Table) -> pa.Table:
@@ -43,15 +42,15 @@ def alerts_of(answered: pa.Table) -> pa.Table:
     verdict = answered["verdict"]
     rejected = answered.filter(pc.fill_null(pc.equal(verdict, REJECTED), False))
     parts = [alert_table(rejected, REJECTED, _joined("refused: ", rejected["reason"]))]
-    if CONTENT in answered.column_names:
-        mine, theirs = answered[CONTENT], answered[ORIGINAL_CONTENT]
+    if KEYED_CONTENT in answered.column_names:
+        mine, theirs = answered[KEYED_CONTENT], answered[ORIGINAL_CONTENT]
         same = pc.fill_null(pc.equal(mine, theirs), False)
         both_none = pc.and_(pc.is_null(mine), pc.is_null(theirs))
         differs = pc.and_(pc.equal(verdict, DUPLICATE), pc.invert(pc.or_(same, both_none)))
         collided = answered.filter(pc.fill_null(differs, False))
         why = _joined(
             "a different message (content ",
-            _said(collided[CONTENT]),
+            _said(collided[KEYED_CONTENT]),
             ", original's ",
             _said(collided[ORIGINAL_CONTENT]),
             ") reused the key within the window: dropped, reported to its sender as sent",

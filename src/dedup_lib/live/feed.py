@@ -25,11 +25,41 @@ _LOCK = threading.Lock()
 def land_in_steps(
     source: str, folder: str, files: int = 6, every: float = 5.0, *, start: bool = True
 ) -> threading.Thread:
-    """Land ``source`` in ``folder``: the first file before returning, then one every
-    ``every`` seconds from a background thread (returned, started unless ``start`` is
-    false). A Parquet file becomes ``files`` files in send-time order, times in
-    microseconds. A landing into the same folder started later in this process ends this
-    one, and so does the folder's removal."""
+    """Land a telemetry file in a folder in steps, as a live feed would: for trying the
+    live monitor on a sample.
+
+    A landing into the same folder started later in this process ends this one, and so
+    does the folder's removal.
+
+    Parameters
+    ----------
+    source : str
+        A file of sends. A Parquet file becomes ``files`` files in send-time order (times
+        in microseconds); another is landed whole.
+    folder : str
+        Where the files land, each written under a hidden name, then renamed.
+    files : int, default 6
+        How many files a Parquet source becomes.
+    every : float, default 5.0
+        Seconds between two files.
+    start : bool, default True
+        Start the thread that lands the files after the first.
+
+    Returns
+    -------
+    threading.Thread
+        The thread landing the rest (started unless ``start`` is false); the first file is
+        there when this returns.
+
+    Examples
+    --------
+    >>> import os
+    >>> from dedup_lib import land_in_steps, sample_path
+    >>> feed = land_in_steps(sample_path("incident.parquet"), "landing", files=3, every=0.1)
+    >>> feed.join()
+    >>> len(os.listdir("landing"))
+    3
+    """
     if not os.path.exists(source):
         raise InputError(f"land_in_steps: {printable(source)} does not exist")
     steps = _steps(source, folder, files)

@@ -1,7 +1,7 @@
 """An index in memory from keys to their anchors, found and changed in time proportional to
 the keys asked for, never to the keys held.
 
-A key is 128 bits (two 64-bit hashes of the entity and the uniqueness key, Spark's
+A key is 128 bits (two 64-bit hashes of the entity and the dedup key, Spark's
 ``xxhash64`` with two seeds): two distinct keys share one with a chance of about 10^-20 among
 a billion keys. Each slot holds the key, its anchor's time, the time its window closes and
 where the anchor's row lies (a reference the caller chooses). Open addressing with linear

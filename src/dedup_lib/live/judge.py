@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dedup_lib.live.keyed import CONTENT, DECIDED, K0, K1, TIME, WINDOW
+from dedup_lib.columns import DECIDED, K0, K1, KEYED_CONTENT, ORIGINAL_CONTENT, SEND_MICROS, WINDOW
 from dedup_lib.live.state import ANCHOR, CLOSES
 from dedup_lib.live.state import K0 as S0
 from dedup_lib.live.state import K1 as S1
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from dedup_lib.live.state import KeyedState
 
 LATE = "late"
-#: The original's content, beside the send's, for the collision alerts (not written).
-ORIGINAL_CONTENT = "__dedup_original_content"
 _UTC = pa.timestamp("us", tz="UTC")
 #: What a send's verdict is, as a small number while the walk runs.
 _RULES, _LATE, _ACCEPTED, _DUPLICATE = 0, 1, 2, 3
@@ -89,8 +87,8 @@ def judge(
         pending = pending.cast(sends.schema)
     rows = pa.concat_tables([pending, sends])
     landed = np.r_[np.zeros(pending.num_rows, np.bool_), np.ones(sends.num_rows, np.bool_)]
-    times = _longs(rows[TIME])
-    known = ~_nulls(rows[TIME])
+    times = _longs(rows[SEND_MICROS])
+    known = ~_nulls(rows[SEND_MICROS])
     before = clock.watermark
     late = landed & known & (times <= before) if before is not None else np.zeros_like(landed)
     clock = clock.advanced(times[landed & known])
@@ -127,7 +125,7 @@ def _walk(
     """The due sends in replay order, each accepted or a duplicate of its key's anchor; the
     keys' last anchors set in the state."""
     k0, k1 = _longs(rows[K0])[due], _longs(rows[K1])[due]
-    times, windows = _longs(rows[TIME])[due], _longs(rows[WINDOW])[due]
+    times, windows = _longs(rows[SEND_MICROS])[due], _longs(rows[WINDOW])[due]
     order = replay_order(k0, k1, times, rows["event_id"].take(pa.array(due)))
     k0, k1, times, windows, due = k0[order], k1[order], times[order], windows[order], due[order]
     keys = np.column_stack([k0, k1])
@@ -175,7 +173,7 @@ def replay_order(
 
 def _payload_schema(rows: pa.Table) -> pa.Schema:
     """What the state keeps of an anchor beyond its times: event id and content."""
-    names = ["event_id", *([CONTENT] if CONTENT in rows.column_names else [])]
+    names = ["event_id", *([KEYED_CONTENT] if KEYED_CONTENT in rows.column_names else [])]
     return pa.schema([rows.schema.field(n) for n in names])
 
 
@@ -196,7 +194,7 @@ def _set_anchors(
     last = walked[np.maximum(at, 0)] if len(walked) else np.zeros(0, dtype=np.int64)
     last = last[(at >= 0) & (last >= starts)] if len(walked) else last
     taken = due[last]
-    times = _longs(rows[TIME])[taken]
+    times = _longs(rows[SEND_MICROS])[taken]
     closes = times + _longs(rows[WINDOW])[taken]
     if watermark is not None:
         taken, times, closes = (a[closes > watermark] for a in (taken, times, closes))
@@ -233,7 +231,7 @@ def _answered(
     table = table.append_column(
         "original_send_time", pa.array(time, pa.int64(), mask=~has).cast(_UTC)
     )
-    for name, target in (("event_id", "original_event_id"), (CONTENT, ORIGINAL_CONTENT)):
+    for name, target in (("event_id", "original_event_id"), (KEYED_CONTENT, ORIGINAL_CONTENT)):
         if name in rows.column_names:
             table = table.append_column(target, _originals(rows, name, walked, at, len(picked)))
     late = codes == _LATE

@@ -1,5 +1,5 @@
 """Each send of a micro-batch keyed in Spark, as the batch replay keys it: the rules decided in
-Spark SQL (:func:`dedup_lib.replay.sql_rules.sql_rules`), the uniqueness key and its hash,
+Spark SQL (:func:`dedup_lib.replay.sql_rules.sql_rules`), the dedup key and its hash,
 the send's time and window in microseconds, and its content. The monitor's own columns are
 named here, once."""
 
@@ -13,36 +13,27 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dedup_lib.analysis.diagnostics import content_key
-from dedup_lib.columns import column
-from dedup_lib.replay.sql_rules import (
+from dedup_lib.columns import (
+    C0,
+    C1,
+    DECIDED,
+    K0,
+    K1,
+    KEYED_CONTENT,
     MIXED_BATCH,
-    entity_window,
-    sql_rules,
-    text,
-    window_micros,
+    SEND_MICROS,
+    WINDOW,
+    column,
 )
+from dedup_lib.replay.sql_rules import entity_window, sql_rules, text, window_micros
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from dedup_lib.rules.policy import Policies
 
-#: The send's time and window (microseconds), and whether Spark SQL decided it already
-#: (rejected, without MessageId, detection off: it waits for no watermark).
-TIME = "__dedup_micros"
-WINDOW = "__dedup_window"
-DECIDED = "__dedup_decided"
-#: The key of a send to judge, 128 bits: Spark's ``xxhash64`` of (entity, uniqueness key),
-#: and of the same after a constant (a second seed). Null for decided sends.
-K0 = "__dedup_k0"
-K1 = "__dedup_k1"
-#: What the message carries (:func:`dedup_lib.analysis.diagnostics.content_key`), and the
-#: same 128-bit hash of (entity, content), by which resends are found.
-CONTENT = "__dedup_content"
-C0 = "__dedup_c0"
-C1 = "__dedup_c1"
 #: Every column of this module's; the verdicts leave them out.
-INTERNAL = (TIME, WINDOW, DECIDED, K0, K1, CONTENT, C0, C1, MIXED_BATCH)
+INTERNAL = (SEND_MICROS, WINDOW, DECIDED, K0, K1, KEYED_CONTENT, C0, C1, MIXED_BATCH)
 _SECOND_SEED = "dedup-lib"
 
 
@@ -58,11 +49,11 @@ class Keyed:
 
     def completed(self, table: pa.Table) -> pa.Table:
         """The table Spark sent, with the columns the driver adds."""
-        table = table.append_column(TIME, table["send_time"].cast(pa.int64()))
+        table = table.append_column(SEND_MICROS, table["send_time"].cast(pa.int64()))
         if self.window is not None:
             table = table.append_column(WINDOW, pa.repeat(pa.scalar(self.window), len(table)))
         if self.content_of is not None:
-            table = table.append_column(CONTENT, table[self.content_of])
+            table = table.append_column(KEYED_CONTENT, table[self.content_of])
         return table
 
 
@@ -84,7 +75,7 @@ def keyed_sends(sends: DataFrame, policy: Policies, content: list[str]) -> Keyed
         if plain:
             content_of = content[0]
         else:
-            extra.append(what.alias(CONTENT))
+            extra.append(what.alias(KEYED_CONTENT))
         extra += [
             F.when(what.isNotNull(), F.xxhash64(entity, what)).alias(C0),
             F.when(what.isNotNull(), F.xxhash64(F.lit(_SECOND_SEED), entity, what)).alias(C1),

@@ -19,13 +19,13 @@ from pyspark.sql import Observation, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dedup_lib.columns import column
+from dedup_lib.columns import PARSED, QUARANTINED, VALID, column
 from dedup_lib.errors import printable
 from dedup_lib.live.keyed import keyed_sends
 from dedup_lib.replay.sql_rules import with_batches
 from dedup_lib.telemetry.formats import SOURCE_FILE
 from dedup_lib.telemetry.landing import source_names
-from dedup_lib.telemetry.quarantine import PARSED, REASON
+from dedup_lib.telemetry.quarantine import REASON
 from dedup_lib.telemetry.schema import TEXT_COLUMNS, TIME_COLUMNS
 from dedup_lib.telemetry.tally import check_adds_up
 
@@ -34,11 +34,8 @@ if TYPE_CHECKING:
 
     from dedup_lib.rules.policy import Policies
     from dedup_lib.telemetry.landing import Landing
-    from dedup_lib.telemetry.loader import _Opened
+    from dedup_lib.telemetry.loader import OpenedInput
 
-#: The prefix of a quarantined row's columns, as read, beside the valid rows' typed ones.
-QUARANTINED = "__dedup_q_"
-_VALID = "__dedup_valid"
 #: Event ids given to the sends of a micro-batch without one: its id times this, plus the
 #: send's place in it (by chunk, then as read).
 _BATCH_SPAN = 10**12
@@ -90,7 +87,7 @@ def load_micro_batch(
     return _split(table, counts, opened.order)
 
 
-def _both(opened: _Opened, frame: DataFrame, valid: Column) -> DataFrame:
+def _both(opened: OpenedInput, frame: DataFrame, valid: Column) -> DataFrame:
     """Every send of ``frame`` in one row, typed as the loader's valid rows are; where it is
     refused, its reason and the columns whose values typing changed (times, numbers read
     as text) as read, under :data:`QUARANTINED`. (Every column again as read made Spark's
@@ -112,7 +109,7 @@ def _both(opened: _Opened, frame: DataFrame, valid: Column) -> DataFrame:
     return frame.select(
         *(typed(c).alias(c) for c in opened.order),
         column(SOURCE_FILE),
-        valid.alias(_VALID),
+        valid.alias(VALID),
         *(F.when(~valid, column(c)).alias(QUARANTINED + c) for c in [*changed, REASON]),
     )
 
@@ -120,9 +117,9 @@ def _both(opened: _Opened, frame: DataFrame, valid: Column) -> DataFrame:
 def _split(table: pa.Table, counts: dict[str, int], order: list[str]) -> Intake:
     """The valid sends and the quarantined rows (in the loader's quarantine columns), each
     with its own columns; an error if they are not the rows counted."""
-    valid = pc.fill_null(table[_VALID], False)
+    valid = pc.fill_null(table[VALID], False)
     quarantined = [c for c in table.column_names if c.startswith(QUARANTINED)]
-    sends = table.filter(valid).drop_columns([_VALID, *quarantined])
+    sends = table.filter(valid).drop_columns([VALID, *quarantined])
     refused = table.filter(pc.invert(valid))
     kept = {c.removeprefix(QUARANTINED): c for c in quarantined}
     refused = pa.table({c: refused[kept.get(c, c)] for c in [*order, REASON, SOURCE_FILE]})

@@ -17,16 +17,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dedup_lib.columns import C0, C1, KEYED_CONTENT, SEND_MICROS
 from dedup_lib.live.alerts import alert_table
 from dedup_lib.live.judge import replay_order
-from dedup_lib.live.keyed import C0, C1, CONTENT, TIME
 from dedup_lib.live.state import ANCHOR, CLOSES, K0, K1, KeyedState
 from dedup_lib.rules.policy import ACCEPTED
 
 RESEND = "resend"
 _UTC = pa.timestamp("us", tz="UTC")
 #: The columns a resend's alert is made of.
-_NEEDED = (C0, C1, TIME, "event_id", "message_id", "entity", "dedup_key", "send_time")
+_NEEDED = (C0, C1, SEND_MICROS, "event_id", "message_id", "entity", "dedup_key", "send_time")
 
 
 class Resends:
@@ -39,11 +39,16 @@ class Resends:
     def alerts(self, batch: int, answered: pa.Table, watermark: int | None) -> pa.Table:
         """The resends among micro-batch ``batch``'s verdicts, as alerts; each content's
         last copy kept, and those beyond the horizon of ``watermark`` let go."""
-        accepted = pc.and_(pc.equal(answered["verdict"], ACCEPTED), pc.is_valid(answered[CONTENT]))
+        accepted = pc.and_(
+            pc.equal(answered["verdict"], ACCEPTED), pc.is_valid(answered[KEYED_CONTENT])
+        )
         sends = answered.select([c for c in _NEEDED if c in answered.column_names])
         sends = sends.filter(pc.fill_null(accepted, False))
         order = replay_order(
-            sends[C0].to_numpy(), sends[C1].to_numpy(), sends[TIME].to_numpy(), sends["event_id"]
+            sends[C0].to_numpy(),
+            sends[C1].to_numpy(),
+            sends[SEND_MICROS].to_numpy(),
+            sends["event_id"],
         )
         sends = sends.take(pa.array(order))
         found = self._paired(sends)
@@ -57,7 +62,7 @@ class Resends:
         """Each send whose copy before it (in its micro-batch, else kept) is within the
         horizon, as an alert."""
         keys = np.column_stack([sends[C0].to_numpy(), sends[C1].to_numpy()])
-        times = sends[TIME].to_numpy()
+        times = sends[SEND_MICROS].to_numpy()
         first = np.r_[True, (keys[1:] != keys[:-1]).any(axis=1)][: len(keys)]
         held = self.state.find(keys)
         schema = pa.schema([sends.schema.field("event_id"), ("message_id", pa.string())])
@@ -91,13 +96,13 @@ class Resends:
         last = np.flatnonzero(np.r_[(keys[1:] != keys[:-1]).any(axis=1), True])
         taken = sends.take(pa.array(last))
         held = self.state.find(keys[last])
-        newer = ~held.held | (held.anchor <= taken[TIME].to_numpy())
+        newer = ~held.held | (held.anchor <= taken[SEND_MICROS].to_numpy())
         taken = taken.filter(pa.array(newer))
         anchors = {
             K0: taken[C0],
             K1: taken[C1],
-            ANCHOR: taken[TIME],
-            CLOSES: pc.add(taken[TIME], self.horizon),
+            ANCHOR: taken[SEND_MICROS],
+            CLOSES: pc.add(taken[SEND_MICROS], self.horizon),
             "event_id": taken["event_id"],
             "message_id": taken["message_id"].cast(pa.string()),
         }

@@ -30,12 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from dedup_lib.columns import ORIGINAL_CONTENT
 from dedup_lib.errors import InputError, printable
 from dedup_lib.live import ledger
 from dedup_lib.live.alerts import alerts_of
 from dedup_lib.live.chunks import MovedError, remove_chunks, write_chunks
 from dedup_lib.live.durable import numbered, read_json, remove, replace_with, write_json
-from dedup_lib.live.judge import ORIGINAL_CONTENT, Clock, Judged, judge
+from dedup_lib.live.judge import Clock, Judged, judge
 from dedup_lib.live.keyed import INTERNAL
 from dedup_lib.live.lines import BatchLine, StateSize
 from dedup_lib.live.metrics import Metrics, Totals

@@ -39,8 +39,27 @@ if TYPE_CHECKING:
 
 @dataclass
 class Watch:
-    """A running (or, with ``once``, finished) monitor: what each micro-batch held, and the
-    thread that runs them."""
+    """A running (or, with ``once``, finished) live monitor, as
+    :func:`dedup_lib.watch_duplicates` returns it.
+
+    Attributes
+    ----------
+    lines : list of BatchLine
+        The latest micro-batches' lines (counts, state size, alerts).
+    loads : list of dict
+        Each micro-batch's counts of what it read: ``read``, ``valid``, ``quarantined``,
+        ``skipped``.
+    notes : tuple of str
+        What the folder held that the monitor refuses or cannot read exactly.
+    error : BaseException or None
+        What stopped the monitor, raised again by :meth:`wait`.
+    metrics_address : tuple of (str, int) or None
+        Where ``/metrics`` is served.
+
+    Examples
+    --------
+    See :func:`dedup_lib.watch_duplicates`.
+    """
 
     runner: Runner | None = None
     #: The columns of the sends, and those compared as content (none: no collision alerts).

@@ -10,9 +10,10 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dedup_lib.columns import JUDGED, POS
 from dedup_lib.errors import InputError
 from dedup_lib.replay.kernels import python as arrow_kernel
-from dedup_lib.replay.passes import JUDGED, POS, Prepared, finish, judged, originals_type, prepare
+from dedup_lib.replay.passes import Prepared, finish, judged, originals_type, prepare
 from dedup_lib.rules.policy import DedupPolicy
 
 if TYPE_CHECKING:

@@ -21,20 +21,11 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dedup_lib.columns import JUDGED, POS, WINDOW
 from dedup_lib.errors import InputError
 from dedup_lib.replay.kernels import KERNELS, Kernel, jvm
 from dedup_lib.replay.kernels import python as arrow_kernel
-from dedup_lib.replay.passes import (
-    JUDGED,
-    POS,
-    WINDOW,
-    Prepared,
-    decided,
-    finish,
-    judged,
-    originals_type,
-    prepare,
-)
+from dedup_lib.replay.passes import Prepared, decided, finish, judged, originals_type, prepare
 from dedup_lib.rules.policy import DedupPolicy, Policies, check_policies
 
 if TYPE_CHECKING:

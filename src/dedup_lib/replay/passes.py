@@ -19,10 +19,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.functions import arrow_udf
 
-from dedup_lib.columns import column, utc_wall_clock
+from dedup_lib.columns import JUDGED, MIXED_BATCH, POS, UTC_TIME, WINDOW, column, utc_wall_clock
 from dedup_lib.replay.kernels import python as arrow_kernel
 from dedup_lib.replay.sql_rules import (
-    MIXED_BATCH,
     entity_window,
     partitioned,
     sql_rules,
@@ -35,12 +34,6 @@ from dedup_lib.rules.policy import ACCEPTED, DUPLICATE, Policies
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-JUDGED = "__dedup_judged"
-#: The send's position in the input, negated (-position - 1) for the sends decided before the
-#: pass: one column through the shuffle instead of two.
-POS = "__dedup_pos"
-TIME = "__dedup_time"
-WINDOW = "__dedup_window"
 
 # Ship the kernel by value, so a remote Spark Connect cluster needs no dedup_lib installed.
 cloudpickle.register_pickle_by_value(arrow_kernel)  # type: ignore[no-untyped-call]
@@ -67,7 +60,7 @@ class Prepared:
     policy: Policies
 
     def key_text(self) -> Column:
-        """The uniqueness key as text, for the sends the pass judges."""
+        """The dedup key as text, for the sends the pass judges."""
         return F.col("message_id").cast("string") if self.by_id else F.col("dedup_key")
 
     def arguments(self, *group: Column) -> list[Column]:
@@ -97,7 +90,7 @@ def prepare(df: DataFrame, policy: Policies) -> Prepared:
     # A wall clock without zone (timestamp_ntz) is read as UTC, whatever the session time zone,
     # in a twin column: the input column is returned as it came.
     ntz = isinstance(df.schema["send_time"].dataType, T.TimestampNTZType)
-    time_name = TIME if ntz else "send_time"
+    time_name = UTC_TIME if ntz else "send_time"
     utc_time = utc_wall_clock(F.col("send_time"))
 
     # The batch rule travels as a flag, so that the reasons built after the pass see it too.
@@ -117,7 +110,7 @@ def prepare(df: DataFrame, policy: Policies) -> Prepared:
     alias = {c: f"__dedup_col{i}" if "." in c or "`" in c else c for i, c in enumerate(columns)}
     prepared = df.select(
         *(column(c).alias(alias[c]) for c in columns),
-        *([utc_time.alias(TIME)] if ntz else []),
+        *([utc_time.alias(UTC_TIME)] if ntz else []),
         *carried,
         F.when(rules.decided, -F.col(POS) - 1).otherwise(F.col(POS)).alias(POS),
     )

@@ -1,9 +1,9 @@
 """The rules decided in Spark SQL before any pass: the input's checks, the rejections (mixed
 batches included), the sends without MessageId, entities without detection or without
-settings, and the uniqueness key.
+settings, and the dedup key.
 
 Spark twins of :func:`dedup_lib.rules.policy.rejection_reasons` and
-:func:`dedup_lib.rules.policy.uniqueness_key`, with the per-entity rules of
+:func:`dedup_lib.rules.policy.dedup_key_of`, with the per-entity rules of
 :class:`dedup_lib.rules.broker.Broker`.
 """
 
@@ -16,6 +16,7 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dedup_lib.columns import INTERNAL, MIXED_BATCH
 from dedup_lib.errors import InputError, InputTypeError
 from dedup_lib.rules.policy import (
     ACCEPTED,
@@ -40,10 +41,6 @@ if TYPE_CHECKING:
 
 REQUIRED = ("message_id", "send_time")
 OUTPUT_COLUMNS = ("verdict", "reason", "dedup_key", "original_send_time", "original_event_id")
-#: The prefix of the columns the replay adds and drops inside; inputs may not use it.
-INTERNAL = "__dedup_"
-#: True for a send that travelled in a batch the batch rule refuses (see :func:`with_batches`).
-MIXED_BATCH = "__dedup_mixed_batch"
 
 
 def is_set(value: Column) -> Column:
@@ -108,12 +105,12 @@ class Rules:
     #: Their verdict and reason (null for the sends the pass judges).
     verdict: Column
     reason: Column
-    #: The uniqueness key, null for decided sends.
+    #: The dedup key, null for decided sends.
     key: Column
 
 
 def sql_rules(df: DataFrame, policies: Policies, *, rejections: bool = True) -> Rules:
-    """Spark twins of :func:`policy.rejection_reasons` and :func:`policy.uniqueness_key`,
+    """Spark twins of :func:`policy.rejection_reasons` and :func:`policy.dedup_key_of`,
     with the per-entity rules of :class:`broker.Broker`.
 
     Built twice per replay: before the pass for ``decided`` and the key, after it for the

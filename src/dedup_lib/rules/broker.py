@@ -23,10 +23,10 @@ from dedup_lib.rules.policy import (
     batch_rule_applies,
     caught,
     check_policies,
+    dedup_key_of,
     is_set,
     policy_for,
     rejection_reasons,
-    uniqueness_key,
     unknown_entity_reason,
 )
 
@@ -99,7 +99,7 @@ class Broker:
         if not is_set(message.message_id):
             return Outcome(ACCEPTED, NO_MESSAGE_ID_WARNING)
         assert message.message_id is not None
-        key = uniqueness_key(
+        key = dedup_key_of(
             message.message_id,
             message.partition_key,
             message.session_id,

@@ -212,10 +212,10 @@ def effective_partition_key(
     return None
 
 
-def uniqueness_key(
+def dedup_key_of(
     message_id: str, partition_key: str | None, session_id: str | None, partitioning: bool
 ) -> tuple[str, ...]:
-    """The uniqueness key within one entity: ``(MessageId,)`` without partitioning,
+    """The dedup key within one entity: ``(MessageId,)`` without partitioning,
     ``(effective partition key, MessageId)`` with it (docs/rules.md, section 2)."""
     if not partitioning:
         return (message_id,)
@@ -225,7 +225,7 @@ def uniqueness_key(
 
 
 def parse_dedup_key(value: str, partitioning: bool) -> tuple[str, ...]:
-    """Read the engine's ``dedup_key`` column back into :func:`uniqueness_key`'s tuple.
+    """Read the engine's ``dedup_key`` column back into :func:`dedup_key_of`'s tuple.
 
     The engine writes the MessageId as it is, or, with partitioning, the JSON array
     ``["<effective partition key>","<MessageId>"]``: injective, and readable in a table.

@@ -134,9 +134,35 @@ _JSON_TYPES = {
 
 
 def load_entity_policies(*paths: str | Path) -> dict[str, DedupPolicy | None]:
-    """Load each file with :func:`load_entity_settings`, then
-    :func:`~dedup_lib.settings.model.entity_policies` (one entity in several files must
-    agree)."""
+    """The duplicate-detection policy of each entity, from exports of their settings.
+
+    Each file is read with :func:`load_entity_settings` (an ARM template or export, ``az
+    servicebus`` output, the emulator's config), then
+    :func:`~dedup_lib.settings.model.entity_policies`.
+
+    Parameters
+    ----------
+    *paths : str or Path
+        The settings files; one entity in several files must agree.
+
+    Returns
+    -------
+    dict[str, DedupPolicy or None]
+        Entity name to its policy, None where detection is off: what
+        :func:`dedup_lib.detect_duplicates` takes as ``policy``.
+
+    Raises
+    ------
+    InputError
+        A file that is none of those formats, or entities that disagree (named).
+
+    Examples
+    --------
+    >>> from dedup_lib import load_entity_policies, sample_path
+    >>> policies = load_entity_policies(sample_path("entities-arm.json"))
+    >>> sorted(policies)
+    [...]
+    """
     return entity_policies(entity for path in paths for entity in load_entity_settings(path))
 
 

@@ -158,11 +158,40 @@ def generate_telemetry(
     scenario: Scenario | None = None,
     partitions: int | None = None,
 ) -> DataFrame:
-    """About ``rows`` sends of ``scenario`` (default :func:`day_scenario`), with ground truth.
+    """Synthetic sends of a scenario, with ground truth (``logical_id``, ``attempt``).
 
     Deterministic: the same ``rows``, ``seed`` and scenario give the same rows whatever
-    ``partitions`` (default: Spark's default parallelism) or the number of cores. Columns:
-    :data:`SYNTH_COLUMNS`; ``event_id`` is unique and orders the attempts of a message."""
+    ``partitions`` or the number of cores.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        A classic or Spark Connect session.
+    rows : int, default 200000
+        About how many sends.
+    seed : int, default 0
+        The random seed.
+    scenario : Scenario, optional
+        Entities, traffic and failures (default :func:`day_scenario`: a day of four
+        entities with retries, restarts and id reuse).
+    partitions : int, optional
+        How many partitions to generate in (default: Spark's default parallelism).
+
+    Returns
+    -------
+    DataFrame
+        The :data:`SYNTH_COLUMNS`; ``event_id`` is unique and orders the attempts of a
+        message.
+
+    Examples
+    --------
+    >>> from dedup_lib import generate_telemetry, get_spark
+    >>> sends = generate_telemetry(get_spark(), 1000, seed=1)
+    >>> sends.count() == generate_telemetry(get_spark(), 1000, seed=1).count()
+    True
+    >>> {"logical_id", "attempt", "message_id"} <= set(sends.columns)
+    True
+    """
     plan = plan_telemetry(rows, seed, scenario)
     return _frame(spark, plan, partitions)
 

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dedup_lib.columns import column
+from dedup_lib.columns import CORRUPT, column
 from dedup_lib.errors import InputError, printable
 from dedup_lib.telemetry.files import local_path, spark_path
 from dedup_lib.telemetry.formats import SOURCE_FILE
 from dedup_lib.telemetry.formats.otlp import TRACES_DATA, OtlpFormat
-from dedup_lib.telemetry.loader import _open, _Opened, _with_entity
+from dedup_lib.telemetry.loader import OpenedInput, open_input, with_entity
 from dedup_lib.telemetry.renaming import record_keys, renamed_sources
-from dedup_lib.telemetry.sources import CORRUPT, Source
+from dedup_lib.telemetry.sources import Source
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -40,7 +40,7 @@ class Landing:
 
     path: str
     format: str
-    opened: _Opened
+    opened: OpenedInput
     mapping: dict[str, str]
     schema: T.StructType
     entity: str | None = None
@@ -74,7 +74,7 @@ class Landing:
         (renamed,) = renamed_sources([source], self.mapping, self.opened.files, self.path)
         return renamed.frame
 
-    def judged(self, raw: DataFrame) -> tuple[_Opened, DataFrame]:
+    def judged(self, raw: DataFrame) -> tuple[OpenedInput, DataFrame]:
         """The records of ``raw`` (rows of :meth:`read`) as the loader judges them, each with
         its reason if refused; and the opened input that says which rows are valid sends."""
         opened = self.opened
@@ -88,7 +88,7 @@ class Landing:
             named: dict[str, T.DataType] = (
                 {"entity": T.StringType()} if "entity" in raw.columns else {}
             )
-            raw = _with_entity(raw, named, self.entity)
+            raw = with_entity(raw, named, self.entity)
         opened = replace(opened, raw=raw)
         return opened, opened.judged(raw)
 
@@ -119,7 +119,7 @@ def open_landing(
         )
     path = local  # absolute: the process may change its folder while the monitor runs
     mapping = dict(mapping or {})
-    opened = _open(spark, path, format, mapping, entity)
+    opened = open_input(spark, path, format, mapping, entity)
     files = opened.files
     if not files.files:
         raise InputError(f"{WATCH}: nothing has landed in {printable(path)} yet")

@@ -7,7 +7,7 @@ replay go to a quarantine with a reason (:mod:`~dedup_lib.telemetry.quarantine`)
 being dropped; records of a structured format that are not sends (spans of other systems) are
 counted and skipped with a reason. So valid plus quarantined plus skipped is always the number
 of records read (:mod:`~dedup_lib.telemetry.tally`). One path for every format: the input is
-opened (:func:`_open`), judged, then counted by a pass of its own (:func:`load_telemetry`) or
+opened (:func:`open_input`), judged, then counted by a pass of its own (:func:`load_telemetry`) or
 by the first action that reads it (:func:`load_once`). DataFrame API only: runs on Spark
 Connect too.
 """
@@ -24,23 +24,16 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dedup_lib.columns import column
+from dedup_lib.columns import CORRUPT, FILE_ID, NOT_SEND, PARSED, column
 from dedup_lib.errors import InputError, printable
 from dedup_lib.telemetry.files import InputFiles, file_key, list_input, spark_path
-from dedup_lib.telemetry.formats import (
-    FILE_ID,
-    NOT_SEND,
-    RECORD_FORMATS,
-    SOURCE_FILE,
-    RecordFormat,
-)
+from dedup_lib.telemetry.formats import RECORD_FORMATS, SOURCE_FILE, RecordFormat
 from dedup_lib.telemetry.loaded import KINDS, LoadedTelemetry
-from dedup_lib.telemetry.quarantine import PARSED, REASON, categories, category, judged
+from dedup_lib.telemetry.quarantine import REASON, categories, category, judged
 from dedup_lib.telemetry.recognise import recognise
 from dedup_lib.telemetry.renaming import check_types, record_keys, renamed_sources
 from dedup_lib.telemetry.schema import CANONICAL_COLUMNS, LOADER, TEXT_COLUMNS, TIME_COLUMNS
 from dedup_lib.telemetry.sources import (
-    CORRUPT,
     failed_file,
     read_failure,
     read_sources,
@@ -56,7 +49,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class _Opened:
+class OpenedInput:
     """An input read and renamed, not yet judged: ``raw`` has the columns (``CORRUPT`` and
     ``SOURCE_FILE`` among them, and :data:`NOT_SEND` for a structured format), one row per
     record read. The one place that turns a judged frame into the valid
@@ -155,13 +148,13 @@ class _Opened:
         )
 
 
-def _open(
+def open_input(
     spark: SparkSession,
     path: str,
     format: str | None,
     mapping: Mapping[str, str] | None,
     entity: str | None,
-) -> _Opened:
+) -> OpenedInput:
     """The input at ``path`` listed, its format named or recognised, and read."""
     files = list_input(spark, path, LOADER)
     mapping = dict(mapping or {})
@@ -181,7 +174,7 @@ def _plain(
     mapping: Mapping[str, str],
     entity: str | None,
     path: str,
-) -> _Opened:
+) -> OpenedInput:
     """Parquet, CSV or JSON Lines files, read and renamed."""
     read_as = read_sources(spark, files, fmt, LOADER)
     sources = renamed_sources(read_as, mapping, files, path, file_ids=True)
@@ -191,12 +184,12 @@ def _plain(
         for name, dtype in source.fields.items():
             fields.setdefault(name, dtype)
     if entity is not None:
-        raw = _with_entity(raw, fields, entity)
+        raw = with_entity(raw, fields, entity)
     renames = {s: t for source in sources for s, t in source.names.items() if s != t}
     first = read_as[0].schema if read_as else None
     notes = tuple(note for source in read_as for note in source.notes)
     corrupt = CORRUPT in raw.columns
-    return _Opened(
+    return OpenedInput(
         files, path, raw, fields, fmt, renames, corrupt, source_schema=first, notes=notes
     )
 
@@ -208,7 +201,7 @@ def _records(
     mapping: Mapping[str, str],
     entity: str | None,
     path: str,
-) -> _Opened:
+) -> OpenedInput:
     """A structured format's files, read as one record per message or span."""
     if not files.files:
         resolve_format(files, None, LOADER)
@@ -226,7 +219,7 @@ def _records(
     corrupt = CORRUPT in schema.names
     if not corrupt:
         records = records.select("*", F.lit(None).cast("string").alias(CORRUPT))
-    return _Opened(
+    return OpenedInput(
         files,
         path,
         raw=records,
@@ -239,7 +232,7 @@ def _records(
     )
 
 
-def _with_entity(frame: DataFrame, fields: dict[str, T.DataType], entity: str) -> DataFrame:
+def with_entity(frame: DataFrame, fields: dict[str, T.DataType], entity: str) -> DataFrame:
     """``entity`` where a row names none (or the file has no entity column at all)."""
     named = column("entity").cast("string")
     filled = F.coalesce(F.when(F.trim(named) != "", named), F.lit(entity))
@@ -314,11 +307,11 @@ def load_telemetry(
     >>> loaded.valid.select("entity", "message_id").first()
     Row(entity='orders', message_id='...')
     """
-    opened = _open(spark, path, format, mapping, entity)
+    opened = open_input(spark, path, format, mapping, entity)
     return _counted(opened, keep_source_file)
 
 
-def _counted(opened: _Opened, keep_source_file: bool) -> LoadedTelemetry:
+def _counted(opened: OpenedInput, keep_source_file: bool) -> LoadedTelemetry:
     """The input judged and counted by a pass of its own, which reads every file."""
     expected = opened.record_format.expected if opened.record_format else None
     if opened.record_format is not None:
@@ -331,7 +324,7 @@ def _counted(opened: _Opened, keep_source_file: bool) -> LoadedTelemetry:
     return opened.loaded(frame, counts.table, counts.reasons, keep_source_file)
 
 
-def _materialized(opened: _Opened, expected: str | None) -> _Opened:
+def _materialized(opened: OpenedInput, expected: str | None) -> OpenedInput:
     """A structured format's records built once and kept (``localCheckpoint``): they come
     from parsed JSON or CSV joined with itself (an OTLP message span with the send call
     that links to it), which every later read would parse again, for the count of what was
@@ -390,7 +383,7 @@ def load_once(
     that reads ``valid`` (Spark observations), so a run that replays and writes the verdicts
     reads its input once. The same checks of names, types and formats run now; a damaged
     file fails that action instead (:meth:`PendingLoad.failure` names it)."""
-    opened = _open(spark, path, format, mapping, entity)
+    opened = open_input(spark, path, format, mapping, entity)
     count = len(opened.files.files)
     if opened.record_format is not None:
         loaded = _counted(opened, False)

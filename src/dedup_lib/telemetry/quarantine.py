@@ -14,20 +14,14 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dedup_lib.columns import column
+from dedup_lib.columns import CORRUPT, NEVER, NUMBER, PARSED, TEXT, column
 from dedup_lib.telemetry.schema import TIME_COLUMNS
-from dedup_lib.telemetry.sources import CORRUPT
 from dedup_lib.telemetry.times import epoch_number, never, parse_time, time_text
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 REASON = "reason"
-#: The parsed time of a time column, beside the column as read.
-PARSED = "__dedup_parsed_"
-_NEVER = "__dedup_never_"
-_NUMBER = "__dedup_number_"
-_TEXT = "__dedup_text_"
 _MALFORMED = {"csv": "malformed CSV line", "json": "malformed JSON line"}
 #: The characters of a value that a reason or a message quotes.
 EXCERPT = 60
@@ -84,10 +78,10 @@ def _reason(
     rules.append((_is_missing(send, fields["send_time"]), F.lit("missing send_time")))
     rules.append(
         (
-            column(_NEVER + "send_time").isNotNull(),
+            column(NEVER + "send_time").isNotNull(),
             F.concat(
                 F.lit("send_time is a 'never' sentinel: "),
-                column(_NEVER + "send_time"),
+                column(NEVER + "send_time"),
                 F.lit(" ('"),
                 _cut(send),
                 F.lit("')"),
@@ -100,7 +94,7 @@ def _reason(
         rules.append(
             (
                 ~_is_missing(scheduled, fields["scheduled_enqueue_time"])
-                & column(_NEVER + "scheduled_enqueue_time").isNull()
+                & column(NEVER + "scheduled_enqueue_time").isNull()
                 & column(PARSED + "scheduled_enqueue_time").isNull(),
                 _unparseable("scheduled_enqueue_time", scheduled),
             )
@@ -125,15 +119,15 @@ def judged(
     textual = [c for c in times if isinstance(fields[c], T.StringType)]
     staged = raw.select(
         "*",
-        *(epoch_number(column(c), fields[c]).alias(_NUMBER + c) for c in numeric),
-        *(time_text(column(c)).alias(_TEXT + c) for c in textual),
+        *(epoch_number(column(c), fields[c]).alias(NUMBER + c) for c in numeric),
+        *(time_text(column(c)).alias(TEXT + c) for c in textual),
     )
 
     def number(name: str) -> Column | None:
-        return column(_NUMBER + name) if name in numeric else None
+        return column(NUMBER + name) if name in numeric else None
 
     def text(name: str) -> Column | None:
-        return column(_TEXT + name) if name in textual else None
+        return column(TEXT + name) if name in textual else None
 
     parsed = staged.select(
         "*",
@@ -142,7 +136,7 @@ def judged(
     sentinels = parsed.select(
         "*",
         *(
-            never(column(c), fields[c], column(PARSED + c), number(c)).alias(_NEVER + c)
+            never(column(c), fields[c], column(PARSED + c), number(c)).alias(NEVER + c)
             for c in times
         ),
     )
@@ -150,7 +144,7 @@ def judged(
     def cleared(name: str) -> Column:
         parsed_time = column(PARSED + name)
         if name == "scheduled_enqueue_time":
-            parsed_time = F.when(column(_NEVER + name).isNull(), parsed_time)
+            parsed_time = F.when(column(NEVER + name).isNull(), parsed_time)
         return parsed_time.alias(PARSED + name)
 
     return sentinels.select(

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import types as T
 
-from dedup_lib.columns import column
+from dedup_lib.columns import CORRUPT, FILE_ID, NOT_SEND, column
 from dedup_lib.errors import InputError, excerpt, printable
 from dedup_lib.telemetry.files import file_id
-from dedup_lib.telemetry.formats import FILE_ID, NOT_SEND, SOURCE_FILE
+from dedup_lib.telemetry.formats import SOURCE_FILE
 from dedup_lib.telemetry.quarantine import EXCERPT, REASON
 from dedup_lib.telemetry.schema import (
     BUILTIN_ALIASES,
@@ -23,7 +23,7 @@ from dedup_lib.telemetry.schema import (
     TEXT_COLUMNS,
     TIME_COLUMNS,
 )
-from dedup_lib.telemetry.sources import CORRUPT, Source
+from dedup_lib.telemetry.sources import Source
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

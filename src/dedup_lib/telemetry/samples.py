@@ -63,8 +63,29 @@ _WITH_SAMPLE = {
 
 
 def notebook_input(given: str | None, sample: str) -> str:
-    """The telemetry a notebook reads: ``given`` (its ``INPUT`` parameter), else what
-    ``make lab INPUT=...`` named (:data:`INPUT_VARIABLE`), else the shipped ``sample``."""
+    """The telemetry a notebook reads.
+
+    Parameters
+    ----------
+    given : str or None
+        The notebook's ``INPUT`` parameter.
+    sample : str
+        The shipped sample read when neither ``given`` nor ``make lab INPUT=...``
+        (:data:`INPUT_VARIABLE`) names one.
+
+    Returns
+    -------
+    str
+        ``given``, else what ``make lab INPUT=...`` named, else the sample's path.
+
+    Examples
+    --------
+    >>> from dedup_lib import notebook_input
+    >>> notebook_input("sends.parquet", "day.parquet")
+    'sends.parquet'
+    >>> notebook_input(None, "day.parquet")  # doctest: +SKIP
+    '.../samples/day.parquet'
+    """
     return given or os.environ.get(INPUT_VARIABLE) or sample_path(sample)
 
 
@@ -77,9 +98,31 @@ def is_shipped_sample(path: str) -> bool:
 
 
 def shipped_with(path: str, what: str) -> str | None:
-    """The file shipped with the sample ``path`` is (``what``: ``settings`` or ``kept``), or
-    None when ``path`` is not a shipped sample or has none: the samples' settings and export
-    describe the samples, never an analyst's own telemetry."""
+    """The file shipped with a sample: its entities' settings or the broker's export.
+
+    The samples' settings and export describe the samples, never an analyst's own
+    telemetry: for any other path the answer is None.
+
+    Parameters
+    ----------
+    path : str
+        A path, shipped sample or not.
+    what : {"settings", "kept"}
+        The entities' settings, or the export of what the broker kept.
+
+    Returns
+    -------
+    str or None
+        The file's path, or None when ``path`` is not a shipped sample or has none.
+
+    Examples
+    --------
+    >>> from dedup_lib import sample_path, shipped_with
+    >>> shipped_with(sample_path("incident.parquet"), "kept")
+    '...incident-kept...'
+    >>> shipped_with("my-sends.parquet", "kept") is None
+    True
+    """
     for name, extras in _WITH_SAMPLE.items():
         if what in extras and Path(path).resolve() == Path(sample_path(name)).resolve():
             return sample_path(extras[what])

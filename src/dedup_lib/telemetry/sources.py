@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import types as T
 
+from dedup_lib.columns import CORRUPT
 from dedup_lib.errors import ClusterPathError, InputError, excerpt, printable
 from dedup_lib.spark import spark_errors, spark_message
 from dedup_lib.telemetry.files import InputFiles, local_path, not_on_cluster, spark_path
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 
     from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
-CORRUPT = "__dedup_corrupt_record"
 _TEXT_EXTENSIONS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json"}
 EXPECTED = {
     "parquet": "a Parquet file",

@@ -12,14 +12,22 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from pyspark.sql import functions as F
 
-from dedup_lib.columns import column, spark_xxhash64
+from dedup_lib.columns import (
+    CORRUPT,
+    FILE_ID,
+    NOT_SEND,
+    TALLY_FILE,
+    TALLY_WHY,
+    column,
+    spark_xxhash64,
+)
 from dedup_lib.errors import DedupLibError, InputError, excerpt, printable
 from dedup_lib.telemetry.files import file_key, local_file_ids, spark_long
-from dedup_lib.telemetry.formats import FILE_ID, NOT_SEND, SOURCE_FILE
+from dedup_lib.telemetry.formats import SOURCE_FILE
 from dedup_lib.telemetry.loaded import KINDS
 from dedup_lib.telemetry.quarantine import REASON, categories, category
 from dedup_lib.telemetry.schema import GUIDE, LOADER
-from dedup_lib.telemetry.sources import CORRUPT, reading
+from dedup_lib.telemetry.sources import reading
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -28,9 +36,6 @@ if TYPE_CHECKING:
 
     from dedup_lib.telemetry.files import InputFiles
     from dedup_lib.telemetry.formats import RecordFormat
-
-_WHY = "__dedup_why"
-_FILE = "__dedup_file"
 
 
 def union(frames: list[DataFrame]) -> DataFrame:
@@ -134,7 +139,7 @@ def _per_file(judged: DataFrame, fmt: str, files: InputFiles) -> _Found:
     file = column(FILE_ID) if ids is not None else F.xxhash64(column(SOURCE_FILE))
     shifted = F.shiftleft(file, _FATE_BITS)
     rows = (
-        judged.groupBy(shifted.bitwiseOR(_fate(reasons)).alias(_FILE))
+        judged.groupBy(shifted.bitwiseOR(_fate(reasons)).alias(TALLY_FILE))
         .agg(F.count(F.lit(1)), F.max(_every_value(judged)))  # the hash, so every value is read
         .collect()
     )
@@ -199,8 +204,8 @@ def _file_names(
     names = {k: known[k] for k in keys if k in known}
     missing = sorted(keys - names.keys())
     if missing:
-        seen = frame.where(key.isin(missing)).select(key.alias(_FILE), SOURCE_FILE)
-        names |= {int(h): p for h, p in seen.dropDuplicates([_FILE]).collect()}
+        seen = frame.where(key.isin(missing)).select(key.alias(TALLY_FILE), SOURCE_FILE)
+        names |= {int(h): p for h, p in seen.dropDuplicates([TALLY_FILE]).collect()}
     return names
 
 
@@ -236,10 +241,10 @@ def _counts(judged: DataFrame, skipped: Column) -> DataFrame:
     nothing = F.lit(None).cast("string")
     parts = [
         judged.select(column(SOURCE_FILE), F.lit("read"), nothing),
-        judged.select(column(SOURCE_FILE), every.alias("kind"), why.alias(_WHY)).select(
+        judged.select(column(SOURCE_FILE), every.alias("kind"), why.alias(TALLY_WHY)).select(
             column(SOURCE_FILE),
             "kind",
-            F.when(F.col("kind").isin("quarantined", "skipped"), F.col(_WHY)),
+            F.when(F.col("kind").isin("quarantined", "skipped"), F.col(TALLY_WHY)),
         ),
     ]
     return (

@@ -38,13 +38,35 @@ MODES = {"disabled": False, "enabled": True}
 
 
 class WindowExplorer:
-    """Controls and charts for choosing a duplicate-detection window.
+    """Controls and charts for choosing a duplicate-detection window, in a notebook.
 
     ``update(...)`` computes a :class:`View` from the caches (no Spark job) and redraws the
     charts in place; the widgets call it on every change. Display the explorer with
     ``explorer.widget``. A partitioning mode still being built in the background (see
     :meth:`from_frame`) is offered on the toggle once ready; :attr:`caches` and
-    ``update(partitioning=...)`` wait for it."""
+    ``update(partitioning=...)`` wait for it.
+
+    Parameters
+    ----------
+    caches : dict[bool, ReplayCache]
+        One cache per partitioning mode (:meth:`from_frame` builds them).
+    window : timedelta, float (seconds) or str, default "PT10M"
+        The window shown first.
+    partitioning : bool, default False
+        The mode shown first.
+    charts : LiveCharts, optional
+        Where the charts are drawn (default: a new widget).
+
+    Examples
+    --------
+    >>> from dedup_lib import WindowExplorer, get_spark, load_telemetry, sample_path
+    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
+    >>> explorer = WindowExplorer.from_frame(sends, "PT10M", background=False,
+    ...                                      progress=False)
+    >>> view = explorer.update(window="PT1H")
+    >>> sorted(explorer.caches)
+    [False, True]
+    """
 
     def __init__(
         self,

@@ -60,10 +60,32 @@ _WINDOW_COLUMNS = (
 
 @dataclass
 class Incident:
-    """The postmortem of ``df`` (loaded sends) replayed with ``policy``, over ``entity``
-    (``(all)``: every one) from ``start`` to ``end`` (ISO 8601, None: the data's first and
-    last send). ``content`` names the content columns (None: ``payload_hash``, if any);
-    ``embed`` writes the charts with plotly.js inlined, for a report read offline."""
+    """The postmortem of an incident: what was resent, dropped, delivered twice and lost
+    (notebook 04 and its HTML report); each method is one section.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Loaded sends.
+    policy : DedupPolicy
+        The window and mode replayed.
+    entity : str, default "(all)"
+        One entity, or every one.
+    start, end : str, optional
+        The incident's span, ISO 8601 (None: the data's first and last send).
+    content : str or sequence of str, optional
+        The content columns (None: ``payload_hash``, if any).
+    embed : bool, default False
+        Write the charts with plotly.js inlined, for a report read offline.
+
+    Examples
+    --------
+    >>> from dedup_lib import DedupPolicy, Incident, get_spark, load_telemetry, sample_path
+    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
+    >>> incident = Incident(sends, DedupPolicy("PT10M"), entity="orders")
+    >>> incident.title
+    'Incident postmortem: ...orders...'
+    """
 
     df: DataFrame
     policy: DedupPolicy

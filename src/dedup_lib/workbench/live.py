@@ -160,7 +160,7 @@ def _module() -> str:
     return f"const module = {{ exports: {{}} }};\n{bundle}\n{_RENDER}"
 
 
-def plain(figure: go.Figure | Spec) -> dict[str, Any]:
+def to_plotly_json(figure: go.Figure | Spec) -> dict[str, Any]:
     """``figure`` as plotly.js reads it: dates as ISO text, numeric arrays as typed-array specs
     (base64, as plotly writes them). A :data:`~dedup_lib.workbench.figures.Spec` is converted
     without plotly's validation, which is most of the cost of a ``go.Figure``, and its texts
@@ -214,7 +214,7 @@ class LiveCharts(anywidget.AnyWidget):
         old = list(self.figures)
         shown = []
         for i, figure in enumerate(figures):
-            new = plain(figure)
+            new = to_plotly_json(figure)
             before = old[i] if i < len(old) else None
             if before is not None and _content(before) == new:
                 shown.append(before)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Progress:
+class ModeUpdate:
     """What changed since the last look: the modes built since (``ready``), those whose build
     failed, with why, and whether any is still being built."""
 
@@ -46,7 +46,7 @@ class ModeCaches:
         for future in futures:
             future.result()
 
-    def collect(self) -> tuple[dict[bool, ReplayCache], Progress]:
+    def collect(self) -> tuple[dict[bool, ReplayCache], ModeUpdate]:
         """The caches built so far, having taken over those finished since the last call."""
         with self._lock:
             ready = [m for m, f in self._pending.items() if f.done() and not f.exception()]
@@ -56,4 +56,4 @@ class ModeCaches:
             waiting = len(self._pending) > len(failed)
             caches = dict(self._caches)
         errors = [(m, e) for m, e in failed if e is not None]
-        return caches, Progress(ready, errors, waiting)
+        return caches, ModeUpdate(ready, errors, waiting)

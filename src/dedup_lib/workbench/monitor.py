@@ -29,9 +29,31 @@ ALERT_COLUMNS = ["kind", "entity", "dedup_key", "send_time", "original_send_time
 
 
 class LiveMonitor:
-    """Charts and a table fed by :func:`dedup_lib.watch_duplicates`: :meth:`start` runs the
-    monitor, :meth:`view` is what a cell shows, :meth:`stop` ends it. Each micro-batch's
-    counts are added to the minutes they belong to (late telemetry lands in past minutes)."""
+    """Charts and a table fed by :func:`dedup_lib.watch_duplicates`, in a notebook (05).
+
+    :meth:`start` runs the monitor, :meth:`view` is what a cell shows, :meth:`stop` ends it.
+    Each micro-batch's counts are added to the minutes they belong to (late telemetry lands
+    in past minutes); :meth:`counters` are the monitor's Prometheus counters.
+
+    Parameters
+    ----------
+    shown : int, default 20
+        How many of the latest alerts the table shows.
+
+    Examples
+    --------
+    >>> import os, shutil
+    >>> from dedup_lib import DedupPolicy, LiveMonitor, get_spark, sample_path
+    >>> os.makedirs("landing", exist_ok=True)
+    >>> _ = shutil.copy(sample_path("incident.parquet"), "landing/")
+    >>> monitor = LiveMonitor()
+    >>> watch = monitor.start(get_spark(), "landing", DedupPolicy("PT10M"), "PT1M",
+    ...                       out="verdicts", checkpoint="ck", once=True)
+    >>> monitor.stop()
+    >>> counters = watch.counters()
+    >>> int(counters.query("metric == 'dedup_sends_judged_total'")["value"].sum())
+    29...
+    """
 
     def __init__(self, shown: int = 20) -> None:
         self.shown = shown

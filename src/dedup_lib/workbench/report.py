@@ -143,11 +143,54 @@ def run_postmortem(
     mapping: dict[str, str] | None = None,
     content: list[str] | None = None,
 ) -> Path:
-    """Execute the postmortem notebook with these parameters; return the HTML report's path.
-    ``kept`` is an export of what the broker kept (Service Bus Explorer), to check the
-    replay against (:func:`dedup_lib.reconcile`); ``format`` and ``mapping`` are those of
-    :func:`dedup_lib.load_telemetry`, ``content`` the columns that say what a message
-    carries (default: ``payload_hash``, if any)."""
+    """Run the postmortem notebook headless and write its HTML report.
+
+    Parameters
+    ----------
+    input : str
+        The telemetry, as :func:`dedup_lib.load_telemetry` reads it.
+    window : str, default "PT10M"
+        The window replayed.
+    partitioning : bool, default False
+        Whether the entity is partitioned.
+    entity : str, default "(all)"
+        One entity, or every one.
+    start, end : str, optional
+        The incident's span (ISO 8601, UTC without offset).
+    out_dir : str, default "reports"
+        Where the report is written.
+    kept : str, optional
+        An export of what the broker kept (Service Bus Explorer), to check the replay
+        against (:func:`dedup_lib.reconcile`).
+    kept_format : str, optional
+        The export's format, guessed when omitted.
+    notebook : Traversable or Path, optional
+        The notebook run (default: the workbench's notebook 04, shipped in the package).
+    format, mapping : optional
+        As :func:`dedup_lib.load_telemetry` takes them.
+    content : list of str, optional
+        The columns that say what a message carries (default: ``payload_hash``, if any).
+
+    Returns
+    -------
+    Path
+        The HTML report, named for the input, the entity and the window.
+
+    Raises
+    ------
+    InputError
+        A parameter the notebook refuses; the notebook's own error, named, where a cell
+        fails.
+
+    Examples
+    --------
+    The postmortem takes about a minute; ``tests/test_wheel.py`` runs it from an installed
+    wheel and checks the report.
+
+    >>> from dedup_lib import run_postmortem, sample_path
+    >>> run_postmortem(sample_path("incident.parquet"), window="PT10M")  # doctest: +SKIP
+    PosixPath('reports/postmortem-incident-all-PT10M.html')
+    """
     source = Path(input).resolve()
     if not source.exists():
         raise MissingFileError(f"postmortem: {input} does not exist")

@@ -56,7 +56,33 @@ class Pick:
 
 @dataclass(frozen=True)
 class WindowSizing:
-    """The sweep per mode and the window picked per mode (where the target is reached)."""
+    """The 50-window sweep per partitioning mode, and the smallest window that reaches a
+    target share of resends caught (notebook 03).
+
+    Parameters
+    ----------
+    caches : Mapping[bool, ReplayCache]
+        One cache per partitioning mode.
+    target : float
+        The share of resends to catch, 0 to 1 (with ground truth; without it no window is
+        picked).
+
+    Attributes
+    ----------
+    sweeps : dict[bool, pandas.DataFrame]
+        :meth:`ReplayCache.sweep` per mode.
+    picks : dict[bool, Pick]
+        The window picked per mode, where the target is reached.
+
+    Examples
+    --------
+    >>> from dedup_lib import ReplayCache, WindowSizing, get_spark, load_telemetry
+    >>> from dedup_lib import sample_path
+    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
+    >>> sizing = WindowSizing({False: ReplayCache.build(sends)}, target=0.99)
+    >>> len(sizing.sweeps[False])
+    50
+    """
 
     caches: Mapping[bool, ReplayCache]
     target: float

@@ -88,15 +88,33 @@ def _formatter(name: object, column: pd.Series[Any]) -> Callable[[Any], str]:
 
 
 def styled(table: pd.DataFrame) -> Styler:
-    """``table`` styled for reading in a notebook, as the last expression of a cell.
+    """A table styled for reading in a notebook, as the last expression of a cell.
 
-    - integer counts (and float columns holding whole numbers only): ``199,839``;
-    - columns named ``share_*``: percentages with one decimal, ``6.6%``;
-    - durations in seconds (:func:`is_duration`): ``20s``, ``10m``, ``11h50m41s``, ``250ms``
-      below a second, through :func:`dedup_lib.rules.durations.format_window`;
-    - other floats: two decimals; times: to the second; missing values: ``—``;
-    - anything else (names, ids, causes) and the column labels as text, never as markup;
-    - the index is hidden (the tables of ``dedup_lib`` carry their keys as columns).
+    Integer counts (and float columns of whole numbers): ``199,839``; columns named
+    ``share_*``: percentages with one decimal, ``6.6%``; durations in seconds
+    (:func:`is_duration`): ``20s``, ``10m``, ``11h50m41s``, ``250ms`` below a second; other
+    floats: two decimals; times: to the second; missing values: ``—``; anything else
+    (names, ids, causes) and the column labels as text, never as markup. The index is
+    hidden (the tables of ``dedup_lib`` carry their keys as columns).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A table of the library's (:func:`dedup_lib.summarize`, ...).
+
+    Returns
+    -------
+    pandas.io.formats.style.Styler
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dedup_lib import styled
+    >>> table = pd.DataFrame({"entity": ["<b>orders</b>"], "sends": [199839],
+    ...                       "share_caught": [0.066]})
+    >>> html = styled(table).to_html()
+    >>> "199,839" in html, "6.6%" in html, "&lt;b&gt;orders&lt;/b&gt;" in html
+    (True, True, True)
     """
     formatters: dict[Hashable, str | Callable[[object], str] | None] = {}
     numeric: list[Hashable] = []

@@ -12,8 +12,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dedup_lib.telemetry.formats import NOT_SEND, RecordFormat
-from dedup_lib.telemetry.sources import CORRUPT
+from dedup_lib.columns import CORRUPT, NOT_SEND
+from dedup_lib.telemetry.formats import RecordFormat
 from dedup_lib.telemetry.times import parse_time
 
 CANONICAL_TEXT = ("message_id", "entity", "partition_key", "session_id", "batch_id")

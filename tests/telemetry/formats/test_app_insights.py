@@ -13,11 +13,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry
+from dedup_lib.columns import CORRUPT, NOT_SEND
 from dedup_lib.errors import InputError
 from dedup_lib.synth.exports.app_insights import portal_text, write_app_insights
-from dedup_lib.telemetry.formats import NOT_SEND
 from dedup_lib.telemetry.formats.app_insights import APP_INSIGHTS
-from dedup_lib.telemetry.sources import CORRUPT
 from telemetry.formats.record_kit import canonical, micros, records, rows, sends
 
 HOST = "contoso.servicebus.windows.net"

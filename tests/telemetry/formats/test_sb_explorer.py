@@ -12,12 +12,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry
+from dedup_lib.columns import CORRUPT, NOT_SEND
 from dedup_lib.errors import InputError
 from dedup_lib.synth.exports import write_sb_explorer
 from dedup_lib.synth.exports.single_file import dotnet_time
-from dedup_lib.telemetry.formats import NOT_SEND
 from dedup_lib.telemetry.formats.sb_explorer import SB_EXPLORER
-from dedup_lib.telemetry.sources import CORRUPT
 from telemetry.formats.record_kit import canonical, micros, records, rows, sends
 
 # As the tool's documentation shows one saved message (properties as an object).

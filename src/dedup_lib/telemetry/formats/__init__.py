@@ -18,12 +18,6 @@ if TYPE_CHECKING:
 
 #: The column naming the file each raw row and record came from, which ``records`` carries.
 SOURCE_FILE = "source_file"
-#: The column of a plain format's raw rows that numbers their file (``files.file_id``), for
-#: the load's count per file.
-FILE_ID = "__dedup_file_id"
-#: The column of a record that is not a message send (a span of another system, a dependency
-#: row of another type): why, or null for sends. Such records are counted and skipped.
-NOT_SEND = "__dedup_not_send"
 
 
 class RecordFormat(Protocol):

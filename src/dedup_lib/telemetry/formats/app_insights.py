@@ -65,11 +65,10 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dedup_lib.columns import column
+from dedup_lib.columns import CORRUPT, INSIGHTS_NAMES, INSIGHTS_ROW, NOT_SEND, column
 from dedup_lib.errors import InputError, printable
-from dedup_lib.telemetry.formats import NOT_SEND, SOURCE_FILE
+from dedup_lib.telemetry.formats import SOURCE_FILE
 from dedup_lib.telemetry.schema import CANONICAL_COLUMNS, TEXT_TIME_FORMAT
-from dedup_lib.telemetry.sources import CORRUPT
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -142,8 +141,6 @@ _RESPONSE = T.StructType(
         T.StructField(CORRUPT, T.StringType()),
     ]
 )
-_NAMES = "__dedup_names"
-_ROW = "__dedup_row"
 
 
 def normalise(name: str) -> str:
@@ -164,7 +161,7 @@ class _Table:
 
     def __init__(self, frame: DataFrame) -> None:
         self.frame = frame
-        self.positional = _ROW in frame.columns
+        self.positional = INSIGHTS_ROW in frame.columns
         self.columns: dict[str, str] = {}
         if not self.positional:
             for name in frame.columns:
@@ -173,7 +170,7 @@ class _Table:
 
     def has(self, name: str) -> Column | bool:
         if self.positional:
-            return F.array_contains(column(_NAMES), name)
+            return F.array_contains(column(INSIGHTS_NAMES), name)
         return name in self.columns
 
     def value(self, *names: str) -> Column:
@@ -181,8 +178,11 @@ class _Table:
         if self.positional:
             found: Column | None = None
             for name in names:
-                cell = F.get(column(_ROW), F.array_position(column(_NAMES), name).cast("int") - 1)
-                condition = F.array_contains(column(_NAMES), name)
+                cell = F.get(
+                    column(INSIGHTS_ROW),
+                    F.array_position(column(INSIGHTS_NAMES), name).cast("int") - 1,
+                )
+                condition = F.array_contains(column(INSIGHTS_NAMES), name)
                 found = F.when(condition, cell) if found is None else found.when(condition, cell)
             return found if found is not None else F.lit(None).cast("string")
         for name in names:
@@ -204,17 +204,17 @@ def _rows(raw: DataFrame) -> DataFrame:
         column(SOURCE_FILE),
         column(CORRUPT),
         F.transform(F.col("__table.columns"), lambda c: _normalised(c.getField("name"))).alias(
-            _NAMES
+            INSIGHTS_NAMES
         ),
         F.col("__table.rows").alias("__rows"),
     )
     rows = split.select(
         column(SOURCE_FILE),
         column(CORRUPT),
-        column(_NAMES),
-        F.explode_outer(column("__rows")).alias(_ROW),
+        column(INSIGHTS_NAMES),
+        F.explode_outer(column("__rows")).alias(INSIGHTS_ROW),
     )
-    return rows.where(column(_ROW).isNotNull() | column(CORRUPT).isNotNull())
+    return rows.where(column(INSIGHTS_ROW).isNotNull() | column(CORRUPT).isNotNull())
 
 
 def portal_time(text: Column) -> Column:

@@ -14,7 +14,7 @@ on a span: docs/instrumentation.md has the application add it, on the SDK's patt
 A record is a span. It is a send when it is a Service Bus span (``messaging.system``
 ``servicebus`` or the older ``azure_servicebus``, or ``az.namespace=Microsoft.ServiceBus``) that
 is not a send call and is of kind PRODUCER or carries a MessageId. Everything else is counted
-and skipped with a reason (:data:`~dedup_lib.telemetry.formats.NOT_SEND`): other systems'
+and skipped with a reason (:data:`~dedup_lib.columns.NOT_SEND`): other systems'
 spans, send calls (their messages are the records), receives and settles. The SDK's own message
 span without a MessageId is skipped too when a span of its trace carries one (the
 application's span for the same message, docs/instrumentation.md); alone, it is a send without
@@ -41,9 +41,8 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dedup_lib.columns import column
-from dedup_lib.telemetry.formats import NOT_SEND, SOURCE_FILE
-from dedup_lib.telemetry.sources import CORRUPT
+from dedup_lib.columns import CORRUPT, NOT_SEND, TRACE, column
+from dedup_lib.telemetry.formats import SOURCE_FILE
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -221,7 +220,7 @@ class OtlpFormat:
         producer = column("__kind") == "producer"
         is_message = column("__sb") & ~column("__call") & (producer | has_id)
         trace_has_id = F.max((is_message & has_id).cast("int")).over(
-            Window.partitionBy(column(_TRACE))
+            Window.partitionBy(column(TRACE))
         )
         name = F.coalesce(column("span_name"), F.lit("(no name)"))
         not_send = (
@@ -319,10 +318,6 @@ class OtlpFormat:
         )
 
 
-#: The trace a span's rows are grouped by (its own; a link's, for a send call's entries).
-_TRACE = "__dedup_trace"
-
-
 def _with_calls(spans: DataFrame) -> DataFrame:
     """Each span with the send call that links to it, if any: the earliest-ending such call
     (ties: the smaller span id), its span id (``__call_span``), end and entity.
@@ -365,7 +360,7 @@ def _with_calls(spans: DataFrame) -> DataFrame:
         .where(F.col("__entry.own"))
         .select(
             *(column(c) for c in spans.columns),
-            trace.alias(_TRACE),
+            trace.alias(TRACE),
             F.col("__first.span").alias("__call_span"),
             F.col("__first.end").alias("__call_end"),
             F.col("__first.entity").alias("__call_entity"),

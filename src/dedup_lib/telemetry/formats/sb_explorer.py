@@ -42,10 +42,9 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dedup_lib.columns import column
-from dedup_lib.telemetry.formats import NOT_SEND, SOURCE_FILE
+from dedup_lib.columns import CORRUPT, NOT_SEND, column
+from dedup_lib.telemetry.formats import SOURCE_FILE
 from dedup_lib.telemetry.schema import CANONICAL_COLUMNS
-from dedup_lib.telemetry.sources import CORRUPT
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
