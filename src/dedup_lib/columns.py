@@ -73,7 +73,7 @@ ORIGINAL_CONTENT = INTERNAL + "original_content"
 # The sweep and the analyses (dedup_lib.sweep, dedup_lib.analysis).
 #: A rejected send's logical_id, in the sweep's count of every send.
 REJECTED_ID = INTERNAL + "rejected_id"
-#: A send's rank within its key, and the position of the key's next send (sweep.collect).
+#: A send's rank within its key, and the position of the key's next send (sweep.spark_road).
 RANK = INTERNAL + "rank"
 NEXT = INTERNAL + "next"
 #: Whether a send has no ``event_id`` (those come last among sends of the same time).

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry, summarize
 from dedup_lib.analysis.summaries import ground_truth_summary
 from dedup_lib.sweep.cache import ReplayCache
-from dedup_lib.sweep.collect import in_replay_order
 from dedup_lib.sweep.grid import smallest_window, window_grid
+from dedup_lib.sweep.judged import in_replay_order
 from dedup_lib.testing import Message
 from replay_kit import at, frame, mixed_scenario, telemetry
 

@@ -11,10 +11,12 @@ from pyspark.sql import functions as F
 
 from dedup_lib import generate_telemetry
 from dedup_lib.columns import RANK
-from dedup_lib.sweep import collect as collect_module
 from dedup_lib.sweep import counts as counts_module
-from dedup_lib.sweep.collect import Collected, collect
+from dedup_lib.sweep import judged as judged_module
+from dedup_lib.sweep import spark_road
+from dedup_lib.sweep.collect import collect
 from dedup_lib.sweep.frames import TEXT, frame_of, texts_of
+from dedup_lib.sweep.judged import Collected
 from replay_kit import frame, mixed_scenario, telemetry
 
 
@@ -109,7 +111,7 @@ def test_the_passes_rows_convert_through_arrow_as_spark_converts_them(spark, sen
         (F.col("attempt") > 1).alias("resend"),
     )
     assert 0 < df.where(F.col("logical_id").isNull() & F.col("cause").isNull()).count() < 6_000
-    pd.testing.assert_frame_equal(collect_module._rows(df, True), collect_module._rows(df, False))
+    pd.testing.assert_frame_equal(spark_road.rows_of(df, True), spark_road.rows_of(df, False))
 
 
 @settings(max_examples=max(10, settings().max_examples // 3))
@@ -153,13 +155,13 @@ def test_the_order_check_reads_the_same_from_arrow_and_from_pandas(change: str |
     columns = RANKED | (MISORDERED[change] if change else {})
     # In chunks of three rows: the check compares each row with the next across chunks.
     table = pa.Table.from_batches(pa.table(columns).to_batches(max_chunksize=3))
-    ordered = collect_module._arrow_ordered(table)
+    ordered = judged_module.arrow_ordered(table)
     assert ordered is (change is None)
     # The two roads of _rows: Arrow alone, and Spark's toPandas with its texts converted.
-    in_arrow = collect_module.in_replay_order(frame_of(table))
-    in_pandas = collect_module.in_replay_order(texts_of(table.to_pandas(), ["entity", "key"]))
+    in_arrow = judged_module.in_replay_order(frame_of(table))
+    in_pandas = judged_module.in_replay_order(texts_of(table.to_pandas(), ["entity", "key"]))
     pd.testing.assert_frame_equal(in_arrow, in_pandas)
-    assert collect_module._arrow_ordered(table.slice(0, 0))
+    assert judged_module.arrow_ordered(table.slice(0, 0))
 
 
 @pytest.mark.parametrize("rejected", [False, True])
@@ -170,13 +172,13 @@ def test_the_passes_leave_the_checks_out_only_where_no_send_is_rejected(
     repeated sends and the messages skip the rejection checks (a mutation that always skips
     them fails the comparisons above)."""
     calls: list[bool] = []
-    with_rules = collect_module._with_rules
+    with_rules = judged_module.with_rules
 
     def spy(df, partitioning, rejections=True):
         calls.append(rejections)
         return with_rules(df, partitioning, rejections)
 
-    monkeypatch.setattr(collect_module, "_with_rules", spy)
+    monkeypatch.setattr(spark_road, "with_rules", spy)
     rows = [("m1", "2026-01-01 00:00:00", "p"), ("m1", "2026-01-01 00:00:05", "p")]
     if rejected:
         rows.append(("m2", "2026-01-01 00:00:09", "x" * 129))

@@ -14,8 +14,7 @@ from pyspark.sql import functions as F
 from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry
 from dedup_lib.errors import InputError
 from dedup_lib.memory import size_in_bytes
-from dedup_lib.sweep import collect as collect_module
-from dedup_lib.sweep import footprint
+from dedup_lib.sweep import footprint, spark_road
 from dedup_lib.sweep.collect import collect
 from dedup_lib.sweep.footprint import Budget
 from replay_kit import mixed_scenario
@@ -36,13 +35,13 @@ def measured(monkeypatch):
     seen: list[footprint.Footprint] = []
     stored = footprint.persist_and_count
     beyond = footprint.Footprint(0, 0, {}, 2**62, 2**62, None, None)
-    monkeypatch.setattr(collect_module.footprint, "at_most", lambda *a, **k: beyond)
+    monkeypatch.setattr(footprint, "at_most", lambda *a, **k: beyond)
 
     def spy(*args, **kwargs):
         seen.append(stored(*args, **kwargs))
         return seen[-1]
 
-    monkeypatch.setattr(collect_module.footprint, "persist_and_count", spy)
+    monkeypatch.setattr(footprint, "persist_and_count", spy)
     return seen
 
 
@@ -50,9 +49,7 @@ def measured(monkeypatch):
 def test_the_count_is_what_the_build_holds(spark, sends, partitioning, measured, monkeypatch):
     released = []
     release = footprint.release
-    monkeypatch.setattr(
-        collect_module.footprint, "release", lambda *f: (released.extend(f), release(*f))
-    )
+    monkeypatch.setattr(footprint, "release", lambda *f: (released.extend(f), release(*f)))
     built = collect(sends, partitioning, carry=("cause",), local_rows=0, allowed=ROOMY)
     (found,) = measured
     # What was stored to be counted and collected is let go once collected.
@@ -111,7 +108,7 @@ def test_over_the_result_limit_the_build_is_refused_before_anything_is_collected
 ):
     per_entity = built_repeated(sends)["entity"].fillna("(none)").value_counts()
     collected = []
-    monkeypatch.setattr(collect_module, "_rows", lambda *a, **k: collected.append(1))
+    monkeypatch.setattr(spark_road, "rows_of", lambda *a, **k: collected.append(1))
     limit = Budget(10_000, "spark.driver.maxResultSize=10k", None, "")
     with pytest.raises(InputError) as refused:
         collect(sends, False, carry=("cause",), local_rows=0, allowed=limit)
@@ -155,10 +152,8 @@ def test_when_every_send_would_fit_nothing_is_counted(spark, sends, monkeypatch,
         bounds.append(at_most(*args, **kwargs))
         return bounds[-1]
 
-    monkeypatch.setattr(collect_module.footprint, "at_most", bound)
-    monkeypatch.setattr(
-        collect_module.footprint, "persist_and_count", lambda *a: measured.append(a)
-    )
+    monkeypatch.setattr(footprint, "at_most", bound)
+    monkeypatch.setattr(footprint, "persist_and_count", lambda *a: measured.append(a))
     df = sends if truth else sends.drop("logical_id", "attempt")
     built = collect(df, False, carry=("cause",), local_rows=0, allowed=ROOMY)
     assert measured == []
@@ -200,8 +195,8 @@ def sampled(monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("the rows were gathered and stored before the refusal")
 
-    monkeypatch.setattr(collect_module.footprint, "at_least", spy)
-    monkeypatch.setattr(collect_module.footprint, "persist_and_count", never)
+    monkeypatch.setattr(footprint, "at_least", spy)
+    monkeypatch.setattr(footprint, "persist_and_count", never)
     return seen
 
 
@@ -231,7 +226,7 @@ def test_a_sampled_bound_stays_under_the_count(spark, sends, monkeypatch, one_in
     bounds = []
     at_least = footprint.at_least
     monkeypatch.setattr(
-        collect_module.footprint,
+        footprint,
         "at_least",
         lambda *a: (bounds.append(at_least(*a)), bounds[-1])[1],
     )
@@ -246,7 +241,7 @@ def test_where_every_send_might_fit_no_sample_is_taken(spark, sends, monkeypatch
     """The bound from the counts is over the budget only with the messages: the sample of
     repeated sends could not refuse, and is not taken."""
     monkeypatch.setattr(
-        collect_module.footprint,
+        footprint,
         "at_least",
         lambda *a: pytest.fail("sampled although no bound from it could refuse"),
     )
@@ -254,7 +249,7 @@ def test_where_every_send_might_fit_no_sample_is_taken(spark, sends, monkeypatch
     sends_count = sends.count()
     # The sends alone fit, the sends and half as many messages do not.
     room = Budget(None, "", int(2 * 1.2 * sends_count * size.held), "")
-    monkeypatch.setattr(collect_module.footprint, "per_row", lambda *a: size)
+    monkeypatch.setattr(footprint, "per_row", lambda *a: size)
     built = collect(sends, False, carry=("cause",), local_rows=0, allowed=room)
     assert len(built.repeated) > 500
 

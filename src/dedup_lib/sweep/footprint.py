@@ -128,7 +128,7 @@ class RowSize:
 
 def per_row(sample: pa.Table, repeated: Sequence[str], truth: bool) -> RowSize:
     """Bytes per repeated send, serialized and in the driver, from ``sample`` (rows judged
-    as the cache judges them, :func:`dedup_lib.sweep.collect._judged`): its rows with a key,
+    as the cache judges them, :func:`dedup_lib.sweep.judged.judged_sends`): its rows with a key,
     as the cache keeps them, plus the rank Spark returns and the two columns the driver adds."""
     eligible = sample.filter(pc.is_valid(sample["key"])).select(list(repeated))
     rows = max(eligible.num_rows, 1)
@@ -151,9 +151,9 @@ def persist_and_count(
     bucket_us: int,
 ) -> Footprint:
     """The footprint of the rows the driver would hold, counted where Spark runs before any
-    is brought back: ``repeated`` (:func:`~dedup_lib.sweep.collect._repeated_sends`) per
+    is brought back: ``repeated`` (:func:`~dedup_lib.sweep.spark_road._repeated_sends`) per
     entity, and with ground truth the ``messages`` sent several times
-    (:func:`~dedup_lib.sweep.collect._message_groups`), both persisted here (memory, then
+    (:func:`~dedup_lib.sweep.spark_road._message_groups`), both persisted here (memory, then
     disk) as they are counted, for the build to collect them next and then :func:`release`
     them. ``counted``: the build's counts of every send (``bucket_us`` wide), whose buckets
     give the time span.
