@@ -169,10 +169,8 @@ UNITS = (
     SESSION_UNIT,
     LAB_UNIT,
     "tests/test_wheel.py",
+    "tests/cluster/test_remote.py",
 )
-#: Modules that join the session's unit: the worker that holds the session otherwise ends
-#: minutes before the other, which takes every test outside the units.
-WITH_THE_SESSION = ("tests/cluster/test_remote.py",)
 
 
 def _unit(item: pytest.Item) -> str | None:
@@ -180,9 +178,9 @@ def _unit(item: pytest.Item) -> str | None:
     every test on the run's own Spark session, so that one JVM holds it and the classic pass
     ends before the Connect one starts; the tests that share JupyterLab; a costly module."""
     fixtures = getattr(item, "fixturenames", ())
-    module = item.nodeid.partition("::")[0]
-    if "spark" in fixtures or module in WITH_THE_SESSION:
+    if "spark" in fixtures:
         return SESSION_UNIT
+    module = item.nodeid.partition("::")[0]
     if module.startswith("tests/browser/") or {"hostile_report", "lab"} & set(fixtures):
         return LAB_UNIT
     return module if module in UNITS else None
