@@ -100,17 +100,43 @@ class ReplayCache(CacheViews):
         carry: Sequence[str] = (),
         bucket: timedelta | float | str = "PT1M",
     ) -> ReplayCache:
-        """Spark passes over ``df`` (the input of ``detect_duplicates``); ``carry`` names
-        input columns to keep in :attr:`repeated` (``cause``, for example). Sends to keys
-        used once are counted per ``bucket`` of time, the resolution of time charts.
+        """Build the cache of ``df``'s sends for one partitioning mode: Spark runs here, once.
 
         One shuffle by key finds the repeated keys and returns their sends in replay order;
         one aggregation counts sends per entity, kind and bucket, and with ground truth one
-        counts sends per message. Neither aggregation needs to know which keys repeat: the
-        driver takes off the repeated sends it holds. ``df`` is read once per pass, so it must
-        give the same rows each time (files, or a persisted frame). Up to
-        :data:`~dedup_lib.sweep.collect.LOCAL_ROWS` sends are judged in one narrow job and
-        grouped in the driver instead: the same tables, without two thirds of the planning."""
+        counts sends per message. Up to :data:`~dedup_lib.sweep.collect.LOCAL_ROWS` sends
+        are judged in one narrow job and grouped in the driver instead: the same tables,
+        without two thirds of the planning.
+
+        Parameters
+        ----------
+        df : DataFrame
+            The input of :func:`dedup_lib.detect_duplicates`. It is read once per pass, so it
+            must give the same rows each time (files, or a persisted frame).
+        partitioning : bool, default False
+            The mode whose keys are made.
+        carry : sequence of str, default ()
+            Input columns kept in :attr:`repeated` (``cause``, for example).
+        bucket : timedelta, float (seconds) or str, default "PT1M"
+            The time buckets the other sends are counted in: the resolution of time charts.
+
+        Returns
+        -------
+        ReplayCache
+
+        Raises
+        ------
+        InputError
+            An input the rules cannot judge, a ``carry`` column it lacks, or held sends that
+            would not fit in the driver (with the entities and span to narrow).
+
+        Examples
+        --------
+        >>> from dedup_lib import ReplayCache, get_spark, load_telemetry, sample_path
+        >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
+        >>> ReplayCache.build(sends, partitioning=True).partitioning
+        True
+        """
         compile_in_background()
         c = collect(df, partitioning, carry, bucket)
         return cls(partitioning, c.repeated, c.fixed, c.truth_fixed, c.bucket_us)

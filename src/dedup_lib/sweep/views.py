@@ -185,12 +185,33 @@ class CacheViews:
         return pd.concat(frames, ignore_index=True)
 
     def sweep(self, windows: Sequence[timedelta | float | str] | None = None) -> pd.DataFrame:
-        """One row per window (default :func:`window_grid`): ``window_s``, ``duplicates``,
-        ``share_caught`` (of judged sends), ``peak_held`` (most ids held at once, all
-        entities), and with ground truth ``resends``, ``resends_caught``,
-        ``share_resends_caught``, ``catchable_resends`` (resends that reuse a key sent before:
-        the only ones any window can catch), ``share_catchable_caught``,
-        ``extra_deliveries`` and ``messages_lost``."""
+        """The same replay at many windows, from memory: the sweep of notebook 03.
+
+        Parameters
+        ----------
+        windows : sequence of timedelta, float (seconds) or str, optional
+            Default :func:`window_grid`: 50 windows from 20 s to 7 days, logarithmic.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per window: ``window_s``, ``duplicates``, ``share_caught`` (of judged
+            sends), ``peak_held`` (most ids held at once, all entities), and with ground
+            truth ``resends``, ``resends_caught``, ``share_resends_caught``,
+            ``catchable_resends`` (resends that reuse a key sent before: the only ones any
+            window can catch), ``share_catchable_caught``, ``extra_deliveries`` and
+            ``messages_lost``.
+
+        Examples
+        --------
+        >>> from dedup_lib import ReplayCache, get_spark, load_telemetry, sample_path
+        >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
+        >>> sweep = ReplayCache.build(sends).sweep(["PT1M", "PT10M", "PT1H"])
+        >>> sweep["window_s"].tolist()
+        [60.0, 600.0, 3600.0]
+        >>> bool(sweep["duplicates"].is_monotonic_increasing)
+        True
+        """
         rows = []
         for window in windows if windows is not None else window_grid():
             micros = to_micros(window)

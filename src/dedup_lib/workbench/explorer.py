@@ -161,10 +161,35 @@ class WindowExplorer:
     ) -> WindowExplorer:
         """Build the caches (one Spark pass per partitioning mode) and the explorer.
 
-        The mode shown first is built before returning; with ``background`` (the default)
-        the other modes are built in a thread while the explorer is in use, else before
-        returning too. ``progress`` shows a progress bar of the steps (default: only in a
-        notebook)."""
+        Parameters
+        ----------
+        df : DataFrame
+            Loaded sends (``LoadedTelemetry.valid``).
+        window : timedelta, float (seconds) or str, default "PT10M"
+            The window shown first.
+        partitioning : bool, default False
+            The mode shown first, built before this returns.
+        modes : sequence of bool, default (False, True)
+            The partitioning modes offered on the toggle.
+        background : bool, default True
+            Build the other modes in a thread while the explorer is in use; else before
+            returning too.
+        progress : bool, optional
+            Show a progress bar of the steps (default: only in a notebook).
+
+        Returns
+        -------
+        WindowExplorer
+            Display ``explorer.widget`` in a notebook cell.
+
+        Examples
+        --------
+        >>> from dedup_lib import WindowExplorer, get_spark, load_telemetry, sample_path
+        >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
+        >>> explorer = WindowExplorer.from_frame(sends, "PT1H", modes=(False,), progress=False)
+        >>> explorer.window_text.value
+        '1h'
+        """
         return _built(cls, df, window, partitioning, modes, background, progress)
 
     def _prepare(self, pending: dict[bool, Future[ReplayCache]]) -> None:
