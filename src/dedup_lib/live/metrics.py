@@ -11,6 +11,7 @@ category; never a MessageId or anything else a sender chooses freely.
 from __future__ import annotations
 
 import time
+from collections import Counter as Tally
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,20 +44,18 @@ class Totals:
     """What the checkpoint's micro-batches counted: sends by (entity, verdict), alerts by
     (entity, kind), refused rows by reason category, records that are not sends."""
 
-    sends: dict[tuple[str, str], int] = field(default_factory=dict)
-    alerts: dict[tuple[str, str], int] = field(default_factory=dict)
-    refused: dict[str, int] = field(default_factory=dict)
+    sends: Tally[tuple[str, str]] = field(default_factory=Tally)
+    alerts: Tally[tuple[str, str]] = field(default_factory=Tally)
+    refused: Tally[str] = field(default_factory=Tally)
     skipped: int = 0
     batches: int = 0
     #: When an alert of each (entity, kind) was last raised (Unix time).
     last_alert: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def add(self, other: Totals) -> None:
-        for mine, theirs in ((self.sends, other.sends), (self.alerts, other.alerts)):
-            for key, count in theirs.items():
-                mine[key] = mine.get(key, 0) + count
-        for reason, count in other.refused.items():
-            self.refused[reason] = self.refused.get(reason, 0) + count
+        self.sends.update(other.sends)
+        self.alerts.update(other.alerts)
+        self.refused.update(other.refused)
         self.skipped += other.skipped
         self.batches += other.batches
         self.last_alert.update(other.last_alert)
@@ -74,9 +73,9 @@ class Totals:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Totals:
         return cls(
-            sends={(e, v): n for e, v, n in data["sends"]},
-            alerts={(e, k): n for e, k, n in data["alerts"]},
-            refused=dict(data["refused"]),
+            sends=Tally({(e, v): n for e, v, n in data["sends"]}),
+            alerts=Tally({(e, k): n for e, k, n in data["alerts"]}),
+            refused=Tally(data["refused"]),
             skipped=int(data["skipped"]),
             batches=int(data["batches"]),
             last_alert={(e, k): t for e, k, t in data["last_alert"]},
@@ -100,11 +99,11 @@ class Totals:
         )
 
 
-def _counted(table: pa.Table, by: str, names: set[str]) -> dict[tuple[str, str], int]:
+def _counted(table: pa.Table, by: str, names: set[str]) -> Tally[tuple[str, str]]:
     entity = table["entity"] if "entity" in table.column_names else pa.nulls(len(table))
     pairs = pa.table({"entity": pc.fill_null(entity.cast(pa.string()), ""), by: table[by]})
     counts = pairs.group_by(["entity", by]).aggregate([([], "count_all")]).to_pylist()
-    found: dict[tuple[str, str], int] = {}
+    found: Tally[tuple[str, str]] = Tally()
     for row in counts:
         label = row["entity"]
         if label not in names:
@@ -112,19 +111,14 @@ def _counted(table: pa.Table, by: str, names: set[str]) -> dict[tuple[str, str],
                 label = OTHER
             else:
                 names.add(label)
-        key = (label, row[by] or "")
-        found[key] = found.get(key, 0) + row["count_all"]
+        found[(label, row[by] or "")] += row["count_all"]
     return found
 
 
-def _by_reason(refused: pa.Table) -> dict[str, int]:
-    if not refused.num_rows:
-        return {}
-    found: dict[str, int] = {}
-    for reason in pc.fill_null(refused[REASON], "").to_pylist():
-        category = reason.split(":", 1)[0]  # as the loader's tally names it
-        found[category] = found.get(category, 0) + 1
-    return found
+def _by_reason(refused: pa.Table) -> Tally[str]:
+    # Each reason's category, as the loader's tally names it.
+    reasons = pc.fill_null(refused[REASON], "").to_pylist() if refused.num_rows else []
+    return Tally(reason.split(":", 1)[0] for reason in reasons)
 
 
 class Metrics:

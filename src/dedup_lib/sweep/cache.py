@@ -90,7 +90,7 @@ class ReplayCache(CacheViews):
         # The latest windows' anchors and counts: a sweep step asks for the same window
         # three times, the explorer for the current and the previous ones.
         self._walk = lru_cache(maxsize=_KEPT_WINDOWS)(self._walk_at)
-        self.cell_duplicates = lru_cache(maxsize=_KEPT_WINDOWS)(self._cell_duplicates_at)  # type: ignore[method-assign]
+        self._cells = lru_cache(maxsize=_KEPT_WINDOWS)(self._cell_duplicates_at)
 
     @classmethod
     def build(
@@ -148,6 +148,11 @@ class ReplayCache(CacheViews):
 
     def _walk_at(self, micros: int) -> Anchors:
         return walk_anchors(self._keys, micros)
+
+    def cell_duplicates(self, micros: int) -> np.ndarray:
+        """Repeated sends dropped at ``micros``, per cell of :class:`Cells` (kept for the
+        latest windows)."""
+        return self._cells(micros)
 
     def _cell_duplicates_at(self, micros: int) -> np.ndarray:
         """Repeated sends dropped at ``micros``, per cell of :class:`Cells`."""
