@@ -1,8 +1,8 @@
 """record_sends on real azure-servicebus senders, messages and batches.
 
-Only the AMQP link is stood in for (:class:`Link`): the SDK's own code builds, fills in and
-encodes the messages, and the link decodes the bytes it would put on the wire, so the ids
-recorded are checked against the ids the broker would have got.
+Only the AMQP link is stood in for (:class:`servicebus_kit.Link`): the SDK's own code builds,
+fills in and encodes the messages, and the link decodes the bytes it would put on the wire, so
+the ids recorded are checked against the ids the broker would have got.
 """
 
 from __future__ import annotations
@@ -22,10 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusMessageBatch
-from azure.servicebus._pyamqp._decode import decode_payload
-from azure.servicebus._pyamqp.message import Message
-from azure.servicebus._transport._pyamqp_transport import PyamqpTransport
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.amqp import AmqpAnnotatedMessage, AmqpMessageProperties
 from azure.servicebus.exceptions import OperationTimeoutError, ServiceBusConnectionError
@@ -34,83 +31,7 @@ from pyspark.sql import functions as F
 import dedup_lib
 from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, recorder
 from dedup_lib.recorder import AsyncRecordingSender, RecordingSender, record_sends
-
-CONNECTION = (
-    "Endpoint=sb://example.servicebus.windows.net/;SharedAccessKeyName=x;"
-    "SharedAccessKey=eA==;EntityPath=orders"
-)
-LINK_MAX_SIZE = 256 * 1024  # what a Standard namespace's link reports
-
-
-def _text(value: Any) -> str | None:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _decoded_ids(payloads: list[Any]) -> list[str | None]:
-    decoded = [decode_payload(memoryview(p)) for p in payloads]
-    return [_text(m.properties.message_id) if m.properties else None for m in decoded]
-
-
-def wire_ids(sent: ServiceBusMessage | ServiceBusMessageBatch) -> list[str | None]:
-    """The MessageIds in the AMQP bytes the SDK hands its link for one send."""
-    if isinstance(sent, ServiceBusMessageBatch):
-        return _decoded_ids(sent._message[5])
-    return _decoded_ids([PyamqpTransport.encode_message(sent)])
-
-
-class Link:
-    """Stands in for a sender's AMQP link: opens at once with a Standard tier's sizes, keeps the
-    ids of each send (and schedule request) as encoded, and raises the failures queued in
-    ``failures`` after the bytes went out, as a lost acknowledgement does."""
-
-    def __init__(self, sender: Any) -> None:
-        self.sender = sender
-        self.sends: list[list[str | None]] = []
-        self.failures: list[Exception] = []
-        self.lock = threading.Lock()
-
-    def open(self, timeout: float | None = None) -> None:
-        self.sender._running = True
-        self.sender._max_message_size_on_link = LINK_MAX_SIZE
-        self.sender._max_batch_size_on_link = LINK_MAX_SIZE
-
-    def send(self, message: Any, timeout: float | None = None, last_exception: Any = None) -> None:
-        with self.lock:
-            self.sends.append(wire_ids(message))
-            if self.failures:
-                raise self.failures.pop(0)
-
-    def mgmt(self, mgmt_operation: bytes, message: Any, callback: Any, **kwargs: Any) -> Any:
-        with self.lock:
-            requested = message["messages"]
-            self.sends.append(_decoded_ids([m["message"] for m in requested]))
-            if self.failures:
-                raise self.failures.pop(0)
-        numbers = [1000 + i for i in range(len(requested))]
-        response = Message(value={b"sequence-numbers": numbers}, application_properties={})
-        return callback(200, response, None, amqp_transport=self.sender._amqp_transport)
-
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr(self.sender, "_open", self.open)
-        monkeypatch.setattr(self.sender, "_send", self.send)
-        monkeypatch.setattr(self.sender, "_mgmt_request_response", self.mgmt)
-
-
-class AsyncLink(Link):
-    """:class:`Link` for an ``aio`` sender."""
-
-    async def open(self, timeout: float | None = None) -> None:  # type: ignore[override]
-        super().open(timeout)
-
-    async def send(  # type: ignore[override]
-        self, message: Any, timeout: float | None = None, last_exception: Any = None
-    ) -> None:
-        super().send(message)
-
-    async def mgmt(  # type: ignore[override]
-        self, mgmt_operation: bytes, message: Any, callback: Any, **kwargs: Any
-    ) -> Any:
-        return super().mgmt(mgmt_operation, message, callback)
+from servicebus_kit import CONNECTION, LINK_MAX_SIZE, AsyncLink, Link
 
 
 @pytest.fixture
