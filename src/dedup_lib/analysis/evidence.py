@@ -88,7 +88,33 @@ class Evidence:
     def of(
         cls, data: DataFrame | Iterable[str], content: str | Sequence[str] | None = None
     ) -> Evidence:
-        """What ``data`` (a frame, or its column names) can say, comparing ``content``."""
+        """What ``data``'s columns allow, its content compared by ``content``: how to build one.
+
+        Parameters
+        ----------
+        data : DataFrame or iterable of str
+            The input: a Spark or pandas frame (its columns are read, no rows), or its
+            column names.
+        content : str or sequence of str, optional
+            The columns that tell one message's content from another's (``CONTENT``).
+            None: ``payload_hash`` where ``data`` has it, else none.
+
+        Returns
+        -------
+        Evidence
+            ``columns`` the input's columns, ``content`` the content columns to compare
+            (empty: none).
+
+        Examples
+        --------
+        >>> from dedup_lib import Evidence
+        >>> Evidence.of(["entity", "message_id", "payload_hash"]).content
+        ('payload_hash',)
+        >>> Evidence.of(["entity", "message_id", "body_hash"], content="body_hash").content
+        ('body_hash',)
+        >>> Evidence.of(["entity", "message_id"]).content
+        ()
+        """
         columns = frozenset(data.columns if hasattr(data, "columns") else data)
         if content is None:
             found: tuple[str, ...] = (DEFAULT_CONTENT,) if DEFAULT_CONTENT in columns else ()
@@ -97,7 +123,29 @@ class Evidence:
         return cls(columns, found)
 
     def has(self, need: Need) -> bool:
-        """Whether the input can give what ``need`` names."""
+        """Whether the input can give what ``need`` names.
+
+        Parameters
+        ----------
+        need : {"ground truth", "content", "partition keys", "batches"}
+            What a section needs: the ground truth columns (``logical_id``, ``attempt``),
+            the content columns, a ``partition_key`` or ``session_id`` column, or
+            ``batch_id``.
+
+        Returns
+        -------
+        bool
+            True when the input's columns hold it.
+
+        Examples
+        --------
+        >>> from dedup_lib import Evidence
+        >>> evidence = Evidence.of(["entity", "message_id", "send_time", "batch_id"])
+        >>> evidence.has("batches"), evidence.has("partition keys")
+        (True, False)
+        >>> Evidence.of(["message_id", "logical_id", "attempt"]).has("ground truth")
+        True
+        """
         if need == "ground truth":
             return all(c in self.columns for c in TRUTH_COLUMNS)
         if need == "content":
@@ -107,8 +155,34 @@ class Evidence:
         return "batch_id" in self.columns
 
     def lacks(self, need: Need, what: str) -> str | None:
-        """None when the input has ``need``; else the sentence saying that it cannot say
-        ``what`` (words that finish "it cannot say ..."), why, and what would provide it."""
+        """The sentence a section shows instead of its table when the input lacks ``need``.
+
+        A section the input cannot fill says so in words: a table of zeros would read as a
+        finding.
+
+        Parameters
+        ----------
+        need : {"ground truth", "content", "partition keys", "batches"}
+            What the section needs (see :meth:`has`).
+        what : str
+            What the section would say, as words that finish "it cannot say ...".
+
+        Returns
+        -------
+        str or None
+            None when the input has ``need``; else one or two sentences in markdown: that
+            the input cannot say ``what``, why, and what would provide it.
+
+        Examples
+        --------
+        >>> from dedup_lib import Evidence
+        >>> evidence = Evidence.of(["entity", "message_id", "send_time"])
+        >>> print(evidence.lacks("ground truth", "which resends were caught"))
+        The input has no ground truth (`logical_id` and `attempt`, which only the generator
+        writes), so it cannot say which resends were caught. Real telemetry has none: ...
+        >>> Evidence.of(["payload_hash"]).lacks("content", "which sends repeat") is None
+        True
+        """
         if self.has(need):
             return None
         missing = [c for c in self.content if c not in self.columns]

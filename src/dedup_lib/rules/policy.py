@@ -147,9 +147,26 @@ class DedupPolicy:
 
     @property
     def window_micros(self) -> int:
+        """int: The window in whole microseconds, the unit the replay compares send times in."""
         return self.window // timedelta(microseconds=1)
 
     def describe(self) -> str:
+        """The window and the partitioning mode in words, as reports and logs say them.
+
+        Returns
+        -------
+        str
+            ``window <duration>, partitioning enabled`` (or ``disabled``), the window as
+            :func:`~dedup_lib.rules.durations.format_window` writes it.
+
+        Examples
+        --------
+        >>> from dedup_lib import DedupPolicy
+        >>> DedupPolicy("PT10M").describe()
+        'window 10m, partitioning disabled'
+        >>> DedupPolicy("P1D", partitioning=True).describe()
+        'window 1d, partitioning enabled'
+        """
         mode = "partitioning enabled" if self.partitioning else "partitioning disabled"
         return f"window {format_window(self.window)}, {mode}"
 

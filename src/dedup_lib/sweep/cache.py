@@ -132,26 +132,82 @@ class ReplayCache(CacheViews):
 
         Examples
         --------
-        >>> from dedup_lib import ReplayCache, get_spark, load_telemetry, sample_path
-        >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
-        >>> ReplayCache.build(sends, partitioning=True).partitioning
-        True
+        With ``cache`` from the class's example, which this method built: the held sends of
+        the incident sample, each key's together in replay order.
+
+        >>> cache.partitioning, len(cache.repeated)
+        (False, 5371)
+        >>> list(cache.repeated.columns)
+        ['entity', 'key', 'time_us', 'event_id', 'pos', 'logical_id', 'attempt', 'segment', ...]
         """
         compile_in_background()
         c = collect(df, partitioning, carry, bucket)
         return cls(partitioning, c.repeated, c.fixed, c.truth_fixed, c.bucket_us)
 
     def anchors(self, window: timedelta | float | str) -> Anchors:
-        """The anchor chain of every repeated key at ``window``: accepted or duplicate, and
-        the row index of the accepted send that each send counts against."""
+        """The verdicts of the held sends at ``window``: each key's anchor chain.
+
+        Each key's sends are walked in replay order: a send within ``window`` of its key's
+        anchor is a duplicate; the first one after is accepted and becomes the next anchor.
+        The latest windows' walks are kept, so asking again costs nothing.
+
+        Parameters
+        ----------
+        window : timedelta, float (seconds) or str
+            The window, as :func:`~dedup_lib.rules.durations.parse_window` reads it (no
+            bounds: what-if windows too).
+
+        Returns
+        -------
+        Anchors
+            Per row of :attr:`repeated`: ``accepted`` (a boolean array: the verdict) and
+            ``anchor`` (the row of the accepted send it counts against, itself when
+            accepted); ``window_micros``.
+
+        Raises
+        ------
+        InputError
+            A window that does not read.
+
+        Examples
+        --------
+        With ``cache`` from the class's example:
+
+        >>> anchors = cache.anchors("PT10M")
+        >>> len(anchors.accepted), int((~anchors.accepted).sum())
+        (5371, 3104)
+        >>> cache.anchors(600) is anchors
+        True
+        """
         return self._walk(to_micros(window))
 
     def _walk_at(self, micros: int) -> Anchors:
         return walk_anchors(self._keys, micros)
 
     def cell_duplicates(self, micros: int) -> np.ndarray:
-        """Repeated sends dropped at ``micros``, per cell of :class:`Cells` (kept for the
-        latest windows)."""
+        """The held sends dropped as duplicates at a window, per entity and time bucket.
+
+        What the time charts add to the counts no window changes.
+
+        Parameters
+        ----------
+        micros : int
+            The window in microseconds (:attr:`~dedup_lib.DedupPolicy.window_micros`).
+
+        Returns
+        -------
+        numpy.ndarray
+            One count per cell (entity and time bucket, in the order of ``codes.cells``);
+            kept for the latest windows.
+
+        Examples
+        --------
+        With ``cache`` from the class's example:
+
+        >>> from dedup_lib import DedupPolicy
+        >>> int(cache.cell_duplicates(DedupPolicy("PT10M").window_micros).sum())
+        3104
+        """
         return self._cells(micros)
 
     def _cell_duplicates_at(self, micros: int) -> np.ndarray:
@@ -160,14 +216,14 @@ class ReplayCache(CacheViews):
 
     @cached_property
     def codes(self) -> Codes:
-        """The repeated rows numbered, computed once."""
+        """Codes: The held sends numbered by entity, key and time bucket; computed once."""
         return number_rows(
             self.repeated, self.fixed, self._time, self._segment, self._keys.starts, self.bucket_us
         )
 
     @cached_property
     def truth(self) -> TruthCodes:
-        """Row-to-message and message-to-entity numbering, computed once."""
+        """TruthCodes: The held sends numbered by message (ground truth); computed once."""
         assert self.truth_fixed is not None
         c = self.codes
         return truth_codes(self.repeated, self.fixed, self.truth_fixed, c.entity, c.names)

@@ -35,24 +35,58 @@ class CacheViews:
 
     @property
     def has_ground_truth(self) -> bool:
+        """bool: Whether the input had ground truth (``logical_id``, ``attempt``)."""
         return self.truth_fixed is not None
 
     def anchors(self, window: timedelta | float | str) -> Anchors:
+        """The verdicts at ``window``: ``ReplayCache.anchors``."""
         raise NotImplementedError
 
     @property
     def codes(self) -> Codes:
+        """Codes: The numbering of the held sends: ``ReplayCache.codes``."""
         raise NotImplementedError
 
     @property
     def truth(self) -> TruthCodes:
+        """TruthCodes: The numbering by message: ``ReplayCache.truth``."""
         raise NotImplementedError
 
     def cell_duplicates(self, micros: int) -> np.ndarray:
+        """The duplicates per cell: ``ReplayCache.cell_duplicates``."""
         raise NotImplementedError
 
     def summarize(self, window: timedelta | float | str) -> pd.DataFrame:
-        """:func:`dedup_lib.summarize` of ``detect_duplicates`` at ``window``, without Spark."""
+        """The verdicts per entity at ``window``, from memory: what :func:`dedup_lib.summarize`
+        says of :func:`dedup_lib.detect_duplicates` at that window, to the send.
+
+        Parameters
+        ----------
+        window : timedelta, float (seconds) or str
+            The window, as :func:`~dedup_lib.rules.durations.parse_window` reads it.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per entity and a last ``(all)`` row: ``entity``, ``sends``,
+            ``accepted``, ``duplicates``, ``rejected``, ``without_message_id``,
+            ``not_checked``, ``share_caught`` (duplicates of the judged sends).
+
+        Raises
+        ------
+        InputError
+            A window that does not read.
+
+        Examples
+        --------
+        With ``cache`` from the class's example:
+
+        >>> table = cache.summarize("PT10M")
+        >>> table["entity"].tolist()
+        ['notifications', 'orders', 'payments', '(all)']
+        >>> table["duplicates"].tolist()
+        [0, 2945, 159, 3104]
+        """
         accepted = self.anchors(window).accepted
         c = self.codes
         kept = np.bincount(c.entity, weights=accepted, minlength=len(c.names)).astype("int64")
@@ -73,8 +107,38 @@ class CacheViews:
         return table[list(SUMMARY_COLUMNS)]
 
     def ground_truth_summary(self, window: timedelta | float | str) -> pd.DataFrame:
-        """:func:`~dedup_lib.analysis.summaries.ground_truth_summary` of ``detect_duplicates``
-        at ``window``."""
+        """What the verdicts at ``window`` did to each message, by ground truth, from memory.
+
+        The same table as :func:`~dedup_lib.analysis.summaries.ground_truth_summary` of
+        :func:`dedup_lib.detect_duplicates` at that window.
+
+        Parameters
+        ----------
+        window : timedelta, float (seconds) or str
+            The window, as :func:`~dedup_lib.rules.durations.parse_window` reads it.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per entity and a last ``(all)`` row: ``entity``, ``messages``, ``sends``,
+            ``resends``, ``resends_caught``, ``extra_deliveries`` (resends that reached
+            consumers again), ``messages_lost`` (collisions), ``first_sends_dropped``,
+            ``messages_rejected``.
+
+        Raises
+        ------
+        InputError
+            The input has no ground truth (see :attr:`has_ground_truth`), or a window that
+            does not read.
+
+        Examples
+        --------
+        With ``cache`` from the class's example (the sample has ground truth):
+
+        >>> total = cache.ground_truth_summary("PT10M").iloc[-1]
+        >>> int(total["resends"]), int(total["resends_caught"]), int(total["extra_deliveries"])
+        (3310, 3104, 206)
+        """
         if self.truth_fixed is None:
             raise InputError(
                 "ground_truth_summary: the input has no ground truth columns (logical_id, attempt)"
@@ -83,20 +147,74 @@ class CacheViews:
         return truth_table(self.truth, accepted)
 
     def over_time(self, window: timedelta | float | str) -> pd.DataFrame:
-        """Sends per entity and time bucket at ``window``: ``entity``, ``time`` (UTC, bucket
-        start), ``sends``, ``duplicates`` (dropped by the broker), ``rejected``. Sends without a
-        send_time (rejected) have no bucket and are left out."""
+        """Sends per entity and time bucket at ``window``: what the sends-over-time chart draws.
+
+        Parameters
+        ----------
+        window : timedelta, float (seconds) or str
+            The window, as :func:`~dedup_lib.rules.durations.parse_window` reads it.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per entity and time bucket with a send: ``entity``, ``time`` (UTC, the
+            bucket's start), ``sends``, ``duplicates`` (dropped by the broker),
+            ``rejected``. Sends without a send time (rejected) have no bucket: left out.
+
+        Raises
+        ------
+        InputError
+            A window that does not read.
+
+        Examples
+        --------
+        With ``cache`` from the class's example (one-minute buckets, three hours):
+
+        >>> table = cache.over_time("PT10M")
+        >>> list(table.columns), len(table), int(table["duplicates"].sum())
+        (['entity', 'time', 'sends', 'duplicates', 'rejected'], 540, 3104)
+        """
         cells = self.codes.cells
         return cells.over_time(self.cell_duplicates(to_micros(window)))
 
     def top_keys(
         self, window: timedelta | float | str, n: int = 10, entity: str | None = None
     ) -> pd.DataFrame:
-        """The keys with the most sends dropped as duplicates at ``window`` (of one ``entity``;
-        None or ``(all)``: all), then the most sent (where fewer than ``n`` drop any, the keys a
-        longer window would catch first): ``entity``, ``key``, ``sends``, ``duplicates``, and
-        ``messages`` when there is ground truth (more than one means different messages
-        share the key: a reused id)."""
+        """The dedup keys with the most sends dropped as duplicates at ``window``.
+
+        Then the keys sent most (where fewer than ``n`` keys drop any, those a longer window
+        would catch first); ties by entity and key.
+
+        Parameters
+        ----------
+        window : timedelta, float (seconds) or str
+            The window, as :func:`~dedup_lib.rules.durations.parse_window` reads it.
+        n : int, default 10
+            How many keys.
+        entity : str, optional
+            One entity's keys; None or ``(all)``: every entity's.
+
+        Returns
+        -------
+        pandas.DataFrame
+            At most ``n`` rows: ``entity``, ``key``, ``sends``, ``duplicates``, and with
+            ground truth ``messages`` (more than one: different messages share the key, a
+            reused id).
+
+        Raises
+        ------
+        InputError
+            A window that does not read.
+
+        Examples
+        --------
+        With ``cache`` from the class's example:
+
+        >>> cache.top_keys("PT10M", n=2)[["key", "sends", "duplicates", "messages"]]
+                       key  sends  duplicates  messages
+        0  8148.2026/order      6           5         1
+        1  4675.2026/order      5           4         1
+        """
         accepted = self.anchors(window).accepted
         c = self.codes
         if len(c.segment_sends) == 0:
@@ -127,12 +245,32 @@ class CacheViews:
         return top.head(n).reset_index(drop=True)
 
     def resend_delays(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
-        """Each send to a repeated key after the key's first: ``entity`` (``(none)`` for sends
-        without one, as in the other views), ``key``, ``time_us``, ``time`` (UTC), ``delay_s``
-        since the key's previous send, and the carried columns; only ``columns`` when given
-        (a chart's four of them cost a fraction of the whole). The same at every window
-        (computed once): what a window does with a resend depends on the anchor, not on this
-        delay."""
+        """Each send of a dedup key after the key's first, with its delay since the one before.
+
+        The same at every window (computed once): what a window does with a resend depends
+        on its anchor, not on this delay.
+
+        Parameters
+        ----------
+        columns : sequence of str, optional
+            Only these columns (a chart's four of them cost a fraction of the whole); None:
+            all.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``entity`` (``(none)`` for sends without one), ``key``, ``time_us``, ``event_id``,
+            the ground truth and carried columns, ``delay_s`` (since the key's previous
+            send) and ``time`` (UTC).
+
+        Examples
+        --------
+        With ``cache`` from the class's example:
+
+        >>> delays = cache.resend_delays(["entity", "delay_s"])
+        >>> len(delays), round(float(delays["delay_s"].median()), 1)
+        (3104, 0.9)
+        """
         if columns is None:
             return self._delays
         return self._resend_delays(columns)
@@ -166,9 +304,35 @@ class CacheViews:
         return table
 
     def held_over_time(self, window: timedelta | float | str) -> pd.DataFrame:
-        """How many ids the duplicate history holds at the end of each time bucket, per entity:
-        every accepted send that has a MessageId is held for ``window`` (docs/rules.md, section 5).
-        Columns ``entity``, ``time`` (UTC), ``held``. At the cache's bucket resolution."""
+        """How many ids the duplicate history holds at the end of each time bucket, per entity.
+
+        Every accepted send with a MessageId is held for ``window`` (docs/rules.md, section
+        5): what a longer window costs the broker.
+
+        Parameters
+        ----------
+        window : timedelta, float (seconds) or str
+            The window, as :func:`~dedup_lib.rules.durations.parse_window` reads it.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``entity``, ``time`` (UTC, the bucket's end), ``held``; from each entity's first
+            bucket with an accepted send to the window's end after its last.
+
+        Raises
+        ------
+        InputError
+            A window that does not read.
+
+        Examples
+        --------
+        With ``cache`` from the class's example:
+
+        >>> held = cache.held_over_time("PT10M")
+        >>> held.groupby("entity")["held"].max().to_dict()
+        {'notifications': 236, 'orders': 894, 'payments': 372}
+        """
         micros = to_micros(window)
         c = self.codes
         held, first = c.cells.held(self.cell_duplicates(micros), micros)
@@ -202,11 +366,16 @@ class CacheViews:
             window can catch), ``share_catchable_caught``, ``extra_deliveries`` and
             ``messages_lost``.
 
+        Raises
+        ------
+        InputError
+            A window that does not read.
+
         Examples
         --------
-        >>> from dedup_lib import ReplayCache, get_spark, load_telemetry, sample_path
-        >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
-        >>> sweep = ReplayCache.build(sends).sweep(["PT1M", "PT10M", "PT1H"])
+        With ``cache`` from the class's example:
+
+        >>> sweep = cache.sweep(["PT1M", "PT10M", "PT1H"])
         >>> sweep["window_s"].tolist()
         [60.0, 600.0, 3600.0]
         >>> bool(sweep["duplicates"].is_monotonic_increasing)

@@ -61,11 +61,12 @@ class WindowExplorer:
     --------
     >>> from dedup_lib import WindowExplorer, get_spark, load_telemetry, sample_path
     >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
-    >>> explorer = WindowExplorer.from_frame(sends, "PT10M", background=False,
-    ...                                      progress=False)
-    >>> view = explorer.update(window="PT1H")
-    >>> sorted(explorer.caches)
-    [False, True]
+    >>> explorer = WindowExplorer.from_frame(sends, "PT10M", modes=(False,), progress=False)
+    >>> explorer.entities
+    ['(all)', 'notifications', 'orders', 'payments']
+
+    One partitioning mode, one Spark pass (by default the other mode is built too, in the
+    background). The methods' examples go on with this ``explorer``.
     """
 
     def __init__(
@@ -182,13 +183,19 @@ class WindowExplorer:
         WindowExplorer
             Display ``explorer.widget`` in a notebook cell.
 
+        Raises
+        ------
+        InputError
+            ``partitioning`` not in ``modes``, a window that does not read, or an input
+            :meth:`ReplayCache.build` refuses.
+
         Examples
         --------
-        >>> from dedup_lib import WindowExplorer, get_spark, load_telemetry, sample_path
-        >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
-        >>> explorer = WindowExplorer.from_frame(sends, "PT1H", modes=(False,), progress=False)
-        >>> explorer.window_text.value
-        '1h'
+        With ``explorer`` from the class's example, which this method built, its controls
+        set to the window and the one mode asked:
+
+        >>> explorer.window_text.value, explorer.mode.options
+        ('10m', ('disabled',))
         """
         return _built(cls, df, window, partitioning, modes, background, progress)
 
@@ -199,7 +206,7 @@ class WindowExplorer:
 
     @property
     def caches(self) -> dict[bool, ReplayCache]:
-        """One cache per partitioning mode; waits for those still being built."""
+        """dict[bool, ReplayCache]: One cache per mode; waits for modes still being built."""
         self._modes.wait()
         return self._cache_map()
 
@@ -272,8 +279,53 @@ class WindowExplorer:
         *,
         draw: bool = True,
     ) -> View:
-        """Compute the view for these settings (the controls' values where omitted), set the
-        controls to match, and redraw. No Spark job (but waits for a mode still being built)."""
+        """Compute the view for these settings, set the controls to match, and redraw.
+
+        The widgets call it on every change. No Spark job: the view is read from the mode's
+        cache (waiting for a mode still being built).
+
+        Parameters
+        ----------
+        window : timedelta, float (seconds) or str, optional
+            The window; None: the slider's.
+        partitioning : bool, optional
+            The mode; None: the toggle's.
+        entity : str, optional
+            One entity, or ``(all)``; None: the dropdown's.
+        time_range : tuple of two times, optional
+            The start and end of the send times shown (anything ``pandas.Timestamp``
+            reads); None: the range slider's.
+        draw : bool, default True
+            Redraw the charts and tables (False: only compute the view).
+
+        Returns
+        -------
+        View
+            ``window_s``, ``partitioning``, ``entity``, ``time_range``; ``numbers`` (a
+            table of ``figure`` and ``value``: sends, accepted, dropped as duplicates,
+            rejected, share dropped, peak ids held), ``top_keys`` and its ``keys_caption``,
+            and the three charts' ``figures``.
+
+        Raises
+        ------
+        InputError
+            An entity the input does not have, a mode without a cache, or a window that
+            does not read.
+
+        Examples
+        --------
+        With ``explorer`` from the class's example:
+
+        >>> view = explorer.update(window="PT1H", entity="orders")
+        >>> explorer.window_text.value, view.keys_caption
+        ('1h', 'Keys with the most sends dropped at 1h')
+        >>> view.numbers.set_index("figure")["value"]["dropped as duplicates"]
+        '2,945'
+        >>> explorer.update(partitioning=True)
+        Traceback (most recent call last):
+        ...
+        dedup_lib.errors.InputError: WindowExplorer: no cache for partitioning=True
+        """
         current = self._controls()
         seconds = parse_window(window).total_seconds() if window is not None else current[0]
         mode = current[1] if partitioning is None else partitioning

@@ -160,21 +160,58 @@ class Incident:
 
     @property
     def title(self) -> str:
-        """The report's title, as plain text: entity, window and time range."""
+        """str: The report's title in plain text, naming the entity, window and time range."""
         start, end = self._span
         return f"Incident postmortem: {self._where}, window {self._window}, {start} to {end} UTC"
 
     def heading(self) -> Section:
-        """The title and the summary in words, the title also in the output's metadata (the
-        headless report takes its page title from there)."""
+        """The report's first cell: the title as a heading, then :meth:`summary`.
+
+        The title is also in the output's metadata: the headless report takes its page
+        title from there.
+
+        Returns
+        -------
+        Section
+            One sentence in markdown; ``metadata["dedup_lib"]["title"]`` is :attr:`title`.
+
+        Examples
+        --------
+        With ``incident`` from the class's example (this replays the input once, with the content
+        diagnostics that the later sections reuse):
+
+        >>> heading = incident.heading()
+        >>> heading, heading.metadata["dedup_lib"]["title"] == incident.title
+        (Section(sentence), True)
+        """
         heading = escape(self.title, "markdown", limit=None)
         return Section(
             (f"# {heading}\n\n{self.summary()}",), metadata={"dedup_lib": {"title": self.title}}
         )
 
     def summary(self) -> str:
-        """What reached consumers again and what was lost, and the window that would have
-        caught the late resends, rounded up to one a person configures, with its losses."""
+        """What reached consumers again and what was lost over the incident, in words.
+
+        Where resends came after the window, the window that would have caught them,
+        rounded up to one a person configures, and the messages it would lose. Without
+        content columns, the sentence saying the input cannot tell.
+
+        Returns
+        -------
+        str
+            Markdown: the entity, time range and window, the resends that reached consumers
+            again, the messages lost (collisions), and what a longer window would change.
+
+        Examples
+        --------
+        With ``incident`` from the class's example: at ten minutes every resend to
+        ``orders`` is caught.
+
+        >>> print(incident.summary())
+        On orders from 2026-11-03 20:00 to 2026-11-03 22:59 UTC, replayed at the window
+        `PT10M` (10 minutes) with partitioning disabled, **0 resends reached consumers
+        again** ... and **0 messages were lost** ...
+        """
         start, end = self._span
         where = escape(self._where, "markdown", limit=None)
         words = f"`{self._window}` ({format_window(self.policy.window, 'words')})"
@@ -215,11 +252,40 @@ class Incident:
         return " ".join(said)
 
     def verdicts(self) -> Section:
-        """The verdicts per entity at the window, over the whole input."""
+        """The verdicts per entity at the policy's window, over the whole input.
+
+        Returns
+        -------
+        Section
+            One table, :meth:`ReplayCache.summarize`'s: a row per entity, then ``(all)``.
+
+        Examples
+        --------
+        With ``incident`` from the class's example:
+
+        >>> table = incident.verdicts().tables[0]
+        >>> table.set_index("entity")["duplicates"].to_dict()
+        {'notifications': 0, 'orders': 2945, 'payments': 159, '(all)': 3104}
+        """
         return Section.of(self.cache.summarize(self.policy.window))
 
     def ground_truth(self) -> Section:
-        """The resends caught and delivered again, and the messages lost, by ground truth."""
+        """The resends caught and those that reached consumers again, by ground truth.
+
+        Over the whole input, with the messages lost.
+
+        Returns
+        -------
+        Section
+            One sentence; without ground truth, the sentence saying the input cannot tell.
+
+        Examples
+        --------
+        With ``incident`` from the class's example:
+
+        >>> incident.ground_truth().sentences
+        ['3,310 resends: 3,104 caught, 206 reached consumers again; 0 messages lost']
+        """
         if not self.cache.has_ground_truth:
             return Section.of(
                 self.evidence.lacks("ground truth", "which sends were resends of which message")
@@ -232,7 +298,24 @@ class Incident:
         )
 
     def over_time(self) -> Section:
-        """Sends and drops over the incident, the resends' delays, the ids held."""
+        """Three charts of the incident: sends and duplicates, resend delays, ids held.
+
+        Returns
+        -------
+        Section
+            Three plotly figures over the entity and time range, with plotly.js inlined
+            when ``embed``.
+
+        Examples
+        --------
+        With ``incident`` from the class's example:
+
+        >>> for figure in incident.over_time().figures:
+        ...     print(figure.layout.title.text)
+        Sends and dropped duplicates during the incident, window 10m
+        Delay of each resend after the previous send with the same key
+        Ids held in the duplicate history, window 10m
+        """
         window_s = self.policy.window.total_seconds()
         start, end = self._span
         span = f"on {self._where} between {start} and {end} UTC"
@@ -249,7 +332,25 @@ class Incident:
         ).embedded(self.embed)
 
     def resends_missed(self) -> Section:
-        """Resends that reached consumers again, by entity and cause, and over time."""
+        """The resends that reached consumers again, by entity and cause, and over time.
+
+        A resend reached consumers again when the broker accepted content it had accepted
+        before (:func:`dedup_lib.missed_resends`).
+
+        Returns
+        -------
+        Section
+            A table (``entity``, ``miss_cause``, ``resends``, ``longest_caught_from``: the
+            window that would have caught them all) and a chart by cause; a sentence when
+            there are none, or when the input has no content to compare.
+
+        Examples
+        --------
+        With ``incident`` from the class's example:
+
+        >>> incident.resends_missed().sentences
+        ['No resend reached consumers again: no content was accepted twice.']
+        """
         lacking = self.evidence.lacks("content", "which resends reached consumers again")
         if lacking:
             return Section.of(lacking)
@@ -269,7 +370,22 @@ class Incident:
         return Section.of(missed.drop(columns="median_delay"), fig).embedded(self.embed)
 
     def messages_lost(self) -> Section:
-        """Different messages dropped because they reused an id, by sender and id pattern."""
+        """The messages lost: different messages dropped as duplicates of a reused dedup key.
+
+        Returns
+        -------
+        Section
+            The collisions by sender and id pattern
+            (:func:`~dedup_lib.analysis.diagnostics.collision_groups`); a sentence when
+            there are none, or when the input has no content to compare.
+
+        Examples
+        --------
+        With ``incident`` from the class's example:
+
+        >>> incident.messages_lost().sentences
+        ['No collisions: no message was lost to a reused id.']
+        """
         lacking = self.evidence.lacks("content", "which dropped sends carried a different message")
         if lacking:
             return Section.of(lacking)
@@ -279,7 +395,25 @@ class Incident:
         return Section.of(groups)
 
     def other_windows(self) -> Section:
-        """The replayed window beside shorter and longer ones."""
+        """The policy's window beside 20 s, 1 min, 5 min, 1 h and 1 day, over the whole input.
+
+        Returns
+        -------
+        Section
+            A table, a row per window: ``window_s``, ``duplicates``, ``peak_held`` and, with
+            ground truth, ``resends_caught``, ``extra_deliveries``, ``messages_lost``
+            (:meth:`ReplayCache.sweep`); without it, a sentence saying what it cannot tell.
+
+        Examples
+        --------
+        With ``incident`` from the class's example:
+
+        >>> table = incident.other_windows().tables[0]
+        >>> table["window_s"].tolist()
+        [20.0, 60.0, 300.0, 600.0, 3600.0, 86400.0]
+        >>> table["extra_deliveries"].tolist()
+        [603, 579, 206, 206, 206, 206]
+        """
         windows: list[timedelta | str] = [*OTHER_WINDOWS[:3], self.policy.window]
         windows += OTHER_WINDOWS[3:]
         sweep = self.cache.sweep(windows).drop_duplicates("window_s")
@@ -287,8 +421,37 @@ class Incident:
         return Section.of(sweep[[c for c in _WINDOW_COLUMNS if c in sweep]], lacking)
 
     def against_the_broker(self, kept: DataFrame | None) -> Section:
-        """The replay checked against an export of what the broker kept (``reconcile``):
-        the categories, the verdict in words, the first twenty contradictions."""
+        """The replay checked against an export of what the broker kept.
+
+        :func:`dedup_lib.reconcile` over the entity and time range: which window and
+        detection setting the broker's behaviour agrees with.
+
+        Parameters
+        ----------
+        kept : DataFrame or None
+            The broker's accepted messages, loaded (an export such as the sample's
+            ``incident-kept``, ``format="sb-explorer"``); None: there is no export.
+
+        Returns
+        -------
+        Section
+            The counts per category (a table), the verdict in words and the first twenty
+            contradictions (a table, if any); without ``kept``, a sentence saying so.
+
+        Raises
+        ------
+        InputError
+            ``kept`` without the columns reconcile needs (named).
+
+        Examples
+        --------
+        With ``incident`` from the class's example, without an export (the sample's,
+        checked in :func:`dedup_lib.reconcile`'s example, takes a Spark pass of its own):
+
+        >>> print(incident.against_the_broker(None).sentences[0])
+        No export of what the broker kept was given, so the replay is not checked against
+        the broker.
+        """
         if kept is None:
             return Section.of(
                 "No export of what the broker kept was given, so the replay is not checked "

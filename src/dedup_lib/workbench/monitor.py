@@ -49,10 +49,10 @@ class LiveMonitor:
     >>> monitor = LiveMonitor()
     >>> watch = monitor.start(get_spark(), "landing", DedupPolicy("PT10M"), "PT1M",
     ...                       out="verdicts", checkpoint="ck", once=True)
-    >>> monitor.stop()
-    >>> counters = watch.counters()
-    >>> int(counters.query("metric == 'dedup_sends_judged_total'")["value"].sum())
-    29...
+    >>> monitor.status.value
+    'Micro-batch 0 at ...: 29,719 sends judged, 3,101 duplicates, 0 late, 203 alerts; ...'
+
+    The methods' examples go on with this ``monitor`` and ``watch``; :meth:`stop` ends it.
     """
 
     def __init__(self, shown: int = 20) -> None:
@@ -73,10 +73,45 @@ class LiveMonitor:
     def start(
         self, spark: SparkSession, source: str, *args: Any, wait: float = 120, **kwargs: Any
     ) -> Watch | None:
-        """Start :func:`dedup_lib.watch_duplicates` on ``source`` (same arguments), with
-        each micro-batch drawn here; return once the first verdicts are drawn (or after
-        ``wait`` seconds). Telemetry the monitor cannot read (an export, not a stream) is
-        said in the status line: None."""
+        """Start :func:`dedup_lib.watch_duplicates` on ``source``, each micro-batch drawn here.
+
+        Returns once the first verdicts are drawn, or after ``wait`` seconds. Telemetry the
+        monitor cannot read (an export, not a stream) is said in the status line instead.
+
+        Parameters
+        ----------
+        spark : SparkSession
+            A classic or Spark Connect session.
+        source : str
+            The landing folder.
+        *args, **kwargs
+            The other arguments of :func:`dedup_lib.watch_duplicates` (``policy``,
+            ``lateness``, ``out``, ``checkpoint``, ``once``, ...); its ``on_batch`` is
+            :meth:`update`.
+        wait : float, default 120
+            Seconds to wait at most for the first verdicts.
+
+        Returns
+        -------
+        Watch or None
+            The running monitor; None when the input cannot be watched (said in the status
+            line and by :meth:`latest`).
+
+        Raises
+        ------
+        MissingFileError
+            ``source`` does not exist.
+
+        Examples
+        --------
+        With ``monitor`` and ``watch`` from the class's example, started with ``once=True``:
+        the sends that had landed were judged before ``start`` returned.
+
+        >>> watch is monitor.watch, watch.active
+        (True, False)
+        >>> sum(load["read"] for load in watch.loads)
+        29872
+        """
         self.status.value = f"Watching {escape(source)}: waiting for the first micro-batch."
         self._drawn.clear()
         try:
@@ -96,7 +131,28 @@ class LiveMonitor:
         return self.watch
 
     def update(self, line: BatchLine) -> None:
-        """Add one micro-batch of verdicts and redraw."""
+        """Add one micro-batch's verdicts and alerts to the charts and the table, and redraw.
+
+        :meth:`start` passes it to the monitor as ``on_batch``: it runs in the monitor's
+        thread. Each minute's counts add up over micro-batches (late telemetry lands in past
+        minutes).
+
+        Parameters
+        ----------
+        line : BatchLine
+            What one micro-batch held (:attr:`Watch.lines <dedup_lib.Watch>` keeps them).
+
+        Examples
+        --------
+        With ``watch`` from the class's example: a second monitor fed the same lines shows
+        the same.
+
+        >>> replayed = LiveMonitor()
+        >>> for line in watch.lines:
+        ...     replayed.update(line)
+        >>> replayed.alerts().equals(monitor.alerts())
+        True
+        """
         minutes = line.minutes.assign(accepted=lambda m: m.sends - m.duplicates - m.late)
         long = minutes.melt(
             id_vars="minute", value_vars=["accepted", "duplicates", "late"], var_name="verdict"
@@ -120,7 +176,22 @@ class LiveMonitor:
         )
 
     def figures(self) -> list[go.Figure]:
-        """Sends per minute by verdict; alerts per minute by kind."""
+        """The two charts as they stand: sends per minute by verdict, alerts per minute by kind.
+
+        Returns
+        -------
+        list of plotly.graph_objects.Figure
+            The verdicts' chart, then the alerts'.
+
+        Examples
+        --------
+        With ``monitor`` from the class's example:
+
+        >>> for figure in monitor.figures():
+        ...     print(figure.layout.title.text)
+        Sends judged per minute, by verdict
+        Alerts per minute: collisions, resends, rejected sends
+        """
         alerts = "Alerts per minute: collisions, resends, rejected sends"
         return [
             counts_over_time(
@@ -133,20 +204,63 @@ class LiveMonitor:
         ]  # fmt: skip
 
     def alerts(self) -> pd.DataFrame:
-        """The latest alerts, newest first."""
+        """The latest alerts (at most ``shown``), newest first.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``kind`` (``collision``, ``resend`` or ``rejected``), ``entity``, ``dedup_key``,
+            ``send_time``, ``original_send_time`` and ``why``, in words.
+
+        Examples
+        --------
+        With ``monitor`` from the class's example: resends of ``notifications``,
+        whose sender gives every attempt a new MessageId.
+
+        >>> alerts = monitor.alerts()
+        >>> len(alerts), alerts["kind"].unique().tolist(), alerts["entity"].unique().tolist()
+        (20, ['resend'], ['notifications'])
+        """
         table = pd.DataFrame(self._alerts[-self.shown :][::-1], columns=ALERT_COLUMNS)
         return table.reset_index(drop=True)
 
     def latest(self) -> Section:
-        """The latest alerts as a table, after what the input cannot say (no content: no
-        collisions), or why nothing is watched."""
+        """The latest alerts as a notebook section, after what the input cannot say.
+
+        Returns
+        -------
+        Section
+            The sentence saying what the input lacks (no content columns: no collision
+            alerts), if anything, then :meth:`alerts`; or why nothing is watched.
+
+        Examples
+        --------
+        With ``monitor`` from the class's example (the sample has content):
+
+        >>> monitor.latest()
+        Section(table)
+        """
         if self.refused is not None:
             return Section.of(f"Not watching: {escape(self.refused, 'markdown', limit=None)}")
         return Section.of(self.lacks, self.alerts())
 
     def counters(self) -> Section:
-        """The monitor's counters and gauges as ``/metrics`` serves them to Prometheus
-        (``dedup-lib watch --metrics``), as of now."""
+        """The monitor's counters and gauges as of now, as ``/metrics`` serves them.
+
+        Returns
+        -------
+        Section
+            One table, :meth:`Watch.counters <dedup_lib.Watch.counters>`'s (``metric``,
+            ``labels``, ``value``); before :meth:`start`, a sentence saying so.
+
+        Examples
+        --------
+        With ``monitor`` from the class's example:
+
+        >>> table = monitor.counters().tables[0]
+        >>> int(table[table["metric"] == "dedup_sends_judged_total"]["value"].sum())
+        29719
+        """
         if self.watch is None:
             return Section.of("Not started.")
         return Section.of(self.watch.counters())
@@ -158,11 +272,47 @@ class LiveMonitor:
         return f"<h4>Latest alerts</h4>{styled(table).to_html()}"
 
     def view(self) -> widgets.VBox:
-        """The status line, the charts and the latest alerts, updated in place."""
+        """What a notebook cell shows: the status line, the charts and the latest alerts.
+
+        Returns
+        -------
+        ipywidgets.VBox
+            The status line, the note on what the input lacks, the charts and the alerts'
+            table, each redrawn in place by :meth:`update`.
+
+        Examples
+        --------
+        With ``monitor`` from the class's example:
+
+        >>> len(monitor.view().children)
+        4
+        """
         return widgets.VBox([self.status, self.note, self.charts, self.table])
 
     def stop(self, after: float | None = None) -> None:
-        """Stop the monitor, now or ``after`` seconds; the checkpoint keeps its place."""
+        """Stop the monitor, now or after ``after`` seconds; the checkpoint keeps its place.
+
+        A monitor started again with the same checkpoint goes on from there.
+
+        Parameters
+        ----------
+        after : float, optional
+            Seconds to let it run first (None: stop now).
+
+        Raises
+        ------
+        BaseException
+            What stopped the monitor by itself, if it failed (:meth:`Watch.wait
+            <dedup_lib.Watch.wait>`).
+
+        Examples
+        --------
+        With ``monitor`` from the class's example:
+
+        >>> monitor.stop()
+        >>> monitor.status.value.endswith("Stopped.")
+        True
+        """
         if after:
             time.sleep(after)
         if self.watch is not None:
