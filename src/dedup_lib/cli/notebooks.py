@@ -41,13 +41,13 @@ def add_to(
 
 
 def run(args: argparse.Namespace) -> int:
-    written, kept = write_notebooks(args.folder, force=args.force)
+    written, left = write_notebooks(args.folder, force=args.force)
     kernel = register_kernel()
     if not args.quiet:
         where = printable(str(args.folder))
         print(f"{len(written)} files written to {where}", file=sys.stderr)
-        if kept:
-            names = ", ".join(printable(p.name) for p in kept)
+        if left:
+            names = ", ".join(printable(p.name) for p in left)
             print(f"left as they were (--force overwrites): {names}", file=sys.stderr)
         if kernel:
             print(kernel, file=sys.stderr)

@@ -175,9 +175,9 @@ def truth_table(m: TruthCodes, accepted: np.ndarray) -> pd.DataFrame:
     def per_entity(codes: np.ndarray, where: np.ndarray) -> np.ndarray:
         return np.bincount(codes[where], minlength=entities)
 
-    kept = np.bincount(m.message[accepted], minlength=m.messages)
-    delivered = kept + m.elsewhere
-    lost = (delivered == 0) & (m.rows_per_message > kept)
+    accepted_sends = np.bincount(m.message[accepted], minlength=m.messages)
+    delivered = accepted_sends + m.elsewhere
+    lost = (delivered == 0) & (m.rows_per_message > accepted_sends)
     extra = np.bincount(
         m.message_entity, weights=np.clip(delivered - 1, 0, None), minlength=entities
     )
@@ -208,7 +208,7 @@ def less_rejected(messages: pa.Table, rejected: pa.Table) -> pa.Table:
     taken = _rejected_of(several, rejected)
     unrejected = pc.subtract(several["unrejected"], taken)
     still = pc.greater_equal(unrejected, 2)
-    kept = several.filter(still).set_column(
+    repeated = several.filter(still).set_column(
         several.schema.get_field_index("unrejected"), "unrejected", unrejected.filter(still)
     )
     fewer = pd.DataFrame(
@@ -221,7 +221,7 @@ def less_rejected(messages: pa.Table, rejected: pa.Table) -> pa.Table:
     lost = _rejected_singles(several, rejected)
     per_entity = _per_entity_once(singles, fewer, lost)
     rest = pa.Table.from_pandas(per_entity, schema=messages.schema, preserve_index=False)
-    return pa.concat_tables([kept, rest])
+    return pa.concat_tables([repeated, rest])
 
 
 def _rejected_of(several: pa.Table, rejected: pa.Table) -> pa.Array:

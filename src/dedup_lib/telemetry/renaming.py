@@ -78,12 +78,12 @@ def _resolve_mapping(columns: list[str], mapping: Mapping[str, str], path: str) 
     for source, target in names.items():
         other = seen.setdefault(target.lower(), source)
         if other != source:
-            kept, renamed = (source, other) if names[other] != other else (other, source)
+            holder, renamed = (source, other) if names[other] != other else (other, source)
             raise InputError(
                 f"{LOADER}: in {path}, column {renamed!r} would be renamed to "
-                f"{target!r}, which is taken by column {kept!r}; map {kept!r} to another name "
-                f"as well, for example mapping={{{renamed!r}: {target!r}, {kept!r}: "
-                f"{kept + '_original'!r}}}"
+                f"{target!r}, which is taken by column {holder!r}; map {holder!r} to another name "
+                f"as well, for example mapping={{{renamed!r}: {target!r}, {holder!r}: "
+                f"{holder + '_original'!r}}}"
             )
     for reserved in (REASON, SOURCE_FILE):
         if reserved in seen:

@@ -103,10 +103,10 @@ class DelayBins:
         dropped (the one group of a table without causes stays)."""
         group = np.searchsorted(self.bounds, rows, side="right") - 1
         sizes = np.bincount(group, minlength=len(self.bounds) - 1)
-        kept = np.flatnonzero(sizes) if self.causes is not None else np.arange(len(sizes))
-        causes = None if self.causes is None else [self.causes[k] for k in kept]
+        nonempty = np.flatnonzero(sizes) if self.causes is not None else np.arange(len(sizes))
+        causes = None if self.causes is None else [self.causes[k] for k in nonempty]
         where = self.where.iloc[rows].reset_index(drop=True)
-        bounds = np.r_[0, np.cumsum(sizes[kept])]
+        bounds = np.r_[0, np.cumsum(sizes[nonempty])]
         return DelayBins(self.seconds[rows], self.logs[rows], causes, bounds, where)
 
     def counts(self, edges: np.ndarray) -> list[tuple[Any, np.ndarray]]:

@@ -7,7 +7,8 @@ plot (most of a second per chart). Here the browser keeps each plot and calls
 ``Plotly.react`` with the new figure, which redraws only what changed; a chart whose figure
 did not change is not touched. One widget holds all the charts because an anywidget ships
 its JavaScript with every instance: plotly's own ``FigureWidget`` sends and evaluates the 5 MB
-plotly.js bundle once per chart (over a second each in Chromium), this one once."""
+plotly.js bundle once per chart (over a second each in Chromium), this one once. Why it
+draws from plain dicts: docs/decisions/explorer-charts.md."""
 
 from __future__ import annotations
 

@@ -38,15 +38,15 @@ def write_notebooks(folder: Path, *, force: bool = False) -> tuple[list[Path], l
     if folder.exists() and not folder.is_dir():
         raise DedupLibError(f"{printable(str(folder))} is a file; expected a folder")
     folder.mkdir(parents=True, exist_ok=True)
-    written, kept = [], []
+    written, left = [], []
     for source in shipped_notebooks():
         target = folder / source.name
         if target.exists() and not force:
-            kept.append(target)
+            left.append(target)
             continue
         shutil.copyfile(source, target)
         written.append(target)
-    return written, kept
+    return written, left
 
 
 def register_kernel(prefix: str = sys.prefix) -> str | None:

@@ -452,10 +452,10 @@ def _judged(rows: DataFrame, canonical: list[str], *, default_batch: bool) -> Da
         if (default_batch)
         else []
     )
-    kept = [c for c in canonical if not (default_batch and c == "batch_id")]
+    selected = [c for c in canonical if not (default_batch and c == "batch_id")]
     return joined.select(
         column(SOURCE_FILE),
-        *(column(c) for c in kept),
+        *(column(c) for c in selected),
         *batch,
         *(column(c) for c in _EXTRA),
         kind,
