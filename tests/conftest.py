@@ -4,9 +4,11 @@ Tests that take the ``spark`` fixture run on a classic local session. Those mark
 ``connect`` (an entry point of the public API, or a Spark plan the library builds that no
 other Connect test builds) run again on a local Spark Connect server: what can differ between
 the two kinds of session is checked on both, what cannot (the same plan on other data) once.
-pytest groups tests by the session-scoped parameter, so the classic session is stopped before
-the Connect one starts (one process cannot hold both). ``SPARK_REMOTE`` set in the environment
-runs every Spark test on Connect alone, against that server.
+With pytest-xdist the two passes are units of their own (:data:`SESSION_UNIT`,
+:data:`CONNECT_UNIT`), each taken whole by one worker; a worker that meets both stops the
+classic session before the Connect one starts (one process cannot hold both).
+``SPARK_REMOTE`` set in the environment runs every Spark test on Connect alone, against that
+server.
 """
 
 from __future__ import annotations
@@ -139,7 +141,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if mode is not None:
             item.user_properties.append((PASS, mode))
-        unit = _unit(item)
+        unit = _unit(item, mode)
         if unit is not None:
             item.add_marker(pytest.mark.xdist_group(unit))
         kept.append(item)
@@ -156,30 +158,37 @@ HEADLESS_FIRST = "tests/workbench/test_user_data.py"
 
 #: The test report's property naming the Spark pass a test ran on (classic, connect).
 PASS = "spark_pass"
-#: The unit of the tests on the run's own Spark session.
+#: The unit of the tests on the run's own classic Spark session.
 SESSION_UNIT = "spark-session"
+#: The unit of the same tests' Connect pass, on a local Spark Connect server: a unit of its
+#: own, so that the worker that ends JupyterLab's unit takes it while the other still runs the
+#: classic pass (one worker ran both passes, for minutes after the other had nothing left).
+CONNECT_UNIT = "spark-connect"
 #: The unit of the tests that share JupyterLab, its kernel and Chromium (tests/browser), with
 #: the postmortem report of the hostile corpus that the browser opens too, and the notebooks
 #: on the analysts' own data, run in the same kernel.
 LAB_UNIT = "lab"
-#: The units a worker takes whole, longest first: the run's own Spark session, JupyterLab, and
-#: the modules whose fixtures start something costly (a kernel, a venv, a cluster). Every
-#: other test is a unit of its own, taken after these by whichever worker is free.
+#: The units a worker takes whole, longest first: the run's own classic Spark session,
+#: JupyterLab, the Connect pass, and the modules whose fixtures start something costly (a
+#: venv, a cluster). Every other test is a unit of its own, taken after these by whichever
+#: worker is free.
 UNITS = (
     SESSION_UNIT,
     LAB_UNIT,
+    CONNECT_UNIT,
     "tests/test_wheel.py",
     "tests/cluster/test_remote.py",
 )
 
 
-def _unit(item: pytest.Item) -> str | None:
+def _unit(item: pytest.Item, mode: str | None) -> str | None:
     """The unit of :data:`UNITS` that ``item`` belongs to, if any (``--dist loadgroup``):
-    every test on the run's own Spark session, so that one JVM holds it and the classic pass
-    ends before the Connect one starts; the tests that share JupyterLab; a costly module."""
+    every test on the run's own classic session, so that one JVM holds it, and every test of
+    the Connect pass (``mode``), so that one server does; the tests that share JupyterLab; a
+    costly module."""
     fixtures = getattr(item, "fixturenames", ())
     if "spark" in fixtures:
-        return SESSION_UNIT
+        return CONNECT_UNIT if mode == "connect" else SESSION_UNIT
     module = item.nodeid.partition("::")[0]
     if module.startswith("tests/browser/") or {"hostile_report", "lab"} & set(fixtures):
         return LAB_UNIT

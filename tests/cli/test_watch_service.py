@@ -1,7 +1,8 @@
 """``dedup-lib watch`` run as a service manager runs it, beside a rotating Collector: killed
-with SIGKILL at random moments and started again on its checkpoint, then stopped with
-SIGTERM, which finishes the micro-batch in hand and exits 0. Every send is judged once, with
-the batch replay's verdict, and every alert is in the alerts file once, on a whole line."""
+with SIGKILL at a random moment while lines come and started again on its checkpoint, then
+stopped with SIGTERM, which finishes the micro-batch in hand and exits 0. Every send is judged
+once, with the batch replay's verdict, and every alert is in the alerts file once, on a whole
+line. A kill at each step of a micro-batch, one by one, is tests/live/test_runner.py's."""
 
 from __future__ import annotations
 
@@ -74,19 +75,18 @@ def test_killed_and_started_again_every_send_is_judged_once(spark, tmp_path):
 
     export(50)
     printed: list[str] = []
-    for _ in range(2):  # started, then killed at a random moment while lines come
-        process = start(landing, tmp_path, free_port())
-        reader = lines_of(process, printed)
-        deadline = time.monotonic() + 180
-        before = len(printed)
-        while len(printed) == before and process.poll() is None:
-            assert time.monotonic() < deadline, "no micro-batch in three minutes"
-            time.sleep(0.2)
-        export(150)
-        time.sleep(rng.uniform(0.2, 3.0))
-        process.send_signal(signal.SIGKILL)
-        process.wait(60)
-        reader.join(10)
+    # Started, then killed at a random moment while lines come.
+    process = start(landing, tmp_path, free_port())
+    reader = lines_of(process, printed)
+    deadline = time.monotonic() + 180
+    while not printed and process.poll() is None:
+        assert time.monotonic() < deadline, "no micro-batch in three minutes"
+        time.sleep(0.2)
+    export(300)
+    time.sleep(rng.uniform(0.2, 3.0))
+    process.send_signal(signal.SIGKILL)
+    process.wait(60)
+    reader.join(10)
     export(len(lines))
     collector.close()
     port = free_port()
