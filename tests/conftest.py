@@ -318,3 +318,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         write(f"{folder:24s}" + "".join(f"{v / 60:10.1f}" for v in row) + f"{sum(row) / 60:10.1f}")
     if len(workers) > 1:
         write("by worker: " + ", ".join(f"{w} {v / 60:.1f}" for w, v in sorted(workers.items())))
+
+
+#: The longest parameter shown whole in a test's id.
+LONGEST_ID = 60
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """A long text parameter (a hostile 20 MB window) named by its head and its length: the id
+    travels in every report between pytest-xdist's workers and into the JUnit XML."""
+    if isinstance(val, str) and len(val) > LONGEST_ID:
+        head = val[:20].encode("unicode_escape").decode("ascii")
+        return f"{head}...({len(val):,} characters)"
+    return None
