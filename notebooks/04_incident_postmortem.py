@@ -70,7 +70,7 @@ incident.verdicts()
 
 # %% [markdown]
 # ## What reached consumers twice, and what was lost
-# With ground truth (which sends are resends of which message) the replay says how many resends were caught, how many slipped through, and how many distinct messages the broker dropped without a trace.
+# With ground truth (which sends are resends of which message) the replay says how many resends were caught, how many slipped through, and how many distinct messages the broker dropped without a trace. Over the whole input, as the verdicts above: the sections from "Over the incident" on narrow to the entity and time range.
 
 # %%
 incident.ground_truth()
@@ -97,6 +97,7 @@ incident.messages_lost()
 
 # %% [markdown]
 # ## Would another window have helped?
+# The same replay at other windows, over the whole input: the broker's window is one setting for all of an entity's traffic.
 
 # %%
 incident.other_windows()

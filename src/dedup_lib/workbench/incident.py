@@ -63,6 +63,10 @@ class Incident:
     """The postmortem of an incident: what was resent, dropped, delivered twice and lost
     (notebook 04 and its HTML report); each method is one section.
 
+    The verdicts, the ground truth and the other windows cover the whole input, as the broker
+    saw it; the summary, the charts over time, the missed resends, the messages lost and the
+    check against the broker narrow to ``entity`` and ``start`` to ``end``.
+
     Parameters
     ----------
     df : DataFrame
