@@ -1,7 +1,8 @@
 """Every example a reader may copy runs, as written: the Examples sections of the public
 names' docstrings (doctest, on the run's Spark session) and the Python blocks of the README
 and the guides (run in a fresh folder, one namespace per page). docs/instrumentation.md's
-blocks, fragments of a sending application, run in ``test_instrumentation.py``."""
+blocks, fragments of a sending application, run in ``test_instrumentation.py``; the
+``dedup-lib`` command lines of the README and the guides in ``test_command_lines.py``."""
 
 from __future__ import annotations
 

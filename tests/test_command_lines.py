@@ -1,0 +1,86 @@
+"""The ``dedup-lib`` command lines of the README and the guides run as written, those that end
+by themselves: on the run's Spark session, through the command's own entry point
+(:func:`dedup_lib.cli.main`: the same parsing and code as the installed command, without a
+JVM of its own per line). Each runs in a fresh folder where ``data/`` is the checkout's,
+``landing/`` holds the incident sample (the live guide's folder), ``sends.csv`` is a file with
+the columns the guide maps, and ``/tmp/`` is that folder. A line that does not end by itself,
+or takes a machine's paths, is in :data:`NOT_RUN` with where it is tested instead; a new
+line must be one or the other.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dedup_lib import sample_path
+from dedup_lib.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
+SHELL = re.compile(r"^```(?:bash|console|sh)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+COMMAND = ".venv/bin/dedup-lib"
+
+#: Command lines not run here, by their first words, and why.
+NOT_RUN = {
+    "explore": "serves its page until stopped: tests/cli/test_explore_server.py",
+    "generate /tmp/sends --rows 10000000": "10 M sends, minutes: tests/cli/test_cli.py, smaller",
+    "watch landing/ --window": "watches until stopped: tests/cli/test_watch_service.py",
+    "watch /var/lib/otelcol": "a machine's Collector folder: tests/cli/test_watch_service.py",
+}
+
+
+def _command_lines() -> list[tuple[str, str]]:
+    """Every ``dedup-lib`` line of the pages' shell blocks, continuation lines joined."""
+    found = []
+    for page in PAGES:
+        for block in SHELL.findall(page.read_text()):
+            for line in block.replace("\\\n", " ").splitlines():
+                if line.strip().startswith(COMMAND):
+                    found.append((str(page.relative_to(ROOT)), line.strip()))
+    return found
+
+
+def _words(line: str) -> list[str]:
+    return shlex.split(line, comments=True)[1:]
+
+
+def _not_run(line: str) -> str | None:
+    text = " ".join(_words(line))
+    return next((why for head, why in NOT_RUN.items() if text.startswith(head)), None)
+
+
+def test_every_command_line_is_run_or_says_why_not() -> None:
+    lines = [line for _, line in _command_lines()]
+    assert len(lines) >= 10, lines
+    named = {head for head in NOT_RUN for line in lines if " ".join(_words(line)).startswith(head)}
+    assert named == set(NOT_RUN), f"NOT_RUN names lines no page has: {set(NOT_RUN) - named}"
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("compiled_test")  # the day sample's 200 k sends, in most of them
+@pytest.mark.parametrize(
+    ("page", "line"),
+    [
+        pytest.param(page, line, id=f"{Path(page).stem}-{i}-{_words(line)[0]}")
+        for i, (page, line) in enumerate(_command_lines())
+        if _not_run(line) is None
+    ],
+)
+def test_the_command_lines_of_the_readme_and_guides_run(
+    spark, tmp_path, monkeypatch, capsys, page, line
+) -> None:
+    argv = [w.replace("/tmp/", f"{tmp_path}/") for w in _words(line)]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").symlink_to(ROOT / "data")
+    (tmp_path / "landing").mkdir()
+    shutil.copy(sample_path("incident.parquet"), tmp_path / "landing")
+    (tmp_path / "sends.csv").write_text("Id,Ts\na,2026-03-02T00:00:00Z\na,2026-03-02T00:00:05Z\n")
+    assert main(argv, spark=spark) == 0, f"{page}: {line}"
+    said = capsys.readouterr()
+    assert said.out.strip(), f"{page}: {line} printed nothing"
+    assert "Traceback" not in said.err, said.err
