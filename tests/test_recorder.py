@@ -230,6 +230,14 @@ def test_a_path_is_appended_to_and_closed_with_the_sender(link: Link, tmp_path: 
     assert link.sender._shutdown.is_set()
 
 
+def test_a_path_in_a_folder_not_made_yet_is_made(link: Link, tmp_path: Path) -> None:
+    """As the instrumentation guide writes it: sends/orders-host1.jsonl on a fresh host."""
+    path = tmp_path / "sends" / "orders-host1.jsonl"
+    with record_sends(link.sender, path) as recording:
+        recording.send_messages(ServiceBusMessage("a", message_id="order-1"))
+    assert [r["message_id"] for r in lines(path)] == ["order-1"]
+
+
 def test_a_failed_write_never_changes_the_send(
     link: Link, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -146,6 +146,8 @@ class _Recorder:
         self.entity = entity
         self.clock = clock
         if isinstance(path_or_file, str | os.PathLike):
+            # A path like sends/orders-host1.jsonl, on a host where sends/ is not made yet.
+            os.makedirs(os.path.dirname(os.fspath(path_or_file)) or ".", exist_ok=True)
             self.file: IO[str] = open(  # noqa: SIM115 - kept open for the sender's life
                 path_or_file, "a", encoding="utf-8", newline="\n", buffering=1
             )
@@ -385,7 +387,7 @@ def record_sends(
     sender : ServiceBusSender or azure.servicebus.aio.ServiceBusSender
         The application's sender; an ``aio`` one gives an :class:`AsyncRecordingSender`.
     path_or_file : str, PathLike or text file
-        A path, opened for appending, or an open text file.
+        A path, opened for appending (its folder made if missing), or an open text file.
     clock : callable, optional
         The times written (``call_start`` before the call, ``send_time`` after it); default
         the UTC wall clock.
