@@ -10,19 +10,14 @@ line must be one or the other.
 
 from __future__ import annotations
 
-import re
 import shlex
-import shutil
 from pathlib import Path
 
 import pytest
 
-from dedup_lib import sample_path
 from dedup_lib.cli import main
+from pages_kit import PAGES, ROOT, SHELL, enter_folder
 
-ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
-SHELL = re.compile(r"^```(?:bash|console|sh)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 COMMAND = ".venv/bin/dedup-lib"
 
 #: Command lines not run here, by their first words, and why.
@@ -75,10 +70,8 @@ def test_the_command_lines_of_the_readme_and_guides_run(
     spark, tmp_path, monkeypatch, capsys, page, line
 ) -> None:
     argv = [w.replace("/tmp/", f"{tmp_path}/") for w in _words(line)]
-    monkeypatch.chdir(tmp_path)
+    enter_folder(tmp_path, monkeypatch)
     (tmp_path / "data").symlink_to(ROOT / "data")
-    (tmp_path / "landing").mkdir()
-    shutil.copy(sample_path("incident.parquet"), tmp_path / "landing")
     (tmp_path / "sends.csv").write_text("Id,Ts\na,2026-03-02T00:00:00Z\na,2026-03-02T00:00:05Z\n")
     assert main(argv, spark=spark) == 0, f"{page}: {line}"
     said = capsys.readouterr()

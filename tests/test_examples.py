@@ -9,18 +9,12 @@ from __future__ import annotations
 import doctest
 import inspect
 import itertools
-import re
-import shutil
-from pathlib import Path
 
 import pytest
 
 import dedup_lib
-from dedup_lib import sample_path
+from pages_kit import BLOCK, PAGES, ROOT, enter_folder
 
-ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
@@ -156,9 +150,7 @@ def test_the_python_blocks_of_the_readme_and_guides_run(spark, tmp_path, monkeyp
     """Each block in a fresh folder (``landing/`` holding the incident sample, for the live
     guide's monitor), after the page's blocks before it; a name the page says comes from
     elsewhere (``result``) is given."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "landing").mkdir()
-    shutil.copy(sample_path("incident.parquet"), tmp_path / "landing")
+    enter_folder(tmp_path, monkeypatch)
     blocks = BLOCK.findall((ROOT / page).read_text())
     namespace: dict[str, object] = {"__name__": "__example__"}
     if "result" in blocks[index] and not any("result =" in b for b in blocks[: index + 1]):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
@@ -38,10 +37,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pyspark.sql import functions as F
 
 from dedup_lib import load_telemetry, recorder
+from pages_kit import BLOCK, ROOT
 from servicebus_kit import CONNECTION, stand_in_links
 
-GUIDE = Path(__file__).resolve().parents[1] / "docs" / "instrumentation.md"
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)  # as test_examples.py
+GUIDE = ROOT / "docs" / "instrumentation.md"
 SCHEDULED = datetime(2026, 11, 24, 6, 0, tzinfo=UTC)
 
 
