@@ -45,6 +45,13 @@ class Served:
         """What the command (and Voila) wrote to stderr so far."""
         return self.log.read_text(errors="replace")
 
+    def diagnosis(self, lines: int = 60) -> str:
+        """For a failed test: which of its processes are alive (Voila, its kernel, the
+        kernel's JVM) and the end of its stderr."""
+        alive = "\n".join(self.processes()) or "none"
+        tail = "\n".join(self.stderr().splitlines()[-lines:])
+        return f"dedup-lib explore's processes alive:\n{alive}\nthe end of its stderr:\n{tail}"
+
     @property
     def base(self) -> str:
         return self.url.split("?")[0]
@@ -113,6 +120,10 @@ def serve(path: Path, *options: str, cwd: Path | None = None) -> Iterator[Served
             assert url, f"no URL printed: {line!r}; stderr: {log.read_text()!r}"
             server = Served(process, url.group(0), mark, log)
             yield server
+        except BaseException as exc:
+            if server is not None:
+                exc.add_note(server.diagnosis())
+            raise
         finally:
             if process.poll() is None:
                 process.kill()

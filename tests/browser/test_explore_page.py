@@ -8,8 +8,10 @@ signals are ``tests/cli/test_explore_server.py``'s.)"""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +131,24 @@ def _hostile_entities_and_window(page: Any, screenshots: Path) -> None:
     page.screenshot(path=str(screenshots / "5-hostile-window.png"))
 
 
+@contextlib.contextmanager
+def _seen_on_failure(page: Any, screenshots: Path) -> Iterator[None]:
+    """A failure says what the page showed: a screenshot, the controls' values, the charts'
+    titles and the explorer's message."""
+    try:
+        yield
+    except BaseException as exc:
+        page.screenshot(path=str(screenshots / "failed.png"))
+        shown = page.evaluate(
+            "() => ({entity: [...document.querySelectorAll('.widget-dropdown select')]"
+            ".map(s => s.value), window: [...document.querySelectorAll('.widget-text input')]"
+            ".map(i => i.value), titles: [...document.querySelectorAll('.gtitle')]"
+            ".map(t => t.textContent), body: document.body.innerText.slice(0, 1500)})"
+        )
+        exc.add_note(f"the page when it failed ({screenshots / 'failed.png'}): {shown!r}")
+        raise
+
+
 def test_the_explorer_page_shows_the_explorer_and_hostile_data_as_text(
     browser: Any, screenshots: Path, hostile: Corpus
 ) -> None:
@@ -137,10 +157,11 @@ def test_the_explorer_page_shows_the_explorer_and_hostile_data_as_text(
         page = browser.new_page(viewport={"width": 1400, "height": TALL})
         seen = watch(page, ignore=OFFLINE)
         page.goto(served.url, timeout=READY_MS)
-        _loaded(page, screenshots)
-        _no_code_and_no_error(page)
-        _controls_change_the_numbers(page, screenshots)
-        _hostile_entities_and_window(page, screenshots)
+        with _seen_on_failure(page, screenshots):
+            _loaded(page, screenshots)
+            _no_code_and_no_error(page)
+            _controls_change_the_numbers(page, screenshots)
+            _hostile_entities_and_window(page, screenshots)
         problems = seen.problems(page)
         page.close()
         served.process.send_signal(signal.SIGTERM)
