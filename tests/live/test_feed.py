@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +31,8 @@ def test_a_landing_started_again_ends_the_one_before(tmp_path, thread_errors):
     landing = tmp_path / "landing"
     first = land_in_steps(_source(tmp_path / "a", "a"), str(landing), every=0.2)
     shutil.rmtree(landing)  # as the notebook starts afresh
-    second = land_in_steps(_source(tmp_path / "b", "b"), str(landing), every=0.05)
+    # a pathlib.Path is its text
+    second = land_in_steps(Path(_source(tmp_path / "b", "b")), landing, every=0.05)
     first.join(timeout=5)
     second.join(timeout=5)
     assert not first.is_alive()

@@ -130,8 +130,8 @@ def test_stream_gives_batch_verdicts(spark, sends, tmp_path, name):
     landing = tmp_path / "landing"
     landing.mkdir()
     alerts = tmp_path / "alerts.jsonl"
-    folders = {"out": str(tmp_path / "out"), "checkpoint": str(tmp_path / "ck")}
-    folders["alerts"] = str(alerts)
+    # the folders as pathlib.Path, the crashed run's as text: either names the same folder
+    folders = {"out": tmp_path / "out", "checkpoint": tmp_path / "ck", "alerts": alerts}
     unit = UNITS[name]
     for i in range(FILES):
         land(sends[file_of == i], landing, i, unit)
@@ -139,7 +139,7 @@ def test_stream_gives_batch_verdicts(spark, sends, tmp_path, name):
             crash_once(spark, landing, policy, folders)
         told: list[str] = []
         watch = watch_duplicates(
-            spark, str(landing), policy, "PT2M", once=True, on_note=told.append, **folders
+            spark, landing, policy, "PT2M", once=True, on_note=told.append, **folders
         )
         assert told == list(watch.notes)
         assert len(told) == (unit == "ns"), told
@@ -241,7 +241,7 @@ def test_on_spark_connect_lines_reach_the_caller_and_a_restart_resumes(spark, tm
     assert len(got) > half
 
 
-def crash_once(spark, landing: Path, policy, folders: dict[str, str]) -> None:
+def crash_once(spark, landing: Path, policy, folders: dict[str, Path]) -> None:
     """A run that dies after writing a micro-batch's verdicts, before Spark records it: the
     next run does that micro-batch again and must not write it twice."""
 
@@ -249,5 +249,6 @@ def crash_once(spark, landing: Path, policy, folders: dict[str, str]) -> None:
         if line.judged:
             raise RuntimeError("killed mid-stream")
 
+    as_text = {name: str(path) for name, path in folders.items()}
     with pytest.raises(RuntimeError, match="killed mid-stream"):
-        watch_duplicates(spark, str(landing), policy, "PT2M", once=True, on_batch=die, **folders)
+        watch_duplicates(spark, str(landing), policy, "PT2M", once=True, on_batch=die, **as_text)

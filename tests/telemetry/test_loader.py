@@ -294,6 +294,15 @@ def test_entity_fills_rows_that_name_none(spark: Any, tmp_path: Path) -> None:
 
 @pytest.mark.connect
 @pytest.mark.spark
+def test_a_pathlib_path_is_read_as_its_text(spark: Any, tmp_path: Path) -> None:
+    sends = write_text(tmp_path / "sends.csv", "message_id,send_time\na,2026-11-03T20:00:00Z\n")
+    by_path, by_text = load_telemetry(spark, sends), load_telemetry(spark, str(sends))
+    assert by_path.counts() == by_text.counts() == {
+        "read": 1, "valid": 1, "quarantined": 0, "skipped": 0
+    }  # fmt: skip
+    assert by_path.valid.collect() == by_text.valid.collect()
+
+
 def test_format_and_path_errors(spark: Any, tmp_path: Path) -> None:
     notes = write_text(tmp_path / "notes.txt", "hello\n")
     with pytest.raises(ValueError, match=r"notes\.txt.*Parquet \(\.parquet\).*JSON Lines"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
@@ -64,6 +65,7 @@ def test_a_notebook_reads_its_input_else_make_labs_else_the_sample(monkeypatch, 
     monkeypatch.setenv(INPUT_VARIABLE, str(tmp_path / "mine.parquet"))
     assert notebook_input(None, "day.parquet") == str(tmp_path / "mine.parquet")
     assert notebook_input("given.csv", "day.parquet") == "given.csv"
+    assert notebook_input(Path("given.csv"), "day.parquet") == "given.csv"
 
 
 def test_what_ships_with_a_sample_never_goes_with_other_data(tmp_path):

@@ -10,11 +10,15 @@ import os
 import shutil
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dedup_lib.errors import InputError, printable
+
+if TYPE_CHECKING:
+    from dedup_lib.telemetry.files import PathText
 
 #: The landings under way in this process, by folder: a new one into a folder ends the one
 #: before it (a notebook run again would otherwise get the earlier run's files in its own).
@@ -23,7 +27,7 @@ _LOCK = threading.Lock()
 
 
 def land_in_steps(
-    source: str, folder: str, files: int = 6, every: float = 5.0, *, start: bool = True
+    source: PathText, folder: PathText, files: int = 6, every: float = 5.0, *, start: bool = True
 ) -> threading.Thread:
     """Land a telemetry file in a folder in steps, as a live feed would: for trying the
     live monitor on a sample.
@@ -33,10 +37,10 @@ def land_in_steps(
 
     Parameters
     ----------
-    source : str
+    source : str or os.PathLike
         A file of sends. A Parquet file becomes ``files`` files in send-time order (times
         in microseconds); another is landed whole.
-    folder : str
+    folder : str or os.PathLike
         Where the files land, each written under a hidden name, then renamed.
     files : int, default 6
         How many files a Parquet source becomes.
@@ -60,6 +64,7 @@ def land_in_steps(
     >>> len(os.listdir("landing"))
     3
     """
+    source, folder = os.fspath(source), os.fspath(folder)
     if not os.path.exists(source):
         raise InputError(f"land_in_steps: {printable(source)} does not exist")
     steps = _steps(source, folder, files)

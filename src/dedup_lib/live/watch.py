@@ -29,6 +29,7 @@ from dedup_lib.live.metrics import Metrics
 from dedup_lib.live.runner import Folders, Runner, Settings
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import DedupPolicy, Policies, check_policies
+from dedup_lib.telemetry.files import PathText
 from dedup_lib.telemetry.landing import open_landing
 
 if TYPE_CHECKING:
@@ -212,15 +213,15 @@ class Watch:
 
 def watch_duplicates(
     spark: SparkSession,
-    source: str,
+    source: PathText,
     policy: Policies | None = None,
     lateness: timedelta | str = "PT1M",
     *,
     resend_horizon: timedelta | str = "PT1H",
-    out: str,
-    checkpoint: str,
-    quarantine: str | None = None,
-    alerts: str | None = None,
+    out: PathText,
+    checkpoint: PathText,
+    quarantine: PathText | None = None,
+    alerts: PathText | None = None,
     content: Sequence[str] | str | None = None,
     format: str | None = None,
     mapping: Mapping[str, str] | None = None,
@@ -246,7 +247,7 @@ def watch_duplicates(
     ----------
     spark : SparkSession
         A classic or Spark Connect session.
-    source : str
+    source : str or os.PathLike
         The landing folder (read flat, hidden and bookkeeping names skipped).
     policy : DedupPolicy or Mapping[str, DedupPolicy | None], optional
         As :func:`dedup_lib.detect_duplicates` takes it.
@@ -255,17 +256,17 @@ def watch_duplicates(
     resend_horizon : timedelta or str, default "PT1H"
         How far back an accepted copy of the same content makes an accepted send a resend
         that reached consumers again (an alert).
-    out : str
+    out : str or os.PathLike
         Folder of the verdicts: Parquet, one file per micro-batch, the input's columns and
         ``verdict``, ``reason``, ``dedup_key``, ``original_send_time``,
         ``original_event_id``, ``missed_watermark``.
-    checkpoint : str
+    checkpoint : str or os.PathLike
         Folder of the monitor's progress and state: a restart with it goes on, each send
         judged once. Started with other settings, it is refused.
-    quarantine : str, optional
+    quarantine : str or os.PathLike, optional
         Folder of the rows the load refuses, with their reason (default: ``out`` +
         ``-quarantine``).
-    alerts : str, optional
+    alerts : str or os.PathLike, optional
         A file of JSON lines: one per collision (a different message, by ``content``,
         dropped as a duplicate), per resend that reached consumers again and per rejected
         send.
@@ -318,7 +319,7 @@ def watch_duplicates(
     >>> sum(load["read"] for load in watch.loads)
     29872
     """
-    landing = open_landing(spark, source, format, mapping, entity=entity)
+    landing = open_landing(spark, os.fspath(source), format, mapping, entity=entity)
     index.compile_in_background()
     judge.compile_in_background()
     columns = landing.valid_columns().schema.names
@@ -329,7 +330,7 @@ def watch_duplicates(
     settings = Settings(policy, parse_window(lateness), horizon, wanted, reading)
     # Absolute from here on: Spark resolves a relative path against its JVM's folder, and
     # the process may change its own while the monitor runs.
-    quarantine = quarantine or f"{out.rstrip('/')}-quarantine"
+    quarantine = quarantine or f"{os.fspath(out).rstrip('/')}-quarantine"
     where = os.path.abspath
     folders = Folders(
         where(out), where(checkpoint), where(quarantine), None if alerts is None else where(alerts)

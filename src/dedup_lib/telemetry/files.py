@@ -27,6 +27,9 @@ from dedup_lib.spark import is_connect, spark_errors, spark_message
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
 
+#: A path as the public functions take it: text, or a ``pathlib.Path`` (any ``os.PathLike``).
+PathText = str | os.PathLike[str]
+
 _GLOB = re.compile(r"([\\{}\[\]*?])")
 _PARTITION = re.compile(r"^[^=]+=.*$")
 #: How far :func:`file_id` shifts the time a file was modified before mixing in its size.

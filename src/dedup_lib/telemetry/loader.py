@@ -14,6 +14,7 @@ Connect too.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -26,7 +27,7 @@ from pyspark.sql import types as T
 
 from dedup_lib.columns import CORRUPT, FILE_ID, NOT_SEND, PARSED, column
 from dedup_lib.errors import InputError, printable
-from dedup_lib.telemetry.files import InputFiles, file_key, list_input, spark_path
+from dedup_lib.telemetry.files import InputFiles, PathText, file_key, list_input, spark_path
 from dedup_lib.telemetry.formats import RECORD_FORMATS, SOURCE_FILE, RecordFormat
 from dedup_lib.telemetry.loaded import KINDS, LoadedTelemetry
 from dedup_lib.telemetry.quarantine import REASON, categories, category, judged
@@ -245,7 +246,7 @@ def with_entity(frame: DataFrame, fields: dict[str, T.DataType], entity: str) ->
 
 def load_telemetry(
     spark: SparkSession,
-    path: str,
+    path: PathText,
     format: str | None = None,
     mapping: Mapping[str, str] | None = None,
     *,
@@ -262,7 +263,7 @@ def load_telemetry(
     ----------
     spark : SparkSession
         A classic or Spark Connect session (:func:`dedup_lib.get_spark`).
-    path : str
+    path : str or os.PathLike
         A file, or a folder read with its subfolders (hidden and bookkeeping entries such as
         ``_SUCCESS`` and ``.crc`` skipped; ``key=value`` folders become columns when every
         file sits in them). Literal: ``day[1].csv`` is that file, not a pattern.
@@ -307,7 +308,7 @@ def load_telemetry(
     >>> loaded.valid.select("entity", "message_id").first()
     Row(entity='orders', message_id='...')
     """
-    opened = open_input(spark, path, format, mapping, entity)
+    opened = open_input(spark, os.fspath(path), format, mapping, entity)
     return _counted(opened, keep_source_file)
 
 

@@ -62,12 +62,12 @@ _WITH_SAMPLE = {
 }
 
 
-def notebook_input(given: str | None, sample: str) -> str:
+def notebook_input(given: str | os.PathLike[str] | None, sample: str) -> str:
     """The telemetry a notebook reads.
 
     Parameters
     ----------
-    given : str or None
+    given : str or os.PathLike or None
         The notebook's ``INPUT`` parameter.
     sample : str
         The shipped sample read when neither ``given`` nor ``make lab INPUT=...``
@@ -86,7 +86,7 @@ def notebook_input(given: str | None, sample: str) -> str:
     >>> notebook_input(None, "day.parquet")  # doctest: +SKIP
     '.../samples/day.parquet'
     """
-    return given or os.environ.get(INPUT_VARIABLE) or sample_path(sample)
+    return os.fspath(given or os.environ.get(INPUT_VARIABLE) or sample_path(sample))
 
 
 def is_shipped_sample(path: str) -> bool:
@@ -97,7 +97,7 @@ def is_shipped_sample(path: str) -> bool:
     return here == samples or samples in here.parents
 
 
-def shipped_with(path: str, what: str) -> str | None:
+def shipped_with(path: str | os.PathLike[str], what: str) -> str | None:
     """The file shipped with a sample: its entities' settings or the broker's export.
 
     The samples' settings and export describe the samples, never an analyst's own
@@ -105,7 +105,7 @@ def shipped_with(path: str, what: str) -> str | None:
 
     Parameters
     ----------
-    path : str
+    path : str or os.PathLike
         A path, shipped sample or not.
     what : {"settings", "kept"}
         The entities' settings, or the export of what the broker kept.

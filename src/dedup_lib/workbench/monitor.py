@@ -3,6 +3,7 @@ and the latest alerts, redrawn in place as each micro-batch of verdicts comes in
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,8 @@ from dedup_lib.workbench.style import styled
 if TYPE_CHECKING:
     from plotly import graph_objects as go
     from pyspark.sql import SparkSession
+
+    from dedup_lib.telemetry.files import PathText
 
 #: The alerts' columns, as the table shows them.
 ALERT_COLUMNS = ["kind", "entity", "dedup_key", "send_time", "original_send_time", "why"]
@@ -71,7 +74,7 @@ class LiveMonitor:
         self._drawn = threading.Event()
 
     def start(
-        self, spark: SparkSession, source: str, *args: Any, wait: float = 120, **kwargs: Any
+        self, spark: SparkSession, source: PathText, *args: Any, wait: float = 120, **kwargs: Any
     ) -> Watch | None:
         """Start :func:`dedup_lib.watch_duplicates` on ``source``, each micro-batch drawn here.
 
@@ -82,7 +85,7 @@ class LiveMonitor:
         ----------
         spark : SparkSession
             A classic or Spark Connect session.
-        source : str
+        source : str or os.PathLike
             The landing folder.
         *args, **kwargs
             The other arguments of :func:`dedup_lib.watch_duplicates` (``policy``,
@@ -112,6 +115,7 @@ class LiveMonitor:
         >>> sum(load["read"] for load in watch.loads)
         29872
         """
+        source = os.fspath(source)
         self.status.value = f"Watching {escape(source)}: waiting for the first micro-batch."
         self._drawn.clear()
         try:

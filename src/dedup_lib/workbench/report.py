@@ -8,6 +8,7 @@ the notebook names (entity, window, time range)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from importlib.resources import as_file, files
 from pathlib import Path
@@ -20,6 +21,8 @@ from dedup_lib.workbench import csp
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
+
+    from dedup_lib.telemetry.files import PathText
 
 
 class ReportError(DedupLibError, RuntimeError):
@@ -128,15 +131,15 @@ def _without_cdn(html: str) -> str:
 
 
 def run_postmortem(
-    input: str,
+    input: PathText,
     *,
     window: str = "PT10M",
     partitioning: bool = False,
     entity: str = ALL_ENTITIES,
     start: str | None = None,
     end: str | None = None,
-    out_dir: str = "reports",
-    kept: str | None = None,
+    out_dir: PathText = "reports",
+    kept: PathText | None = None,
     kept_format: str | None = None,
     notebook: Traversable | Path = POSTMORTEM,
     format: str | None = None,
@@ -147,7 +150,7 @@ def run_postmortem(
 
     Parameters
     ----------
-    input : str
+    input : str or os.PathLike
         The telemetry, as :func:`dedup_lib.load_telemetry` reads it.
     window : str, default "PT10M"
         The window replayed.
@@ -157,9 +160,9 @@ def run_postmortem(
         One entity, or every one.
     start, end : str, optional
         The incident's span (ISO 8601, UTC without offset).
-    out_dir : str, default "reports"
+    out_dir : str or os.PathLike, default "reports"
         Where the report is written.
-    kept : str, optional
+    kept : str or os.PathLike, optional
         An export of what the broker kept (Service Bus Explorer), to check the replay
         against (:func:`dedup_lib.reconcile`).
     kept_format : str, optional
@@ -191,6 +194,7 @@ def run_postmortem(
     >>> run_postmortem(sample_path("incident.parquet"), window="PT10M")  # doctest: +SKIP
     PosixPath('reports/postmortem-incident-all-PT10M.html')
     """
+    input = os.fspath(input)
     source = Path(input).resolve()
     if not source.exists():
         raise MissingFileError(f"postmortem: {input} does not exist")
