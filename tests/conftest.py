@@ -19,6 +19,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from hypothesis import HealthCheck, settings
 from codegen_kit import INTERPRETED, compiled
 from dedup_lib import get_spark
 from hostile_kit import IMG, Corpus, write_corpus
-from lab_kit import Lab, LabMissingError
+from lab_kit import FORGET, Lab, LabMissingError
 
 settings.register_profile(
     "default",
@@ -116,14 +117,25 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
 
 
 @pytest.fixture(scope="session")
-def hostile_report(hostile: Corpus, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def hostile_report(
+    hostile: Corpus, tmp_path_factory: pytest.TempPathFactory, lab: Lab, kernel: str
+) -> Path:
     """``dedup-lib postmortem`` on the hostile corpus, for its hostile entity, checked against
-    its hostile export: the report's path."""
+    its hostile export: the report's path. Its notebook runs in JupyterLab's kernel, whose
+    Spark is warm, not in a kernel of its own (a cold JVM: 50 core-seconds more); the command
+    with its own kernel is test_wheel's and tests/cli's. Made before any page follows the
+    kernel (:data:`REPORT_FIRST`), after the names of the notebooks before it are gone."""
+    import papermill
+
     from dedup_lib.cli import main
 
     out = tmp_path_factory.mktemp("hostile-report")
     argv = ["postmortem", str(hostile.sends), "--entity", IMG, "--kept", str(hostile.kept)]
-    assert main([*argv, "--out-dir", str(out), "--quiet"]) == 0
+    lab.run(kernel, FORGET)
+    execute = papermill.execute_notebook
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(papermill, "execute_notebook", partial(execute, km=lab.manager(kernel)))
+        assert main([*argv, "--out-dir", str(out), "--quiet"]) == 0
     (report,) = out.glob("*.html")
     return report
 
@@ -147,13 +159,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         kept.append(item)
     if classic_only:
         config.hook.pytest_deselected(items=classic_only)
-    items[:] = sorted(kept, key=lambda item: not item.nodeid.startswith(HEADLESS_FIRST))
+    items[:] = sorted(kept, key=_lab_order)
 
 
 #: Run before every other test of JupyterLab's kernel: no page is open yet to follow the
 #: widgets their notebooks make in it (a notebook 02 page the explorer's tests keep open took
 #: 52 core-seconds doing that, 2026-11-28).
 HEADLESS_FIRST = "tests/workbench/test_user_data.py"
+#: Run next: the tests of the hostile postmortem report, which is made in the same kernel
+#: while no page follows it either, and no page of theirs does.
+REPORT_FIRST = "hostile_report"
+
+
+def _lab_order(item: pytest.Item) -> int:
+    """The headless notebooks first, the hostile report's tests next, then the rest."""
+    if item.nodeid.startswith(HEADLESS_FIRST):
+        return 0
+    return 1 if REPORT_FIRST in getattr(item, "fixturenames", ()) else 2
 
 
 #: The test report's property naming the Spark pass a test ran on (classic, connect).
