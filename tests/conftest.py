@@ -1,9 +1,11 @@
 """One Spark session per test run, and each Spark test on the kind of session it needs.
 
 Tests that take the ``spark`` fixture run on a classic local session. Those marked
-``connect`` (an entry point of the public API, or a Spark plan the library builds that no
-other Connect test builds) run again on a local Spark Connect server: what can differ between
-the two kinds of session is checked on both, what cannot (the same plan on other data) once.
+``connect`` run again on a local Spark Connect server: each entry point of the public API, and
+what can differ between the two kinds of session (a path the server resolves, an error it
+raises, loads on threads of one session, a stream whose micro-batches run in the server, Arrow
+conversions). What cannot differ (another plan of the same operations, other data) runs once,
+on classic.
 With pytest-xdist the two passes are units of their own (:data:`SESSION_UNIT`,
 :data:`CONNECT_UNIT`), each taken whole by one worker; a worker that meets both stops the
 classic session before the Connect one starts (one process cannot hold both).

@@ -49,7 +49,6 @@ def by_event(df, *columns):
     return {r["event_id"]: tuple(r[c] for c in columns) for r in df.collect()}
 
 
-@pytest.mark.connect
 def test_each_cause_of_a_missed_resend(spark):
     rows = [
         ("late", 0, "h1", "q", None, None),

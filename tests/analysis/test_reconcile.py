@@ -252,7 +252,6 @@ def test_a_scheduled_message_is_matched_at_its_enqueue_time(spark):
     assert utc(found.explained.first().replay_send_time) == at(0)
 
 
-@pytest.mark.connect
 def test_entities_are_matched_and_named_when_a_frame_has_none(spark):
     sends = numbered(
         [Message("e", at(0), "q1"), Message("e", at(5), "q1"), Message("e", at(5), "q2")]

@@ -77,7 +77,6 @@ class Feed(threading.Thread):
 
 
 @pytest.mark.slow
-@pytest.mark.connect
 def test_a_rotating_collector_is_read_once_while_it_writes(spark, tmp_path):
     with gzip.open(sample_path("incident-otlp.jsonl.gz"), "rb") as sample:
         lines = [line.rstrip(b"\n") for line in sample]

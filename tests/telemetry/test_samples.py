@@ -8,7 +8,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from pyspark.sql import functions as F
 
 from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, reconcile, sample_path
@@ -38,7 +37,6 @@ def test_each_shape_of_the_incident_gives_the_parquet_verdicts(spark):
         assert verdicts == expected, name
 
 
-@pytest.mark.connect
 def test_the_export_is_what_a_one_minute_broker_kept(spark):
     sends = load_telemetry(spark, sample_path("incident.parquet")).valid
     kept = load_telemetry(spark, sample_path("incident-kept/orders.json.gz"), format="sb-explorer")

@@ -24,7 +24,6 @@ def sends(spark) -> Any:
     frame.unpersist()
 
 
-@pytest.mark.connect
 def test_the_summary_says_the_diagnostics_figures(sends):
     incident = Incident(sends, POLICY, entity="q1")
     heading = incident.heading()

@@ -96,7 +96,6 @@ def test_01_rows_read_loaded_and_quarantined(azure_csv):
     ]
 
 
-@pytest.mark.connect
 def test_01_id_quality(azure_csv):
     """Cell `id_quality(loaded.valid)`."""
     table = id_quality(azure_csv.valid)
