@@ -150,6 +150,18 @@ def test_errors_are_one_line_and_exit_1(spark, capsys, argv, message):
     assert err.startswith(f"dedup-lib {argv[0]}: error: ")
 
 
+def test_a_misspelt_content_column_is_refused_before_the_replay(spark, capsys, monkeypatch):
+    import dedup_lib.replay.engine
+
+    def replayed(*_: object, **__: object) -> None:
+        raise AssertionError("the input was replayed before its content columns were checked")
+
+    monkeypatch.setattr(dedup_lib.replay.engine, "detect_duplicates", replayed)
+    argv = ["simulate", str(SAMPLES / "incident.parquet"), "--content", "payload_hash,Body"]
+    assert main([*argv, "--quiet"], spark=spark) == 1
+    assert "content: column(s) Body not in the telemetry" in capsys.readouterr().err
+
+
 def test_bad_arguments_exit_2_with_usage(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["generate", "/tmp/x", "--rows", "0"])

@@ -55,7 +55,7 @@ _ZERO_GUID = r"^\{?0{8}-0{4}-0{4}-0{4}-0{12}\}?$"
 def content_key(df: DataFrame, content: str | Sequence[str] | None = None) -> Column:
     """One value per distinct content: the ``payload_hash`` column by default, the named column
     as it is, or a SHA-256 over several columns. Null when every content column is null."""
-    names = _content_columns(df, content)
+    names = check_content(df.columns, content)
     if len(names) == 1:
         return F.col(names[0]).cast("string")
     packed = F.to_json(F.struct(*(F.col(n) for n in names)))
@@ -63,23 +63,25 @@ def content_key(df: DataFrame, content: str | Sequence[str] | None = None) -> Co
     return F.when(present, F.sha2(packed, 256))
 
 
-def _content_columns(df: DataFrame, content: str | Sequence[str] | None) -> list[str]:
+def check_content(columns: Sequence[str], content: str | Sequence[str] | None) -> list[str]:
+    """The content columns, ``payload_hash`` when None, each checked to be one of ``columns``:
+    a caller checks them before a replay, which would otherwise run for nothing."""
     if content is None:
-        if "payload_hash" not in df.columns:
+        if "payload_hash" not in columns:
             raise InputError(
                 "no content to compare: the telemetry has no payload_hash column; pass "
                 "content=[...] with the columns that together say what a message carries "
-                f"(the input has {', '.join(df.columns)})"
+                f"(the input has {', '.join(columns)})"
             )
         return ["payload_hash"]
     names = [content] if isinstance(content, str) else list(content)
     if not names:
         raise InputError("content: name at least one column")
-    missing = [n for n in names if n not in df.columns]
+    missing = [n for n in names if n not in columns]
     if missing:
         raise InputError(
             f"content: column(s) {', '.join(missing)} not in the telemetry; it has "
-            f"{', '.join(df.columns)}"
+            f"{', '.join(columns)}"
         )
     return names
 

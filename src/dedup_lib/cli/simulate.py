@@ -65,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
     spark = start_spark(args)
     progress.step(f"loading {args.input}")
     pending = load_once(spark, args.input, format=args.format, mapping=mapping, entity=args.entity)
+    if args.diagnostics and content:
+        from dedup_lib.analysis.diagnostics import check_content
+
+        check_content(pending.valid.columns, content)  # a misspelt column: before the replay
     progress.step(
         f"replaying duplicate detection: {describe(policy)} (one pass over the input, which "
         "counts its rows too)"
