@@ -28,9 +28,10 @@ from dedup_lib.telemetry.files import is_remote_session, output_path, spark_path
 from dedup_lib.text import shown
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
     from dedup_lib.telemetry.loaded import LoadedTelemetry
+    from dedup_lib.telemetry.loader import PendingLoad
 
 SIMULATE_EXAMPLES = """\
 examples:
@@ -49,26 +50,34 @@ def _policies(args: argparse.Namespace) -> DedupPolicy | dict[str, DedupPolicy |
     return window_policy(args.window, partitioning=args.partitioning, bounds=args.bounds)
 
 
+def _load(spark: SparkSession, args: argparse.Namespace, content: list[str] | None) -> PendingLoad:
+    """The input, loaded once (its pending load), with ``content`` checked against its
+    columns before any replay: a misspelt column costs no pass over the input."""
+    from dedup_lib.telemetry.loader import load_once
+
+    mapping = column_mapping(args.map)
+    pending = load_once(spark, args.input, format=args.format, mapping=mapping, entity=args.entity)
+    if args.diagnostics and content:
+        from dedup_lib.analysis.diagnostics import check_content
+
+        check_content(pending.valid.columns, content)
+    return pending
+
+
 def run(args: argparse.Namespace) -> int:
     from dedup_lib.replay.engine import detect_duplicates
-    from dedup_lib.telemetry.loader import load_once
 
     progress = Progress(args.quiet)
     existing_input(args.input, args)
     policy = _policies(args)
     content = content_columns(args.content)
-    mapping = column_mapping(args.map)
     if args.out:
         if os.path.exists(args.out) and not args.overwrite:
             raise CommandError(f"--out {args.out} exists; pass --overwrite to replace it")
         writable_target("--out", args.out)
     spark = start_spark(args)
     progress.step(f"loading {args.input}")
-    pending = load_once(spark, args.input, format=args.format, mapping=mapping, entity=args.entity)
-    if args.diagnostics and content:
-        from dedup_lib.analysis.diagnostics import check_content
-
-        check_content(pending.valid.columns, content)  # a misspelt column: before the replay
+    pending = _load(spark, args, content)
     progress.step(
         f"replaying duplicate detection: {describe(policy)} (one pass over the input, which "
         "counts its rows too)"
