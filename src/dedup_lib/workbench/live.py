@@ -32,8 +32,25 @@ if TYPE_CHECKING:
     from dedup_lib.workbench.figures import Spec
 
 _RENDER = """
-const Plotly = module.exports;
 const CONFIG = { responsive: true, displaylogo: false };
+
+// plotly.js comes as a trait of its own and is evaluated on the first render, once per page:
+// anywidget gives a widget's module 2 s to load before it gives up on the model, and 5 MB of
+// plotly.js take longer on a busy machine (the charts then never followed the controls).
+const PLOTLY = "__dedupLiveChartsPlotly";
+const loadPlotly = (model) => {
+  if (!window[PLOTLY]) {
+    // Its UMD header takes the CommonJS branch, on a module object of its own.
+    const text = `const module = { exports: {} };\n${model.get("_plotly")}\n` +
+      "export default module.exports;";
+    const url = URL.createObjectURL(new Blob([text], { type: "text/javascript" }));
+    window[PLOTLY] = import(url)
+      .then((loaded) => loaded.default)
+      .finally(() => URL.revokeObjectURL(url));
+    window[PLOTLY].catch(() => { delete window[PLOTLY]; });  // a later chart tries again
+  }
+  return window[PLOTLY];
+};
 
 // Numeric arrays arrive as typed-array specs ({dtype, bdata}, as plotly writes them). They are
 // decoded here, once per trace that changed: plotly would decode them afresh on every redraw,
@@ -64,8 +81,9 @@ const shared = (value, old) => {
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shared(v, old[k])]));
 };
 
-function render({ model, el }) {
+async function render({ model, el }) {
   el.classList.add("dedup-live-charts");
+  const Plotly = await loadPlotly(model);
   const plots = [];
   // Per chart, what it last drew: the figure's revision, and each trace with its key.
   const drawn = [];
@@ -154,11 +172,9 @@ export default { render };
 
 
 @functools.cache
-def _module() -> str:
-    """plotly.js (the copy inside the ``plotly`` package, so no network is needed) as an ES
-    module that renders the charts. Its UMD header takes the CommonJS branch."""
-    bundle = resources.files("plotly").joinpath("package_data", "plotly.min.js").read_text("utf-8")
-    return f"const module = {{ exports: {{}} }};\n{bundle}\n{_RENDER}"
+def _plotly_js() -> str:
+    """plotly.js: the copy inside the ``plotly`` package, so no network is needed."""
+    return resources.files("plotly").joinpath("package_data", "plotly.min.js").read_text("utf-8")
 
 
 def to_plotly_json(figure: go.Figure | Spec) -> dict[str, Any]:
@@ -198,13 +214,13 @@ class LiveCharts(anywidget.AnyWidget):
     responsive: each takes its container's width, and follows it when resized."""
 
     figures = traitlets.List(traitlets.Dict()).tag(sync=True)
-
-    @property
-    def _esm(self) -> str:
-        return _module()
+    #: plotly.js, which the module evaluates on its first render (not part of the module:
+    #: see :data:`_RENDER`).
+    _plotly = traitlets.Unicode().tag(sync=True)
+    _esm = _RENDER
 
     def __init__(self, figures: Sequence[go.Figure | Spec] = ()) -> None:
-        super().__init__()
+        super().__init__(_plotly=_plotly_js())
         self._revision = 0
         self.show(figures)
 
