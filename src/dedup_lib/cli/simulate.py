@@ -50,12 +50,16 @@ def _policies(args: argparse.Namespace) -> DedupPolicy | dict[str, DedupPolicy |
     return window_policy(args.window, partitioning=args.partitioning, bounds=args.bounds)
 
 
-def _load(spark: SparkSession, args: argparse.Namespace, content: list[str] | None) -> PendingLoad:
+def _load(
+    spark: SparkSession,
+    args: argparse.Namespace,
+    mapping: dict[str, str],
+    content: list[str] | None,
+) -> PendingLoad:
     """The input, loaded once (its pending load), with ``content`` checked against its
     columns before any replay: a misspelt column costs no pass over the input."""
     from dedup_lib.telemetry.loader import load_once
 
-    mapping = column_mapping(args.map)
     pending = load_once(spark, args.input, format=args.format, mapping=mapping, entity=args.entity)
     if args.diagnostics and content:
         from dedup_lib.analysis.diagnostics import check_content
@@ -71,13 +75,14 @@ def run(args: argparse.Namespace) -> int:
     existing_input(args.input, args)
     policy = _policies(args)
     content = content_columns(args.content)
+    mapping = column_mapping(args.map)  # read before Spark starts, as every option
     if args.out:
         if os.path.exists(args.out) and not args.overwrite:
             raise CommandError(f"--out {args.out} exists; pass --overwrite to replace it")
         writable_target("--out", args.out)
     spark = start_spark(args)
     progress.step(f"loading {args.input}")
-    pending = _load(spark, args, content)
+    pending = _load(spark, args, mapping, content)
     progress.step(
         f"replaying duplicate detection: {describe(policy)} (one pass over the input, which "
         "counts its rows too)"
