@@ -292,8 +292,6 @@ def test_entity_fills_rows_that_name_none(spark: Any, tmp_path: Path) -> None:
     assert entities(bare) == {"c": "payments"}
 
 
-@pytest.mark.connect
-@pytest.mark.spark
 def test_a_pathlib_path_is_read_as_its_text(spark: Any, tmp_path: Path) -> None:
     sends = write_text(tmp_path / "sends.csv", "message_id,send_time\na,2026-11-03T20:00:00Z\n")
     by_path, by_text = load_telemetry(spark, sends), load_telemetry(spark, str(sends))
@@ -303,6 +301,8 @@ def test_a_pathlib_path_is_read_as_its_text(spark: Any, tmp_path: Path) -> None:
     assert by_path.valid.collect() == by_text.valid.collect()
 
 
+@pytest.mark.connect
+@pytest.mark.spark
 def test_format_and_path_errors(spark: Any, tmp_path: Path) -> None:
     notes = write_text(tmp_path / "notes.txt", "hello\n")
     with pytest.raises(ValueError, match=r"notes\.txt.*Parquet \(\.parquet\).*JSON Lines"):
