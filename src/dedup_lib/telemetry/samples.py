@@ -6,8 +6,12 @@ from __future__ import annotations
 import os
 from importlib.resources import as_file, files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dedup_lib.errors import MissingFileError
+
+if TYPE_CHECKING:
+    from dedup_lib.telemetry.files import PathText
 
 #: Where the samples are inside the package.
 SAMPLES = files("dedup_lib") / "resources" / "samples"
@@ -62,7 +66,7 @@ _WITH_SAMPLE = {
 }
 
 
-def notebook_input(given: str | os.PathLike[str] | None, sample: str) -> str:
+def notebook_input(given: PathText | None, sample: str) -> str:
     """The telemetry a notebook reads.
 
     Parameters
@@ -97,7 +101,7 @@ def is_shipped_sample(path: str) -> bool:
     return here == samples or samples in here.parents
 
 
-def shipped_with(path: str | os.PathLike[str], what: str) -> str | None:
+def shipped_with(path: PathText, what: str) -> str | None:
     """The file shipped with a sample: its entities' settings or the broker's export.
 
     The samples' settings and export describe the samples, never an analyst's own
