@@ -46,6 +46,9 @@ TALLY_FILE = INTERNAL + "file"
 #: An App Insights row's property names and values, as arrays.
 INSIGHTS_NAMES = INTERNAL + "names"
 INSIGHTS_ROW = INTERNAL + "row"
+#: An App Insights row's Properties (customDimensions), as its text and parsed once.
+INSIGHTS_PROPERTIES_TEXT = INTERNAL + "properties_text"
+INSIGHTS_PROPERTIES = INTERNAL + "properties"
 #: The trace an OTLP span's rows are grouped by (its own; a link's, for a send call's).
 TRACE = INTERNAL + "trace"
 

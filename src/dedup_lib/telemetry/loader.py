@@ -211,9 +211,7 @@ def _records(
         raw = record_format.read(spark, [spark_path(f) for f in files.files])
         file_path = raw.metadataColumn("_metadata").getField("file_path").alias(SOURCE_FILE)
         read = raw.select("*", file_path)
-        if record_format.joins_read:
-            read = read.localCheckpoint()
-        records = record_format.records(read, keys, entity)
+        records = record_format.records(read, keys, entity, keep=True)
         schema = records.schema
     fields = {f.name: f.dataType for f in schema.fields if f.name in CANONICAL_COLUMNS}
     check_types(fields, {c: c for c in fields}, printable(path))

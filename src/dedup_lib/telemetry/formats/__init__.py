@@ -39,9 +39,6 @@ class RecordFormat(Protocol):
     expected: str
     #: Canonical column -> the source key read for it unless the user maps another one.
     defaults: Mapping[str, str]
-    #: Whether :meth:`records` joins the read with itself: the loader then keeps the parsed
-    #: read (``localCheckpoint``), so that each side of the join does not parse the files.
-    joins_read: bool
 
     def recognise(self, head: str) -> bool:
         """True when a file's first characters (decompressed, up to 64 KiB) are this format."""
@@ -51,11 +48,16 @@ class RecordFormat(Protocol):
         """Spark's raw read of the files (already in Spark's path form)."""
         ...
 
-    def records(self, raw: DataFrame, keys: Mapping[str, str], entity: str | None) -> DataFrame:
+    def records(
+        self, raw: DataFrame, keys: Mapping[str, str], entity: str | None, *, keep: bool = False
+    ) -> DataFrame:
         """One row per record. ``keys`` is :attr:`defaults` updated with the user's mapping
         (column -> source key; a column that is not canonical is carried as an extra one);
         ``entity`` is the user's: it fills the entity of records whose file does not name one,
-        and never replaces a name the file gives."""
+        and never replaces a name the file gives. ``keep``: the records are built once for
+        several reads (a batch load), so a format that joins what it parsed with itself keeps
+        that (``localCheckpoint``, a Spark job) and parses the files once; False for a
+        micro-batch or a frame of no rows."""
         ...
 
 

@@ -65,7 +65,15 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dedup_lib.columns import CORRUPT, INSIGHTS_NAMES, INSIGHTS_ROW, NOT_SEND, column
+from dedup_lib.columns import (
+    CORRUPT,
+    INSIGHTS_NAMES,
+    INSIGHTS_PROPERTIES,
+    INSIGHTS_PROPERTIES_TEXT,
+    INSIGHTS_ROW,
+    NOT_SEND,
+    column,
+)
 from dedup_lib.errors import InputError, printable
 from dedup_lib.telemetry.formats import SOURCE_FILE
 from dedup_lib.telemetry.schema import CANONICAL_COLUMNS, TEXT_TIME_FORMAT
@@ -267,9 +275,6 @@ class AppInsightsFormat:
     the module docstring)."""
 
     name = "app-insights"
-    #: The SDK's message rows and the calls' links, each joined back to the rows: parsed
-    #: once and kept, not once per read (docs/decisions/query-shapes.md).
-    joins_read = True
     expected = (
         "an Application Insights / Log Analytics export of AppDependencies or dependencies: "
         "the portal's CSV, or the query API's JSON ({\"tables\": [...]})"
@@ -321,16 +326,28 @@ class AppInsightsFormat:
             .csv(paths)
         )
 
-    def records(self, raw: DataFrame, keys: Mapping[str, str], entity: str | None) -> DataFrame:
-        """One record per dependency row (see the module docstring)."""
+    def records(
+        self, raw: DataFrame, keys: Mapping[str, str], entity: str | None, *, keep: bool = False
+    ) -> DataFrame:
+        """One record per dependency row (see the module docstring). The SDK's message rows
+        and the calls' links are joined back to the rows: with ``keep``, the rows are parsed
+        once and kept, not once per side (docs/decisions/query-shapes.md)."""
         if "tables" in raw.columns:
             table = _Table(_rows(raw))
         else:
             _refuse_local_times(raw, self.name)
             table = _Table(raw)
+        # Parsed once per row in a projection of its own: Spark does not merge a projection
+        # into the next when that would repeat an expensive expression, and a dozen columns
+        # below read the properties.
+        table.frame = table.frame.select(
+            "*",
+            table.value(*_PROPERTIES).alias(INSIGHTS_PROPERTIES_TEXT),
+            F.from_json(table.value(*_PROPERTIES), _TEXT_MAP).alias(INSIGHTS_PROPERTIES),
+        )
         frame = table.frame
-        properties_text = table.value(*_PROPERTIES)
-        properties = F.from_json(properties_text, _TEXT_MAP)
+        properties_text = column(INSIGHTS_PROPERTIES_TEXT)
+        properties = column(INSIGHTS_PROPERTIES)
         kind = table.value(*_TYPE)
 
         values = _values(table, properties, keys, self.defaults, entity)
@@ -356,6 +373,8 @@ class AppInsightsFormat:
             links.alias("__links"),
             corrupt,
         )
+        if keep:
+            rows = rows.localCheckpoint()
         return _judged(rows, list(values), default_batch="batch_id" in values)
 
 

@@ -189,7 +189,6 @@ class OtlpFormat:
     """OTLP JSON Lines traces (see the module docstring for what a record is)."""
 
     name = "otlp"
-    joins_read = False  # one window over one read (_with_calls)
     expected = (
         "OTLP JSON Lines (one TracesData per line), as the Collector's file exporter writes them"
     )
@@ -214,7 +213,9 @@ class OtlpFormat:
             .json(paths)
         )
 
-    def records(self, raw: DataFrame, keys: Mapping[str, str], entity: str | None) -> DataFrame:
+    def records(
+        self, raw: DataFrame, keys: Mapping[str, str], entity: str | None, *, keep: bool = False
+    ) -> DataFrame:
         joined = _with_calls(self._spans(raw, keys))
         has_id = nonempty(column("message_id")).isNotNull()
         producer = column("__kind") == "producer"

@@ -114,7 +114,6 @@ class SbExplorerFormat:
     """Service Bus Explorer's JSON export of peeked messages (see the module docstring)."""
 
     name = "sb-explorer"
-    joins_read = False
     expected = (
         "a Service Bus Explorer message export: a JSON object or array of objects with "
         "camelCase keys messageId, enqueuedTimeUtc, ..."
@@ -143,7 +142,9 @@ class SbExplorerFormat:
             multiLine=True, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT
         ).json(paths)
 
-    def records(self, raw: DataFrame, keys: Mapping[str, str], entity: str | None) -> DataFrame:
+    def records(
+        self, raw: DataFrame, keys: Mapping[str, str], entity: str | None, *, keep: bool = False
+    ) -> DataFrame:
         """One record per message object: canonical columns as text (sentinel scheduled times
         made null), ``sequence_number``, :data:`NOT_SEND` (null) and the corrupt record."""
         schema = raw.schema
