@@ -12,8 +12,8 @@
 # Replays Service Bus duplicate detection over the telemetry with the window and partitioning
 # mode you choose. Spark runs when the explorer is built, a progress bar showing each step:
 # the partitioning mode shown first is ready when the explorer is drawn, the other is prepared
-# while you use it (the toggle offers it when ready). After that every control answers from
-# memory and redraws the charts in place.
+# while you use it (picked on the toggle before it is ready, it is shown once it is). After
+# that every control answers from memory and redraws the charts in place.
 #
 # - **window**: drag the slider (20 s to 7 days, log scale) or type `PT10M`, `10m` or `0:10:00`;
 # - **partitioning**: with it enabled the key is MessageId plus the partition key;

@@ -84,12 +84,16 @@ def _no_code_and_no_error(page: Any) -> None:
 def _controls_change_the_numbers(page: Any, screenshots: Path) -> None:
     assert page.locator(".widget-hslider").count() >= 1
     assert page.locator(".widget-text input").count() >= 1
-    # "enabled" joins the toggle once its replay, built in the background, is ready
+    # both modes are on the toggle from the start; "enabled" is built in the background and
+    # picking it waits for it
+    assert page.locator(".widget-toggle-buttons button").count() == 2
+    page.locator(".widget-toggle-buttons button", has_text="enabled").click()
     page.wait_for_function(
-        "document.querySelectorAll('.widget-toggle-buttons button').length === 2"
-        " && !document.body.innerText.includes('being prepared')",
+        "[...document.querySelectorAll('.gtitle')]"
+        ".some(t => t.textContent.includes('partitioning enabled'))",
         timeout=READY_MS,
     )
+    page.wait_for_function("!document.body.innerText.includes('being prepared')")
     first = _numbers(page)
     assert first
     window = page.locator(".widget-text input").first

@@ -135,6 +135,41 @@ def test_the_slider_over_the_whole_range_shows_every_resend(explorer):
     assert drawn == len(ex.caches[False].resend_delays()) > 0
 
 
+def test_a_mode_being_built_is_on_the_toggle_and_picking_it_waits(explorer):
+    """The toggle offers every mode from the start (a change sent from the building thread
+    can be lost by a page still loading); picking one still being built waits for it, and
+    one whose build failed says why and sets the toggle back."""
+    import threading
+    from concurrent.futures import Future
+
+    ex, _ = explorer
+    built = ex.caches
+    waiting = WindowExplorer({False: built[False]}, "PT10M")
+    pending: Future = Future()
+    waiting._prepare({True: pending})
+    assert waiting.mode.options == ("disabled", "enabled")
+    assert "partitioning enabled: being prepared" in waiting.preparing.value
+    messages = []
+    waiting.message.observe(lambda c: messages.append(c["new"]), names="value")
+    threading.Timer(0.5, pending.set_result, [built[True]]).start()
+    waiting.mode.value = "enabled"
+    assert "partitioning enabled is being prepared: shown when ready" in messages[0]
+    assert waiting.view is not None
+    assert waiting.view.partitioning
+    assert waiting.message.value == ""
+    assert waiting.preparing.value == ""
+
+    failing = WindowExplorer({False: built[False]}, "PT10M")
+    broken: Future = Future()
+    failing._prepare({True: broken})
+    broken.set_exception(RuntimeError("<b>no</b> memory left\nat line 2"))
+    failing.mode.value = "enabled"
+    assert failing.mode.value == "disabled"
+    assert failing.message.value == "<b style='color:#b00'>&lt;b&gt;no&lt;/b&gt; memory left</b>"
+    assert failing.view is not None
+    assert not failing.view.partitioning
+
+
 def _whole(ex):
     return ex.times[0], ex.times[-1]
 

@@ -43,8 +43,8 @@ class WindowExplorer:
     ``update(...)`` computes a :class:`View` from the caches (no Spark job) and redraws the
     charts in place; the widgets call it on every change. Display the explorer with
     ``explorer.widget``. A partitioning mode still being built in the background (see
-    :meth:`from_frame`) is offered on the toggle once ready; :attr:`caches` and
-    ``update(partitioning=...)`` wait for it.
+    :meth:`from_frame`) is on the toggle from the start, marked as being prepared; picking it,
+    :attr:`caches` and ``update(partitioning=...)`` wait for it.
 
     Parameters
     ----------
@@ -200,8 +200,12 @@ class WindowExplorer:
         return _built(cls, df, window, partitioning, modes, background, progress)
 
     def _prepare(self, pending: dict[bool, Future[ReplayCache]]) -> None:
-        """Offer each of these modes on the toggle once its cache is built."""
+        """Offer these modes, still being built, on the toggle now: before the explorer is
+        shown, as a change sent later from the building thread can reach a page still
+        loading its widgets (Voila's) before it listens, and be lost."""
         self.preparing.value = f"<i>{' and '.join(map(mode_name, pending))}: being prepared…</i>"
+        offered = {MODES[m] for m in self.mode.options} | set(pending)
+        self.mode.options = [m for m, on in MODES.items() if on in offered]
         self._modes.add(pending, self._cache_map)
 
     @property
@@ -211,21 +215,12 @@ class WindowExplorer:
         return self._cache_map()
 
     def _cache_map(self) -> dict[bool, ReplayCache]:
-        """The caches built so far; offers on the toggle the modes finished since last time,
-        and says why a mode failed."""
+        """The caches built so far; says which modes are still being prepared, or why one
+        failed."""
         caches, progress = self._modes.collect()
-        if progress.ready:
-            self._syncing = True
-            try:
-                current = self.mode.value
-                self.mode.options = [m for m, on in MODES.items() if on in caches]
-                self.mode.value = current
-            finally:
-                self._syncing = False
         if progress.failed:
             mode, error = progress.failed[0]
-            first = str(error).splitlines()[0] if str(error) else type(error).__name__
-            failed_text = escape(f"{mode_name(mode)} failed: {first}")
+            failed_text = escape(f"{mode_name(mode)} failed: {_first_line(error)}")
             self.preparing.value = f"<b style='color:#b00'>{failed_text}</b>"
         elif not progress.waiting:
             self.preparing.value = ""
@@ -256,7 +251,22 @@ class WindowExplorer:
     def _on_change(self, change: dict[str, Any]) -> None:
         if self._syncing:
             return
-        self.update()
+        if change["owner"] is not self.mode:
+            self.update()
+            return
+        picked = MODES[change["new"]]
+        if picked not in self._modes.collect()[0]:
+            wait = f"{mode_name(picked)} is being prepared: shown when ready…"
+            self.message.value = f"<i>{escape(wait)}</i>"
+        try:
+            self.update()
+        except Exception as exc:  # a mode whose build failed: said, and the toggle set back
+            self.message.value = f"<b style='color:#b00'>{escape(_first_line(exc))}</b>"
+            self._syncing = True
+            try:
+                self.mode.value = change["old"]
+            finally:
+                self._syncing = False
 
     def _controls(self) -> tuple[float, bool, str, tuple[pd.Timestamp, pd.Timestamp] | None]:
         """The controls' values; the time range None where the slider spans all of it: every
@@ -361,6 +371,8 @@ class WindowExplorer:
 
     def _draw(self, view: View) -> None:
         self.message.value = ""
+        # Sent again: the page may have missed the change sent from the building thread.
+        self.preparing.send_state("value")
         self.charts.show(view.figures)
         self._show_range(view)
         self._show_tables(view)
@@ -439,6 +451,11 @@ def _prepared(
         table(window)
     delay_bins(cache)
     return cache
+
+
+def _first_line(error: BaseException) -> str:
+    """An error's first line, or its type's name when it has no message."""
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 def _html(table: pd.DataFrame, caption: str | None = None) -> str:
