@@ -67,15 +67,19 @@ from pyspark.sql import types as T
 
 from dedup_lib.columns import (
     CORRUPT,
-    INSIGHTS_NAMES,
     INSIGHTS_PROPERTIES,
     INSIGHTS_PROPERTIES_TEXT,
-    INSIGHTS_ROW,
     NOT_SEND,
     column,
 )
 from dedup_lib.errors import InputError, printable
 from dedup_lib.telemetry.formats import SOURCE_FILE
+from dedup_lib.telemetry.formats.insights_table import (
+    RESPONSE,
+    InsightsTable,
+    normalise,
+    query_rows,
+)
 from dedup_lib.telemetry.schema import CANONICAL_COLUMNS, TEXT_TIME_FORMAT
 
 if TYPE_CHECKING:
@@ -122,107 +126,6 @@ _LINK_LIST = T.ArrayType(
         [T.StructField("operation_Id", T.StringType()), T.StructField("id", T.StringType())]
     )
 )
-_RESPONSE = T.StructType(
-    [
-        T.StructField(
-            "tables",
-            T.ArrayType(
-                T.StructType(
-                    [
-                        T.StructField("name", T.StringType()),
-                        T.StructField(
-                            "columns",
-                            T.ArrayType(
-                                T.StructType(
-                                    [
-                                        T.StructField("name", T.StringType()),
-                                        T.StructField("type", T.StringType()),
-                                    ]
-                                )
-                            ),
-                        ),
-                        T.StructField("rows", T.ArrayType(T.ArrayType(T.StringType()))),
-                    ]
-                )
-            ),
-        ),
-        T.StructField(CORRUPT, T.StringType()),
-    ]
-)
-
-
-def normalise(name: str) -> str:
-    """A column name as matched: no byte-order mark, `` [UTC]`` suffix, ``_`` or spaces, lower
-    case."""
-    name = re.sub(r"(?i)\s*\[utc\]\s*$", "", name.strip().lstrip("\ufeff"))
-    return re.sub(r"[\s_]", "", name).lower()
-
-
-def _normalised(name: Column) -> Column:
-    without = F.regexp_replace(F.trim(name), r"(?i)^\x{feff}|\s*\[utc\]\s*$", "")
-    return F.lower(F.regexp_replace(without, r"[\s_]", ""))
-
-
-class _Table:
-    """The values of a raw frame's columns by normalised name: CSV columns, or the positional
-    rows of a query API response (looked up per row, since each table has its own columns)."""
-
-    def __init__(self, frame: DataFrame) -> None:
-        self.frame = frame
-        self.positional = INSIGHTS_ROW in frame.columns
-        self.columns: dict[str, str] = {}
-        if not self.positional:
-            for name in frame.columns:
-                if name not in (SOURCE_FILE, CORRUPT):
-                    self.columns.setdefault(normalise(name), name)
-
-    def has(self, name: str) -> Column | bool:
-        if self.positional:
-            return F.array_contains(column(INSIGHTS_NAMES), name)
-        return name in self.columns
-
-    def value(self, *names: str) -> Column:
-        """The first of ``names`` the table has, as text; null when it has none."""
-        if self.positional:
-            found: Column | None = None
-            for name in names:
-                cell = F.get(
-                    column(INSIGHTS_ROW),
-                    F.array_position(column(INSIGHTS_NAMES), name).cast("int") - 1,
-                )
-                condition = F.array_contains(column(INSIGHTS_NAMES), name)
-                found = F.when(condition, cell) if found is None else found.when(condition, cell)
-            return found if found is not None else F.lit(None).cast("string")
-        for name in names:
-            if name in self.columns:
-                return column(self.columns[name]).cast("string")
-        return F.lit(None).cast("string")
-
-
-def _rows(raw: DataFrame) -> DataFrame:
-    """A query API response as one row per table row: the row's values and its table's
-    normalised column names. A damaged file stays one row, with its corrupt record. Each step
-    keeps only small columns beside what it explodes, so a row never carries its table."""
-    tables = raw.select(
-        column(SOURCE_FILE),
-        column(CORRUPT),
-        F.explode_outer(column("tables")).alias("__table"),
-    )
-    split = tables.select(
-        column(SOURCE_FILE),
-        column(CORRUPT),
-        F.transform(F.col("__table.columns"), lambda c: _normalised(c.getField("name"))).alias(
-            INSIGHTS_NAMES
-        ),
-        F.col("__table.rows").alias("__rows"),
-    )
-    rows = split.select(
-        column(SOURCE_FILE),
-        column(CORRUPT),
-        column(INSIGHTS_NAMES),
-        F.explode_outer(column("__rows")).alias(INSIGHTS_ROW),
-    )
-    return rows.where(column(INSIGHTS_ROW).isNotNull() | column(CORRUPT).isNotNull())
 
 
 def portal_time(text: Column) -> Column:
@@ -314,7 +217,7 @@ class AppInsightsFormat:
             )
         reader = spark.read.options(mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
         if kinds == {"json"}:
-            return reader.schema(_RESPONSE).options(multiLine=True).json(paths)
+            return reader.schema(RESPONSE).options(multiLine=True).json(paths)
         header = spark.read.options(header=True, escape='"').csv(paths[0]).schema.names
         schema = T.StructType(
             [T.StructField(n, T.StringType()) for n in header]
@@ -333,21 +236,18 @@ class AppInsightsFormat:
         and the calls' links are joined back to the rows: with ``keep``, the rows are parsed
         once and kept, not once per side (docs/decisions/query-shapes.md)."""
         if "tables" in raw.columns:
-            table = _Table(_rows(raw))
+            table = InsightsTable(query_rows(raw))
         else:
             _refuse_local_times(raw, self.name)
-            table = _Table(raw)
-        # Parsed once per row in a projection of its own: Spark does not merge a projection
-        # into the next when that would repeat an expensive expression, and a dozen columns
-        # below read the properties.
-        table.frame = table.frame.select(
+            table = InsightsTable(raw)
+        # Parsed once, in a projection Spark does not merge into the next (a dozen reads).
+        text = table.value(*_PROPERTIES)
+        frame = table.frame = table.frame.select(
             "*",
-            table.value(*_PROPERTIES).alias(INSIGHTS_PROPERTIES_TEXT),
-            F.from_json(table.value(*_PROPERTIES), _TEXT_MAP).alias(INSIGHTS_PROPERTIES),
+            text.alias(INSIGHTS_PROPERTIES_TEXT),
+            F.from_json(text, _TEXT_MAP).alias(INSIGHTS_PROPERTIES),
         )
-        frame = table.frame
-        properties_text = column(INSIGHTS_PROPERTIES_TEXT)
-        properties = column(INSIGHTS_PROPERTIES)
+        properties_text, properties = column(INSIGHTS_PROPERTIES_TEXT), column(INSIGHTS_PROPERTIES)
         kind = table.value(*_TYPE)
 
         values = _values(table, properties, keys, self.defaults, entity)
@@ -379,7 +279,7 @@ class AppInsightsFormat:
 
 
 def _values(
-    table: _Table,
+    table: InsightsTable,
     properties: Column,
     keys: Mapping[str, str],
     defaults: Mapping[str, str],
