@@ -255,7 +255,7 @@ class WindowExplorer:
             self.update()
             return
         picked = MODES[change["new"]]
-        if picked not in self._modes.collect()[0]:
+        if picked not in self._cache_map():
             wait = f"{mode_name(picked)} is being prepared: shown when ready…"
             self.message.value = f"<i>{escape(wait)}</i>"
         try:

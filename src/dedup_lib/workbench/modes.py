@@ -16,10 +16,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ModeUpdate:
-    """What changed since the last look: the modes built since (``ready``), those whose build
-    failed, with why, and whether any is still being built."""
+    """The modes whose build failed, with why, and whether any is still being built."""
 
-    ready: list[bool]
     failed: list[tuple[bool, BaseException]]
     waiting: bool
 
@@ -56,4 +54,4 @@ class ModeCaches:
             waiting = len(self._pending) > len(failed)
             caches = dict(self._caches)
         errors = [(m, e) for m, e in failed if e is not None]
-        return caches, ModeUpdate(ready, errors, waiting)
+        return caches, ModeUpdate(errors, waiting)
