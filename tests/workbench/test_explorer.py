@@ -181,6 +181,10 @@ def test_the_other_mode_is_built_in_the_background(spark, capsys):
     sends = generate_telemetry(spark, 1_000, seed=3, scenario=mixed_scenario()).persist()
     ex = WindowExplorer.from_frame(sends, window="PT10M", partitioning=True)
     assert ex.mode.value == "enabled"
+    assert ex.mode.options == ("disabled", "enabled")  # both offered before either is picked
+    assert ex.message.value == ""
+    assert ex.view is not None
+    assert ex.view.partitioning
     assert set(ex.caches) == {False, True}
     # what the other mode's first view computes once is ready with it, so the toggle is quick
     prepared = ex.caches[False]

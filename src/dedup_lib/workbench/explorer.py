@@ -205,7 +205,13 @@ class WindowExplorer:
         loading its widgets (Voila's) before it listens, and be lost."""
         self.preparing.value = f"<i>{' and '.join(map(mode_name, pending))}: being prepared…</i>"
         offered = {MODES[m] for m in self.mode.options} | set(pending)
-        self.mode.options = [m for m, on in MODES.items() if on in offered]
+        self._syncing = True  # new options select the first: the mode shown stays picked
+        try:
+            current = self.mode.value
+            self.mode.options = [m for m, on in MODES.items() if on in offered]
+            self.mode.value = current
+        finally:
+            self._syncing = False
         self._modes.add(pending, self._cache_map)
 
     @property
