@@ -1,6 +1,7 @@
 """Service Bus Explorer message exports: what the broker kept, one record per message.
 
-What the files are (paolosalvatori/ServiceBusExplorer, checked at commit 860799d9, April 2026):
+What the files are (paolosalvatori/ServiceBusExplorer, the version docs/telemetry-sources.md
+names):
 "Save Selected Message(s)" in a queue's or subscription's Messages or Deadletter tab writes
 ``MessageSerializationHelper.Serialize`` of the peeked ``BrokeredMessage`` objects: one JSON
 object, or an indented JSON array of them, whose keys are the message's public properties in
