@@ -1,4 +1,5 @@
-"""styled(): the one table style of the notebooks (pandas only, no Spark)."""
+"""styled(): the one table style of the notebooks, and widget_html(), the same table for an
+HTML widget (pandas only, no Spark)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pandas as pd
 import pytest
 
 from dedup_lib import styled
-from dedup_lib.workbench.style import is_duration
+from dedup_lib.workbench.style import is_duration, widget_html
 
 
 def _cells(table: pd.DataFrame) -> list[list[str]]:
@@ -121,3 +122,14 @@ def test_data_and_column_labels_are_text_never_markup():
     assert [row[0] for row in cells[1:]] == [shown(v) for v in hostile]
     assert "…(10,240 characters)" in cells[-1][0]
     assert "\u202e" not in page
+
+
+def test_a_widget_table_is_styled_with_its_caption_and_its_data_as_text():
+    table = pd.DataFrame({"entity": ["<img src=x onerror=alert(1)>"], "sends": [1200]})
+    page = widget_html(table, "Keys with the most sends dropped")
+    assert "1,200" in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "<img" not in page
+    assert re.search(r"<caption[^>]*>Keys with the most sends dropped</caption>", page)
+    assert "border-collapse: collapse" in page
+    assert "<caption" not in widget_html(table)

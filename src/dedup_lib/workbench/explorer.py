@@ -24,13 +24,12 @@ from dedup_lib.text import SHORT, escape, shown
 from dedup_lib.workbench.delay_bins import delay_bins
 from dedup_lib.workbench.live import LiveCharts
 from dedup_lib.workbench.modes import ModeCaches
-from dedup_lib.workbench.style import styled
+from dedup_lib.workbench.style import widget_html
 from dedup_lib.workbench.view import View, minute, mode_name, view_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from pandas.io.formats.style_render import CSSDict
     from pyspark.sql import DataFrame
 
 MIN_WINDOW_S, MAX_WINDOW_S = (b.total_seconds() for b in WINDOW_BOUNDS["service"][:2])
@@ -393,16 +392,11 @@ class WindowExplorer:
             self.range_label.value = f"{minute(span[0])} to {minute(span[1])}"
 
     def _show_tables(self, view: View) -> None:
-        self.numbers.value = _html(view.numbers)
-        self.keys.value = _html(view.top_keys, view.keys_caption)
+        self.numbers.value = widget_html(view.numbers)
+        self.keys.value = widget_html(view.top_keys, view.keys_caption)
 
 
 _BAR = "{desc} {bar} {elapsed}"
-_TABLE_STYLE: list[CSSDict] = [
-    {"selector": "", "props": "border-collapse: collapse; font-size: 13px; margin: 4px 0;"},
-    {"selector": "th, td", "props": "padding: 2px 10px; border-bottom: 1px solid #ddd;"},
-    {"selector": "caption", "props": "caption-side: top; text-align: left; padding: 12px 0 4px;"},
-]
 
 
 def _built(
@@ -462,13 +456,6 @@ def _prepared(
 def _first_line(error: BaseException) -> str:
     """An error's first line, or its type's name when it has no message."""
     return str(error).splitlines()[0] if str(error) else type(error).__name__
-
-
-def _html(table: pd.DataFrame, caption: str | None = None) -> str:
-    """A table as HTML for an ``HTML`` widget, whose value is replaced without a flicker;
-    ``caption`` is markup: never built from data."""
-    shown = styled(table).set_table_styles(_TABLE_STYLE)
-    return (shown.set_caption(caption) if caption else shown).to_html()
 
 
 def _in_notebook() -> bool:

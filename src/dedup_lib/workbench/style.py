@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from pandas.api import types
 from pandas.io.formats.style import Styler
 
+if TYPE_CHECKING:
+    from pandas.io.formats.style_render import CSSDict
+
 from dedup_lib.rules.durations import format_duration
 from dedup_lib.text import escape
 
-__all__ = ["is_duration", "styled"]
+__all__ = ["is_duration", "styled", "widget_html"]
 
 MISSING = "—"
 """Shown for a missing value (NaN, None, NaT)."""
@@ -134,3 +137,17 @@ def styled(table: pd.DataFrame) -> Styler:
         wrap = {"text-align": "left", "overflow-wrap": "anywhere", "max-width": "40em"}
         styler = styler.set_properties(subset=text, **wrap)
     return styler.hide(axis="index")
+
+
+_WIDGET_TABLE: list[CSSDict] = [
+    {"selector": "", "props": "border-collapse: collapse; font-size: 13px; margin: 4px 0;"},
+    {"selector": "th, td", "props": "padding: 2px 10px; border-bottom: 1px solid #ddd;"},
+    {"selector": "caption", "props": "caption-side: top; text-align: left; padding: 12px 0 4px;"},
+]
+
+
+def widget_html(table: pd.DataFrame, caption: str | None = None) -> str:
+    """A :func:`styled` table as HTML for an ``ipywidgets.HTML``, whose value is replaced
+    without a flicker; ``caption`` is markup, never built from data."""
+    shown = styled(table).set_table_styles(_WIDGET_TABLE)
+    return (shown.set_caption(caption) if caption else shown).to_html()
