@@ -6,7 +6,9 @@ from the caches in memory and redraws the charts in place (:mod:`dedup_lib.workb
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -204,13 +206,10 @@ class WindowExplorer:
         loading its widgets (Voila's) before it listens, and be lost."""
         self.preparing.value = f"<i>{' and '.join(map(mode_name, pending))}: being prepared…</i>"
         offered = {MODES[m] for m in self.mode.options} | set(pending)
-        self._syncing = True  # new options select the first: the mode shown stays picked
-        try:
+        with self._quiet():  # new options select the first: the mode shown stays picked
             current = self.mode.value
             self.mode.options = [m for m, on in MODES.items() if on in offered]
             self.mode.value = current
-        finally:
-            self._syncing = False
         self._modes.add(pending, self._cache_map)
 
     @property
@@ -225,8 +224,7 @@ class WindowExplorer:
         caches, progress = self._modes.collect()
         if progress.failed:
             mode, error = progress.failed[0]
-            failed_text = escape(f"{mode_name(mode)} failed: {_first_line(error)}")
-            self.preparing.value = f"<b style='color:#b00'>{failed_text}</b>"
+            self.preparing.value = _in_red(f"{mode_name(mode)} failed: {_first_line(error)}")
         elif not progress.waiting:
             self.preparing.value = ""
         return caches
@@ -238,19 +236,25 @@ class WindowExplorer:
             raise InputError(f"WindowExplorer: no cache for partitioning={partitioning}")
         return caches[partitioning]
 
+    @contextlib.contextmanager
+    def _quiet(self) -> Iterator[None]:
+        """Controls set by the explorer itself within the block, not answered as a user's."""
+        before, self._syncing = self._syncing, True
+        try:
+            yield
+        finally:
+            self._syncing = before
+
     def _on_text(self, change: dict[str, Any]) -> None:
         if self._syncing:
             return
         try:
             seconds = DedupPolicy(change["new"]).window.total_seconds()
         except (ValueError, TypeError) as exc:
-            self.message.value = f"<b style='color:#b00'>{escape(exc)}</b>"
+            self.message.value = _in_red(str(exc))
             return
-        self._syncing = True
-        try:
+        with self._quiet():
             self.window_slider.value = seconds
-        finally:
-            self._syncing = False
         self.update(window=seconds)
 
     def _on_change(self, change: dict[str, Any]) -> None:
@@ -266,12 +270,9 @@ class WindowExplorer:
         try:
             self.update()
         except Exception as exc:  # a mode whose build failed: said, and the toggle set back
-            self.message.value = f"<b style='color:#b00'>{escape(_first_line(exc))}</b>"
-            self._syncing = True
-            try:
+            self.message.value = _in_red(_first_line(exc))
+            with self._quiet():
                 self.mode.value = change["old"]
-            finally:
-                self._syncing = False
 
     def _controls(self) -> tuple[float, bool, str, tuple[pd.Timestamp, pd.Timestamp] | None]:
         """The controls' values; the time range None where the slider spans all of it: every
@@ -351,14 +352,11 @@ class WindowExplorer:
         if time_range is not None:
             rng = (pd.Timestamp(time_range[0]), pd.Timestamp(time_range[1]))
         view = self._view(seconds, mode, chosen, rng)
-        self._syncing = True
-        try:
+        with self._quiet():
             self.window_slider.value = seconds
             self.window_text.value = format_duration(seconds)
             self.mode.value = "enabled" if mode else "disabled"
             self.entity.value = chosen
-        finally:
-            self._syncing = False
         self.view = view
         if draw:
             self._draw(view)
@@ -451,6 +449,11 @@ def _prepared(
         table(window)
     delay_bins(cache)
     return cache
+
+
+def _in_red(text: str) -> str:
+    """``text`` (data: escaped) as an error line for an ``HTML`` widget."""
+    return f"<b style='color:#b00'>{escape(text)}</b>"
 
 
 def _first_line(error: BaseException) -> str:
