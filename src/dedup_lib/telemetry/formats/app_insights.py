@@ -242,7 +242,7 @@ class AppInsightsFormat:
             table = InsightsTable(raw)
         # Parsed once, in a projection Spark does not merge into the next (a dozen reads).
         text = table.value(*_PROPERTIES)
-        frame = table.frame = table.frame.select(
+        frame = table.frame.select(
             "*",
             text.alias(INSIGHTS_PROPERTIES_TEXT),
             F.from_json(text, _TEXT_MAP).alias(INSIGHTS_PROPERTIES),
