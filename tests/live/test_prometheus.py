@@ -6,12 +6,8 @@ Prometheus holds equals the alerts file."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
-import urllib.parse
-import urllib.request
-from importlib import resources
 from pathlib import Path
 
 import pandas as pd
@@ -22,18 +18,9 @@ import yaml
 from dedup_lib import DedupPolicy, sample_path
 from dedup_lib.live.feed import land_in_steps
 from dedup_lib.live.watch import watch_duplicates
-from dedup_lib.spark import free_port
+from prometheus_kit import RULES, Prometheus, tool
 
-RULES = resources.files("dedup_lib") / "resources" / "prometheus" / "dedup-rules.yml"
 RULE_TESTS = Path(__file__).resolve().parents[1] / "prometheus" / "dedup-rules-test.yml"
-INSTALL = "install Debian's prometheus package (apt-get install prometheus): .ci/run does"
-
-
-def tool(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        pytest.skip(f"no {name}: {INSTALL}")
-    return found
 
 
 def test_the_rules_pass_their_promtool_tests():
@@ -56,52 +43,6 @@ def test_the_rule_tests_use_the_rules_the_package_ships():
     alerts = {r["alert"] for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]}
     tested = {t["alertname"] for case in tests["tests"] for t in case["alert_rule_test"]}
     assert alerts == tested, "every alert has a test"
-
-
-class Prometheus:
-    """A Prometheus server of the test's own: its folder, a free port, a scrape every second
-    of ``target``, the rules evaluated every second."""
-
-    def __init__(self, folder: Path, target: str) -> None:
-        self.port = free_port()
-        config = {
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "rule_files": [str(RULES)],
-            "scrape_configs": [
-                {"job_name": "dedup-lib", "static_configs": [{"targets": [target]}]}
-            ],
-        }
-        (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
-        self.log = open(folder / "prometheus.log", "w")  # noqa: SIM115 (closed in stop)
-        self.process = subprocess.Popen(
-            [
-                tool("prometheus"), f"--config.file={folder / 'prometheus.yml'}",
-                f"--storage.tsdb.path={folder / 'data'}",
-                f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn",
-            ],
-            stdout=self.log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-
-    def get(self, path: str, **query: str) -> dict:
-        url = f"http://127.0.0.1:{self.port}{path}?{urllib.parse.urlencode(query)}"
-        with urllib.request.urlopen(url, timeout=5) as answer:
-            return json.loads(answer.read())["data"]
-
-    def firing(self) -> dict[str, list[dict]]:
-        found: dict[str, list[dict]] = {}
-        for alert in self.get("/api/v1/alerts")["alerts"]:
-            if alert["state"] == "firing":
-                found.setdefault(alert["labels"]["alertname"], []).append(alert["labels"])
-        return found
-
-    def value(self, query: str) -> float:
-        result = self.get("/api/v1/query", query=query)["result"]
-        return float(result[0]["value"][1]) if result else 0.0
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(30)
-        self.log.close()
 
 
 @pytest.mark.slow
