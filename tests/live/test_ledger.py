@@ -33,6 +33,7 @@ class Reader:
         self.files: dict = {}
         self.records: list[bytes] = []
         self.notes: list[str] = []
+        self.kinds: list[str] = []
         self.scans = 0
         self.now = 2e9  # seconds: later than any file's time, unless a test says
 
@@ -43,7 +44,8 @@ class Reader:
         for path in write_chunks(out, planned.chunks):
             self.records += self._records(path)
         self.files = planned.files
-        self.notes += planned.notes
+        self.notes += [note.text for note in planned.notes]
+        self.kinds += [note.kind for note in planned.notes]
         return len(planned.chunks)
 
     def _records(self, path: str) -> list[bytes]:
@@ -176,6 +178,7 @@ def test_parquet_is_read_once_finished_and_a_change_after_is_said_not_read(tmp_p
     assert len(reader.records) == 1000
     assert len(reader.notes) == 1
     assert "changed after it was read whole" in reader.notes[0]
+    assert reader.kinds == ["changed_after_read"]
 
 
 def test_a_compressed_file_is_read_once_its_stream_ends(tmp_path):
@@ -190,6 +193,7 @@ def test_a_compressed_file_is_read_once_its_stream_ends(tmp_path):
     assert reader.scan(now=stamp) == 0, "a cut gzip stream is not finished"
     assert reader.scan(now=stamp + 6 * SETTLE + 1) == 0
     assert "is not a whole file (cut short?)" in reader.notes[0]
+    assert reader.kinds == ["unfinished"]
     target.write_bytes(data)
     assert reader.scan(now=stamp) == 1
     assert reader.records == written
@@ -208,6 +212,7 @@ def test_a_file_rewritten_in_place_or_renamed_is_known_by_its_bytes(tmp_path):
     reader.scan()
     assert reader.records == first + second
     assert "rewritten in place" in reader.notes[0]
+    assert reader.kinds[-1] == "rewritten"
 
 
 def test_a_file_removed_before_it_was_read_whole_is_said(tmp_path):
@@ -223,6 +228,7 @@ def test_a_file_removed_before_it_was_read_whole_is_said(tmp_path):
     assert reader.notes == [
         "a.jsonl went before it was read whole: its last 7 bytes were never read"
     ]
+    assert reader.kinds == ["removed_unread"], "data lost: dedup_notes_total counts it"
 
 
 def test_a_micro_batch_takes_no_more_than_its_budget_and_the_rest_follows(tmp_path):

@@ -27,7 +27,7 @@ import fnmatch
 import os
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field, replace
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import xxhash
 
@@ -100,13 +100,29 @@ class Chunk:
         return self.size * (_PACKED if self.whole else 1)
 
 
+#: What a note says happened to the folder's data: a file removed before it was read whole
+#: (its bytes lost), a text file rewritten in place (read again from its start), a Parquet or
+#: compressed file changed after it was read (its change lost), a file not whole (not read
+#: until it is). ``dedup_notes_total`` counts them by kind.
+NOTE_KINDS = ("removed_unread", "rewritten", "changed_after_read", "unfinished")
+#: The kinds that mean data the monitor never judges.
+LOST = ("removed_unread", "rewritten", "changed_after_read")
+
+
+class Note(NamedTuple):
+    """A note about the folder: its kind (one of :data:`NOTE_KINDS`) and what it says."""
+
+    kind: str
+    text: str
+
+
 @dataclass
 class Plan:
     """One micro-batch's chunks, the ledger after it, and what to tell the user."""
 
     chunks: list[Chunk] = field(default_factory=list)
     files: dict[str, Seen] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
     #: Whether the budget left new records for the next micro-batch.
     more: bool = False
 
@@ -271,9 +287,8 @@ def _seen(path: str, name: str, stat: os.stat_result, result: Plan, fid: str) ->
             if not seen.read_all:
                 result.notes.append(_removed(seen))
             if seen.name == name:
-                result.notes.append(
-                    f"{printable(name)} was rewritten in place: read again from its start"
-                )
+                text = f"{printable(name)} was rewritten in place: read again from its start"
+                result.notes.append(Note("rewritten", text))
             seen = _with_head(path, fid, fresh)
         else:
             seen = replace(seen, name=name, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
@@ -447,13 +462,14 @@ def _say(result: Plan, fid: str, kind: str, note: str) -> None:
     """A note about a file, said once."""
     seen = result.files[fid]
     if kind not in seen.said:
-        result.notes.append(note)
+        result.notes.append(Note("changed_after_read" if kind == "changed" else kind, note))
         result.files[fid] = replace(seen, said=(*seen.said, kind))
 
 
-def _removed(seen: Seen) -> str:
+def _removed(seen: Seen) -> Note:
     left = seen.size - seen.taken
-    return (
+    return Note(
+        "removed_unread",
         f"{printable(seen.name)} went before it was read whole: its last {left:,} bytes "
-        "were never read"
+        "were never read",
     )

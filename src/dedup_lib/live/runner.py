@@ -192,7 +192,7 @@ class Runner:
         if self.metrics is not None:
             self.metrics.scanned(*planned.backlog)
         for note in planned.notes:
-            self.on_note(note)
+            self.on_note(note.text)
         if not planned.chunks:
             self.files = planned.files
             self.more = False
