@@ -71,3 +71,57 @@ def test_watch_prints_what_the_read_did_before_the_first_line(monkeypatch, capsy
     assert main([*argv, "--checkpoint", str(tmp_path / "ck"), "--quiet"], spark=object()) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed[:2] == ["Note: <i>land</i>: a note.", "a line"]
+
+
+@pytest.mark.slow
+def test_watch_log_format_json_prints_a_json_object_per_line(spark, capsys, tmp_path):
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "incident.parquet").write_bytes((SAMPLES / "incident.parquet").read_bytes())
+    argv = [
+        "watch",
+        str(landing),
+        "--out",
+        str(tmp_path / "v"),
+        "--checkpoint",
+        str(tmp_path / "ck"),
+    ]
+    assert main([*argv, "--once", "--log-format", "json"], spark=spark) == 0
+    printed = capsys.readouterr()
+    records = [json.loads(line) for line in printed.out.splitlines()]
+    steps = [json.loads(line) for line in printed.err.splitlines()]
+    assert [r["event"] for r in records] == ["micro_batch", "summary"]
+    batch = records[0]
+    assert batch["judged"] > 0
+    assert batch["state"]["keys"] > 0
+    assert batch["message"].startswith("batch 0: ")
+    assert {r["level"] for r in records} == {"info"}
+    assert all(r["time"].endswith("+00:00") for r in records + steps)
+    assert steps[0]["event"] == "step"
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_failure_prints_its_traceback_on_stderr(monkeypatch, capsys, tmp_path, fmt):
+    """A service manager's journal keeps stderr: a failure is there whole, with its line."""
+    from dedup_lib.errors import InputError
+    from dedup_lib.live import watch as live
+
+    def failing(*args, **kwargs):
+        raise InputError("the checkpoint <ck> was written with other policy")
+
+    monkeypatch.setattr(live, "watch_duplicates", failing)
+    (tmp_path / "land").mkdir()
+    argv = ["watch", str(tmp_path / "land"), "--out", str(tmp_path / "out"), "--once"]
+    argv += ["--checkpoint", str(tmp_path / "ck"), "--quiet", "--log-format", fmt]
+    assert main(argv, spark=object()) == 1
+    err = capsys.readouterr().err
+    line = "dedup-lib watch: error: the checkpoint <ck> was written with other policy"
+    if fmt == "json":
+        (record,) = [json.loads(text) for text in err.splitlines()]
+        assert record["level"] == "error"
+        assert record["message"] == line
+        assert "Traceback (most recent call last)" in record["traceback"]
+        assert "InputError" in record["traceback"]
+    else:
+        assert err.startswith("Traceback (most recent call last)")
+        assert err.rstrip("\n").endswith(line)

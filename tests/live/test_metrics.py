@@ -1,10 +1,12 @@
 """The monitor's /metrics: the Prometheus text format, parsed back, says what the verdict and
-alert files hold; an entity name full of markup and quotes comes back as it was; a restart
-goes on from the counts the checkpoint keeps; labels stay bounded."""
+alert files hold; an entity name full of markup and quotes, which Service Bus refuses, is
+counted as ``(invalid)``; a restart goes on from the counts the checkpoint keeps and serves no
+time at 0; a new entity's series are served at 0 before its counts; labels stay bounded."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -13,7 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from dedup_lib import DedupPolicy, sample_path
-from dedup_lib.live.metrics import ENTITIES, OTHER, Totals
+from dedup_lib.live.judge import Clock
+from dedup_lib.live.labels import ENTITIES, INVALID, OTHER, EntityLabels
+from dedup_lib.live.ledger import NOTE_KINDS
+from dedup_lib.live.lines import StateSize
+from dedup_lib.live.metrics import Metrics
+from dedup_lib.live.totals import Totals
 from dedup_lib.live.watch import watch_duplicates
 from metrics_kit import scrape, summed
 
@@ -60,6 +67,8 @@ def test_the_counters_say_what_the_files_hold_across_a_restart(spark, tmp_path):
     alerts = pd.DataFrame(
         json.loads(line) for line in Path(outputs["alerts"]).read_text().splitlines()
     )
+    verdicts["entity"] = verdicts["entity"].replace(HOSTILE, INVALID)
+    alerts = alerts.assign(entity=alerts["entity"].replace(HOSTILE, INVALID))
     for (entity, verdict), count in verdicts.groupby(["entity", "verdict"]).size().items():
         got = summed(samples, "dedup_sends_judged_total", entity=entity, verdict=verdict)
         assert got == count, (entity, verdict)
@@ -75,22 +84,106 @@ def test_the_counters_say_what_the_files_hold_across_a_restart(spark, tmp_path):
     assert summed(samples, "dedup_micro_batch_duration_seconds_count") == 1, "this process's"
     assert ("dedup_lateness_seconds", ()) in samples
     names = {dict(ls).get("entity") for (n, ls) in samples if n == "dedup_sends_judged_total"}
-    assert HOSTILE in names, "the entity's name comes back as it was"
+    assert INVALID in names, "a name Service Bus refuses is counted as (invalid)"
+    assert HOSTILE not in names
 
 
-def test_an_entity_label_past_the_bound_is_counted_as_other():
-    names: set[str] = set()
-    verdicts = pa.table(
-        {
-            "entity": [f"queue-{i}" for i in range(ENTITIES + 5)],
-            "verdict": ["accepted"] * (ENTITIES + 5),
-        }
+def served(lateness: float = 60.0, every: float = 5.0, **kw) -> tuple[Metrics, tuple]:
+    metrics = Metrics(lateness, every, **kw)
+    return metrics, metrics.serve("127.0.0.1:0")
+
+
+def one_batch(entity: str = "orders", verdicts: int = 3, at: float = 1.7e9) -> Totals:
+    table = pa.table({"entity": [entity] * verdicts, "verdict": ["accepted"] * verdicts})
+    alerts = pa.table({"entity": pa.array([], pa.string()), "kind": pa.array([], pa.string())})
+    refused = pa.table({"reason": ["unparseable send_time: 'x'"]})
+    return Totals.of(
+        table, alerts, refused, {"skipped": 0, "read": verdicts + 1}, EntityLabels(), at
     )
-    alerts = pa.table({"entity": pa.nulls(0, pa.string()), "kind": pa.nulls(0, pa.string())})
-    refused = pa.table({"reason": pa.array(["unparseable send_time: 'x'", None])})
-    totals = Totals.of(verdicts, alerts, refused, 3, names)
-    assert len(names) == ENTITIES
-    assert totals.sends[(OTHER, "accepted")] == 5
-    assert sum(totals.sends.values()) == ENTITIES + 5
-    assert totals.refused == {"unparseable send_time": 1, "": 1}
-    assert Totals.from_json(json.loads(json.dumps(totals.to_json()))) == totals
+
+
+def test_a_new_entity_is_served_at_zero_one_scrape_before_its_counts():
+    metrics, address = served()
+    try:
+        metrics.restored(Totals(), StateSize(), None)
+        metrics.committed(one_batch(), 0.5, StateSize(keys=3), Clock(60_000, None))
+        first = scrape(address)
+        assert summed(first, "dedup_sends_judged_total", entity="orders") == 0
+        assert ("dedup_sends_judged_total", (("entity", "orders"), ("verdict", "late"))) in first
+        assert summed(first, "dedup_quarantined_rows_total") == 0
+        second = scrape(address)
+        assert summed(second, "dedup_sends_judged_total", entity="orders", verdict="accepted") == 3
+        assert summed(second, "dedup_quarantined_rows_total") == 1
+        metrics.committed(one_batch(), 0.5, StateSize(keys=3), Clock(60_000, None))
+        assert summed(scrape(address), "dedup_sends_judged_total", entity="orders") == 6, (
+            "a series served already counts at once"
+        )
+    finally:
+        metrics.close()
+
+
+def test_counts_read_without_a_scrape_are_whole():
+    metrics, _ = served()
+    try:
+        metrics.restored(Totals(), StateSize(), None)
+        metrics.committed(one_batch(), 0.5, StateSize(), Clock(60_000, None))
+        table = metrics.table()
+        judged = table[table["metric"] == "dedup_sends_judged_total"]["value"].sum()
+        assert judged == 3
+    finally:
+        metrics.close()
+
+
+def test_a_restarted_monitor_serves_no_time_at_zero_and_is_not_ready_while_restoring():
+    metrics, address = served(every=1.0)
+    try:
+        first = scrape(address)
+        times = [n for n, _ in first if n.endswith("_timestamp_seconds") or "watermark" in n]
+        assert times == [], "absent until known, never 1970"
+        assert summed(first, "dedup_restoring") == 1
+        assert summed(first, "dedup_ready") == 0
+        assert metrics.ready() == (False, "restoring the state from the checkpoint")
+        kept = Totals(judged_at=1.7e9, committed_at=1.7e9 + 1)
+        metrics.restored(kept, StateSize(keys=5), watermark=int(1.69e15))
+        restored = scrape(address)
+        assert summed(restored, "dedup_last_micro_batch_timestamp_seconds") == 1.7e9 + 1
+        assert summed(restored, "dedup_last_judged_timestamp_seconds") == 1.7e9
+        assert summed(restored, "dedup_watermark_seconds") == 1.69e9
+        assert ("dedup_last_scan_timestamp_seconds", ()) not in restored
+        assert metrics.ready() == (False, "the folder has not been scanned yet")
+        metrics.scanned(0, None, landed=1.7e9 + 2)
+        ready = scrape(address)
+        assert summed(ready, "dedup_ready") == 1
+        assert summed(ready, "dedup_restoring") == 0
+        assert summed(ready, "dedup_last_landed_timestamp_seconds") == 1.7e9 + 2
+        assert 0 not in [v for (n, _), v in ready.items() if n.endswith("_timestamp_seconds")]
+        metrics.last_scan = time.time() - 3
+        assert metrics.ready() == (False, "the folder was last scanned 3 s ago")
+    finally:
+        metrics.close()
+
+
+def test_build_info_the_process_s_metrics_and_no_created_series():
+    metrics, address = served()
+    try:
+        samples = scrape(address)
+        (info,) = [dict(ls) for n, ls in samples if n == "dedup_build_info"]
+        assert set(info) == {"version", "python", "pyspark"}
+        assert info["version"] != "unknown"
+        assert summed(samples, "process_start_time_seconds") > 1.7e9
+        assert summed(samples, "process_resident_memory_bytes") > 0
+        assert not [n for n, _ in samples if n.endswith("_created")]
+        kinds = {dict(ls)["kind"] for n, ls in samples if n == "dedup_notes_total"}
+        assert kinds == set(NOTE_KINDS), "every kind at 0 from the start"
+        metrics.noted("removed_unread")
+        assert summed(scrape(address), "dedup_notes_total", kind="removed_unread") == 1
+    finally:
+        metrics.close()
+
+
+def test_configured_entities_keep_their_labels_past_the_budget():
+    metrics = Metrics(60.0, reserved=["payments"])
+    for i in range(ENTITIES):
+        metrics.labels.label(f"queue-{i}")
+    assert metrics.labels.label("payments") == "payments"
+    assert metrics.labels.label("audit") == OTHER

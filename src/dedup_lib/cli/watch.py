@@ -10,6 +10,8 @@ import threading
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from dedup_lib.cli.failures import error_line
+from dedup_lib.cli.journal import FORMATS, Journal
 from dedup_lib.cli.options import (
     TELEMETRY_FORMATS,
     CommandError,
@@ -19,7 +21,7 @@ from dedup_lib.cli.options import (
     window_policy,
     writable_target,
 )
-from dedup_lib.cli.terminal import Progress, describe, print_note, start_spark
+from dedup_lib.cli.terminal import describe, start_spark
 from dedup_lib.errors import printable
 from dedup_lib.rules.durations import format_window, parse_window
 from dedup_lib.rules.policy import Policies
@@ -81,16 +83,25 @@ def _check_folders(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    journal = Journal(args.log_format, args.quiet)
+    try:
+        return _watch(args, journal)
+    except Exception as exc:
+        # A service's journal keeps stderr: the failure whole, not only its line.
+        journal.failed(error_line(args.command, exc), exc)
+        return 1
+
+
+def _watch(args: argparse.Namespace, journal: Journal) -> int:
     from dedup_lib.live.watch import watch_duplicates
 
-    progress = Progress(args.quiet)
     _check_folders(args)
     policy = _policy(args)
     content = content_columns(args.content)
     mapping = column_mapping(args.map)
     spark = start_spark(args)
     lateness = format_window(parse_window(args.lateness))
-    progress.step(
+    journal.step(
         f"watching {printable(args.source)}: {describe(policy)}; judged once the watermark "
         f"(latest send time seen minus {lateness}) passes them"
     )
@@ -113,27 +124,25 @@ def run(args: argparse.Namespace) -> int:
         settle=args.settle,
         exclude=args.exclude,
         metrics=args.metrics,
-        on_batch=lambda line: print(line, flush=True),
-        on_note=print_note,
+        on_batch=journal.batch,
+        on_note=journal.note,
     )
     if watch.metrics_address is not None:
         host, port = watch.metrics_address
-        progress.step(f"metrics at http://{host}:{port}/metrics")
+        journal.step(f"metrics at http://{host}:{port}/metrics (and /-/healthy, /-/ready)")
     if not args.once:
-        _run_until_stopped(watch, progress)
-    loads = watch.loads
-    read = sum(c["read"] for c in loads)
-    quarantined = sum(c["quarantined"] for c in loads)
-    skipped = sum(c["skipped"] for c in loads)
-    print(
-        f"{read:,} rows loaded from {len(loads)} micro-batch(es): {quarantined:,} quarantined"
-        + (f", {skipped:,} not sends" if skipped else "")
+        _run_until_stopped(watch, journal)
+    loaded = watch.loaded
+    journal.summary(
+        f"{loaded['read']:,} rows loaded from {loaded['micro_batches']:,} micro-batch(es): "
+        f"{loaded['quarantined']:,} quarantined"
+        + (f", {loaded['skipped']:,} not sends" if loaded["skipped"] else "")
         + f"; verdicts in {printable(args.out)}"
     )
     return 0
 
 
-def _run_until_stopped(watch: Watch, progress: Progress) -> None:
+def _run_until_stopped(watch: Watch, journal: Journal) -> None:
     """Run until Ctrl-C or SIGTERM (as a service manager stops a service): the micro-batch in
     hand finishes, and the command exits 0. A failure of the monitor is raised."""
     asked = threading.Event()
@@ -150,7 +159,7 @@ def _run_until_stopped(watch: Watch, progress: Progress) -> None:
     finally:
         signal.signal(signal.SIGTERM, before)
     if asked.is_set():
-        progress.step("stopping (a restart with the same --checkpoint goes on from here)")
+        journal.step("stopping (a restart with the same --checkpoint goes on from here)")
         watch.stop(timeout=3600)
     watch.wait()
 
@@ -222,7 +231,14 @@ def _output_options(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--metrics",
         metavar="HOST:PORT",
-        help="serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464)",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464), "
+        "with /-/healthy and /-/ready",
+    )
+    cmd.add_argument(
+        "--log-format",
+        choices=FORMATS,
+        default="text",
+        help="a line per event as text, or as a JSON object for journald or Loki (default: text)",
     )
 
 

@@ -133,6 +133,13 @@ class Plan:
         left = sum(max(0, s.size - s.taken) for s in waiting)
         return left, min((s.unread_since for s in waiting), default=None)
 
+    @property
+    def landed(self) -> float | None:
+        """When bytes last landed: the newest modification of a file the folder holds (Unix
+        time; None: it holds none)."""
+        newest = max((s.mtime_ns for s in self.files.values() if not s.missing), default=None)
+        return None if newest is None else newest / 1e9
+
 
 @dataclass(frozen=True)
 class Reading:

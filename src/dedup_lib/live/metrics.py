@@ -1,136 +1,153 @@
 """The monitor's counters and gauges, for Prometheus (and whatever scrapes its text format):
-exposed by ``prometheus-client`` at ``/metrics``, in a registry of the monitor's own.
+exposed by ``prometheus-client`` at ``/metrics`` (:mod:`dedup_lib.live.exposition`), in a
+registry of the monitor's own, with the process's own metrics (``process_start_time_seconds``,
+memory, CPU) and ``dedup_build_info``.
 
 The counters count every micro-batch the checkpoint holds, once: they are kept in each
-commit (:class:`Totals`) and a restart starts from them, so a micro-batch run again after a
-crash is never counted twice. Labels are bounded: ``entity`` (the entity's name; past
-:data:`ENTITIES` names, ``(other)``), ``verdict``, ``kind`` and the quarantine's reason
-category; never a MessageId or anything else a sender chooses freely.
+commit (:class:`dedup_lib.live.totals.Totals`) and a restart starts from them, so a
+micro-batch run again after a crash is never counted twice. No ``_created`` series: a restart
+changes them, which a Prometheus ingesting created timestamps reads as a counter reset.
+
+A timestamp gauge is absent until it is known (restored from the checkpoint, or seen by this
+process), never 0: an alert on its age then waits for it instead of reading 1970.
+
+A counter series new to a scrape is served at 0 before its first counts are added (one scrape
+later), so that ``increase()`` and ``rate()`` see a new entity's first micro-batch.
+
+Labels are bounded: ``entity`` (:mod:`dedup_lib.live.labels`), ``verdict``, ``kind``, the
+quarantine's reason category and the notes' kind; never a MessageId or anything else a sender
+chooses freely.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections import Counter as Tally
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from importlib.metadata import PackageNotFoundError, version
+from platform import python_version
+from typing import TYPE_CHECKING
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+import prometheus_client
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Info,
+    ProcessCollector,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
-from dedup_lib.errors import InputError
-from dedup_lib.telemetry.quarantine import REASON
+from dedup_lib.live.exposition import Answer, Probes, serve
+from dedup_lib.live.labels import EntityLabels
+from dedup_lib.live.ledger import NOTE_KINDS
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     from dedup_lib.live.judge import Clock
     from dedup_lib.live.lines import StateSize
+    from dedup_lib.live.totals import Totals
 
-#: Entity names a label takes at most; the rest are counted as ``(other)``.
-ENTITIES = 200
-OTHER = "(other)"
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+
 #: The verdicts and alert kinds a label takes.
 VERDICTS = ("accepted", "duplicate", "rejected", "late")
 KINDS = ("collision", "resend", "rejected")
 #: A micro-batch's duration buckets (seconds): an idle trigger's to a burst's.
 DURATIONS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
-
-@dataclass
-class Totals:
-    """What the checkpoint's micro-batches counted: sends by (entity, verdict), alerts by
-    (entity, kind), refused rows by reason category, records that are not sends."""
-
-    sends: Tally[tuple[str, str]] = field(default_factory=Tally)
-    alerts: Tally[tuple[str, str]] = field(default_factory=Tally)
-    refused: Tally[str] = field(default_factory=Tally)
-    skipped: int = 0
-    batches: int = 0
-    #: When an alert of each (entity, kind) was last raised (Unix time).
-    last_alert: dict[tuple[str, str], float] = field(default_factory=dict)
-
-    def add(self, other: Totals) -> None:
-        self.sends.update(other.sends)
-        self.alerts.update(other.alerts)
-        self.refused.update(other.refused)
-        self.skipped += other.skipped
-        self.batches += other.batches
-        self.last_alert.update(other.last_alert)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "sends": [[*k, v] for k, v in self.sends.items()],
-            "alerts": [[*k, v] for k, v in self.alerts.items()],
-            "refused": self.refused,
-            "skipped": self.skipped,
-            "batches": self.batches,
-            "last_alert": [[*k, v] for k, v in self.last_alert.items()],
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Totals:
-        return cls(
-            sends=Tally({(e, v): n for e, v, n in data["sends"]}),
-            alerts=Tally({(e, k): n for e, k, n in data["alerts"]}),
-            refused=Tally(data["refused"]),
-            skipped=int(data["skipped"]),
-            batches=int(data["batches"]),
-            last_alert={(e, k): t for e, k, t in data["last_alert"]},
-        )
-
-    @classmethod
-    def of(
-        cls, verdicts: pa.Table, alerts: pa.Table, refused: pa.Table, skipped: int, names: set[str]
-    ) -> Totals:
-        """One micro-batch's counts; ``names``, the entity labels given so far (grown here,
-        up to :data:`ENTITIES`)."""
-        raised = _counted(alerts, "kind", names)
-        now = time.time()
-        return cls(
-            sends=_counted(verdicts, "verdict", names),
-            alerts=raised,
-            refused=_by_reason(refused),
-            skipped=skipped,
-            batches=1,
-            last_alert=dict.fromkeys(raised, now),
-        )
+#: A counter's series: the counter and its labels.
+_Series = tuple[Counter, tuple[tuple[str, str], ...]]
 
 
-def _counted(table: pa.Table, by: str, names: set[str]) -> Tally[tuple[str, str]]:
-    entity = table["entity"] if "entity" in table.column_names else pa.nulls(len(table))
-    pairs = pa.table({"entity": pc.fill_null(entity.cast(pa.string()), ""), by: table[by]})
-    counts = pairs.group_by(["entity", by]).aggregate([([], "count_all")]).to_pylist()
-    found: Tally[tuple[str, str]] = Tally()
-    for row in counts:
-        label = row["entity"]
-        if label not in names:
-            if len(names) >= ENTITIES:
-                label = OTHER
-            else:
-                names.add(label)
-        found[(label, row[by] or "")] += row["count_all"]
-    return found
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "unknown"
 
 
-def _by_reason(refused: pa.Table) -> Tally[str]:
-    # Each reason's category, as the loader's tally names it.
-    reasons = pc.fill_null(refused[REASON], "").to_pylist() if refused.num_rows else []
-    return Tally(reason.split(":", 1)[0] for reason in reasons)
+def _of(counter: Counter, **labels: str) -> _Series:
+    return counter, tuple(labels.items())
+
+
+class _Moments(Collector):
+    """The timestamp gauges, each served only once known."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        m = self.metrics
+        watermark = m.watermark
+        for name, doc, value in (
+            ("dedup_last_scan_timestamp_seconds",
+             "When this process last looked at its folder, new files or not (Unix time)",
+             m.last_scan),
+            ("dedup_last_micro_batch_timestamp_seconds",
+             "When the last micro-batch was committed (Unix time)", m.committed_at),
+            ("dedup_last_judged_timestamp_seconds",
+             "When a send was last judged (Unix time)", m.judged_at),
+            ("dedup_last_landed_timestamp_seconds",
+             "When bytes last landed in the folder: its newest file's modification (Unix time)",
+             m.last_landed),
+            ("dedup_watermark_seconds", "The watermark (Unix time)", watermark),
+            ("dedup_watermark_lag_seconds", "How far the watermark trails the wall clock",
+             None if watermark is None else time.time() - watermark),
+        ):  # fmt: skip
+            if value is not None:
+                yield GaugeMetricFamily(name, doc, value=value)
+
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        return ()
+
+
+class _Scrapes(Collector):
+    """Collected first at each scrape: counts the scrapes, and adds the counts that waited
+    for a new series to be served at 0."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        self.metrics._scraped()
+        return iter(())
+
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        return ()
 
 
 class Metrics:
-    """The counters and gauges of one monitor, in a registry of its own."""
+    """The counters and gauges of one monitor, in a registry of its own; ``every``, the
+    seconds between its scans, which ``/-/ready`` measures against."""
 
-    def __init__(self, lateness_s: float) -> None:
+    def __init__(self, lateness_s: float, every: float = 5.0, reserved: Iterable[str] = ()) -> None:
         self.registry = CollectorRegistry()
-        self.names: set[str] = set()
+        self.registry.register(_Scrapes(self))
+        self.labels = EntityLabels(reserved)
         self.server: WSGIServer | None = None
-        self._define(lateness_s)
+        self.every = every
         self.watermark: float | None = None
         self.waiting_since: float | None = None
+        self.last_scan: float | None = None
+        self.last_landed: float | None = None
+        self.restoring = True
+        #: Whether the micro-batch loop lives; why not (set by the monitor that runs it).
+        self.alive: Callable[[], Answer] = lambda: (True, "running")
+        #: When a send was last judged and a micro-batch last committed (Unix time).
+        self.judged_at: float | None = None
+        self.committed_at: float | None = None
+        self._lock = threading.Lock()
+        self._scrapes = 0
+        self._known: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+        self._deferred: list[tuple[int, _Series, float]] = []
+        self._define(lateness_s)
+        self.registry.register(_Moments(self))
+        ProcessCollector(registry=self.registry)
 
     def _define(self, lateness_s: float) -> None:
         r = self.registry
@@ -146,19 +163,19 @@ class Metrics:
             "dedup_quarantined_rows", "Rows the load refused, by reason category", ["reason"],
             registry=r,
         )  # fmt: skip
+        self.notes = Counter(
+            "dedup_notes", "Notes said about the folder, by kind (removed_unread, rewritten, "
+            "changed_after_read: data never judged; unfinished)", ["kind"], registry=r,
+        )  # fmt: skip
+        for kind in NOTE_KINDS:
+            self._known.add(self._key(_of(self.notes, kind=kind)))
+            self.notes.labels(kind=kind)
+        self.rows = Counter("dedup_rows_read", "Rows read from the folder", registry=r)
         self.skipped = Counter("dedup_records_skipped", "Records that are not sends", registry=r)
         self.batches = Counter("dedup_micro_batches", "Micro-batches committed", registry=r)
         self.duration = Histogram(
             "dedup_micro_batch_duration_seconds", "How long each micro-batch took",
             buckets=DURATIONS, registry=r,
-        )  # fmt: skip
-        self.last_batch = Gauge(
-            "dedup_last_micro_batch_timestamp_seconds",
-            "When the last micro-batch was committed (Unix time)", registry=r,
-        )  # fmt: skip
-        self.last_scan = Gauge(
-            "dedup_last_scan_timestamp_seconds",
-            "When the folder was last looked at, new files or not (Unix time)", registry=r,
         )  # fmt: skip
         self.state_keys = Gauge("dedup_state_keys", "Keys held, each with its anchor", registry=r)
         self.state_bytes = Gauge(
@@ -173,59 +190,139 @@ class Metrics:
         self.backlog = Gauge(
             "dedup_backlog_bytes", "Bytes landed in the folder and not read yet", registry=r
         )
+        self._constants(lateness_s)
+
+    def _constants(self, lateness_s: float) -> None:
+        r = self.registry
         Gauge("dedup_lateness_seconds", "The lateness the monitor waits", registry=r).set(
             lateness_s
         )
         Gauge(
-            "dedup_watermark_seconds", "The watermark (Unix time; 0 before the first send)",
-            registry=r,
-        ).set_function(lambda: self.watermark or 0.0)  # fmt: skip
-        Gauge(
-            "dedup_watermark_lag_seconds", "How far the watermark trails the wall clock",
-            registry=r,
-        ).set_function(lambda: _since(self.watermark))  # fmt: skip
+            "dedup_scan_interval_seconds", "Seconds between two looks at the folder", registry=r
+        ).set(self.every)
         Gauge(
             "dedup_backlog_age_seconds",
             "How long the oldest bytes not read yet have waited (0: none wait)", registry=r,
-        ).set_function(lambda: _since(self.waiting_since))  # fmt: skip
+        ).set_function(lambda: 0.0 if self.waiting_since is None else time.time() - self.waiting_since)  # fmt: skip  # noqa: E501
+        Gauge(
+            "dedup_ready", "1 when /-/ready answers 200: restored, and scanning", registry=r
+        ).set_function(lambda: float(self.ready()[0]))
+        Gauge(
+            "dedup_restoring", "1 while the state is restored from the checkpoint", registry=r
+        ).set_function(lambda: float(self.restoring))
+        Info("dedup_build", "The monitor's version and what it runs on", registry=r).info(
+            {
+                "version": _version("dedup-lib"),
+                "python": python_version(),
+                "pyspark": _version("pyspark"),
+            }
+        )
 
-    def count(self, totals: Totals) -> None:
-        """Add ``totals`` to the counters. A new entity's series start at 0, every verdict
-        and kind, so that a rate over them sees its first sends."""
-        for entity in {e for e, _ in totals.sends} - self.names:
-            for verdict in VERDICTS:
-                self.sends.labels(entity=entity, verdict=verdict)
-            for kind in KINDS:
-                self.alerts.labels(entity=entity, kind=kind)
-        for (entity, kind), at in totals.last_alert.items():
-            self.last_alert.labels(entity=entity, kind=kind).set(at)
-        for (entity, verdict), n in totals.sends.items():
-            self.sends.labels(entity=entity, verdict=verdict).inc(n)
-        for (entity, kind), n in totals.alerts.items():
-            self.alerts.labels(entity=entity, kind=kind).inc(n)
-        for reason, n in totals.refused.items():
-            self.refused.labels(reason=reason).inc(n)
-        self.skipped.inc(totals.skipped)
-        self.batches.inc(totals.batches)
-        self.names.update(entity for entity, _ in totals.sends)
+    # The probes.
+
+    def healthy(self) -> Answer:
+        """``/-/healthy``: the micro-batch loop lives (it has not failed)."""
+        return self.alive()
+
+    def ready(self) -> Answer:
+        """``/-/ready``: the state restored, and the folder scanned within twice ``every``."""
+        if self.restoring:
+            return False, "restoring the state from the checkpoint"
+        if self.last_scan is None:
+            return False, "the folder has not been scanned yet"
+        since = time.time() - self.last_scan
+        if since > 2 * self.every:
+            return False, f"the folder was last scanned {since:.0f} s ago"
+        return True, "ready"
+
+    # What the monitor tells.
 
     def restored(self, totals: Totals, size: StateSize, watermark: int | None) -> None:
-        """What a checkpoint counted before this process started."""
-        self.count(totals)
+        """What a checkpoint counted before this process started (no series waits)."""
+        self.judged_at, self.committed_at = totals.judged_at, totals.committed_at
+        self.labels.restore(entity for entity, _ in totals.sends)
+        self._count(totals, defer=False)
         self._state(size, watermark)
+        self.restoring = False
 
-    def scanned(self, backlog: int, since: float | None) -> None:
-        """The folder looked at: what waits in it to be read, since when."""
-        self.last_scan.set(time.time())
+    def scanned(self, backlog: int, since: float | None, landed: float | None) -> None:
+        """The folder looked at: what waits in it to be read, since when; when bytes last
+        landed in it."""
+        self.last_scan = time.time()
         self.backlog.set(backlog)
         self.waiting_since = since
+        if landed is not None:
+            self.last_landed = landed
 
-    def committed(self, totals: Totals, seconds: float, size: StateSize, clock: Clock) -> None:
+    def noted(self, kind: str) -> None:
+        """A note of ``kind`` said about the folder (every kind's series is served from the
+        start: nothing waits)."""
+        self.notes.labels(kind=kind).inc()
+
+    def committed(self, counted: Totals, seconds: float, size: StateSize, clock: Clock) -> None:
         """A micro-batch committed: its counts, how long it took, the state it left."""
-        self.count(totals)
+        self._count(counted, defer=self.server is not None)
+        self.judged_at = counted.judged_at or self.judged_at
+        self.committed_at = counted.committed_at
         self.duration.observe(seconds)
-        self.last_batch.set(time.time())
         self._state(size, clock.watermark)
+
+    def _count(self, totals: Totals, defer: bool) -> None:
+        """Add ``totals`` to the counters. A new entity's series start at 0, every verdict
+        and kind, so that a rate over them sees its first sends."""
+        for (entity, kind), at in totals.last_alert.items():
+            self.last_alert.labels(entity=entity, kind=kind).set(at)
+        entities = {e for e, _ in totals.sends} | {e for e, _ in totals.alerts}
+        adds: list[tuple[_Series, float]] = [
+            *((_of(self.sends, entity=e, verdict=v), 0) for e in entities for v in VERDICTS),
+            *((_of(self.alerts, entity=e, kind=k), 0) for e in entities for k in KINDS),
+        ]
+        adds += [(_of(self.sends, entity=e, verdict=v), n) for (e, v), n in totals.sends.items()]
+        adds += [(_of(self.alerts, entity=e, kind=k), n) for (e, k), n in totals.alerts.items()]
+        adds += [(_of(self.refused, reason=r), n) for r, n in totals.refused.items()]
+        adds += [(_of(self.notes, kind=k), n) for k, n in totals.notes.items()]
+        self._add(adds, defer)
+        self.rows.inc(totals.rows)
+        self.skipped.inc(totals.skipped)
+        self.batches.inc(totals.batches)
+
+    @staticmethod
+    def _key(series: _Series) -> tuple[str, tuple[tuple[str, str], ...]]:
+        counter, labels = series
+        return counter._name, labels
+
+    def _add(self, adds: list[tuple[_Series, float]], defer: bool) -> None:
+        """Each series' count added; a series new to the scrapes (with ``defer``) is served
+        at 0 first, and its count added after the next scrape."""
+        with self._lock:
+            waiting = {self._key(series) for _, series, _ in self._deferred}
+            new = {self._key(s) for s, _ in adds if self._key(s) not in self._known}
+            for series, n in adds:
+                counter, labels = series
+                child = counter.labels(**dict(labels))
+                key = self._key(series)
+                if defer and (key in new or key in waiting):
+                    if n:
+                        self._deferred.append((self._scrapes, series, n))
+                elif n:
+                    child.inc(n)
+            self._known |= new
+
+    def _scraped(self) -> None:
+        """A scrape begins: the counts that waited since before the last one are added."""
+        with self._lock:
+            due = [d for d in self._deferred if d[0] < self._scrapes]
+            self._deferred = [d for d in self._deferred if d[0] >= self._scrapes]
+            self._scrapes += 1
+        for _, (counter, labels), n in due:
+            counter.labels(**dict(labels)).inc(n)
+
+    def _flush(self) -> None:
+        """Every count that waits added now (a reader that is not a scrape)."""
+        with self._lock:
+            due, self._deferred = self._deferred, []
+        for _, (counter, labels), n in due:
+            counter.labels(**dict(labels)).inc(n)
 
     def _state(self, size: StateSize, watermark: int | None) -> None:
         self.state_keys.set(size.keys)
@@ -235,18 +332,15 @@ class Metrics:
         self.watermark = None if watermark is None else watermark / 1e6
 
     def serve(self, address: str) -> tuple[str, int]:
-        """Serve ``/metrics`` at ``address`` (``HOST:PORT``; port 0: any free one); the
-        address it listens at."""
-        host, _, port = address.rpartition(":")
-        if not host or not port.isdigit():
-            raise InputError(f"metrics: expected HOST:PORT, as 127.0.0.1:9464, got {address!r}")
-        server, _ = start_http_server(int(port), addr=host.strip("[]"), registry=self.registry)
-        self.server = server
-        return host, server.server_port
+        """Serve ``/metrics``, ``/-/healthy`` and ``/-/ready`` at ``address`` (``HOST:PORT``;
+        port 0: any free one); the address it listens at."""
+        self.server = serve(self.registry, address, Probes(self.healthy, self.ready))
+        return address.rpartition(":")[0], self.server.server_port
 
     def table(self) -> pd.DataFrame:
         """Each counter's and gauge's value, as ``/metrics`` has it (without the histogram's
-        buckets and the ``_created`` times): ``metric``, ``labels``, ``value``."""
+        buckets and the process's metrics): ``metric``, ``labels``, ``value``."""
+        self._flush()
         rows = [
             {
                 "metric": sample.name,
@@ -255,16 +349,13 @@ class Metrics:
             }
             for family in self.registry.collect()
             for sample in family.samples
-            if not sample.name.endswith(("_created", "_bucket"))
+            if not sample.name.endswith("_bucket") and not sample.name.startswith("process_")
         ]
         return pd.DataFrame(rows, columns=["metric", "labels", "value"])
 
     def close(self) -> None:
+        """Stop serving."""
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
             self.server = None
-
-
-def _since(moment: float | None) -> float:
-    return 0.0 if moment is None else time.time() - moment

@@ -38,12 +38,14 @@ from dedup_lib.live.chunks import MovedError, remove_chunks, write_chunks
 from dedup_lib.live.durable import numbered, read_json, remove, replace_with, write_json
 from dedup_lib.live.judge import Clock, Judged, judge
 from dedup_lib.live.keyed import INTERNAL
+from dedup_lib.live.labels import EntityLabels
 from dedup_lib.live.lines import BatchLine, StateSize
-from dedup_lib.live.metrics import Metrics, Totals
+from dedup_lib.live.metrics import Metrics
 from dedup_lib.live.micro_batch import Intake, load_micro_batch
 from dedup_lib.live.resends import Resends
 from dedup_lib.live.sink import AlertsFile, write_part
 from dedup_lib.live.state import KeyedState
+from dedup_lib.live.totals import Totals
 from dedup_lib.rules.policy import DedupPolicy
 
 if TYPE_CHECKING:
@@ -139,8 +141,8 @@ class Runner:
         self.landing, self.settings, self.folders = landing, settings, folders
         self.on_line, self.on_load, self.on_note = tell
         self.metrics = metrics
-        #: The entities named in the counters' labels so far.
-        self.names: set[str] = set()
+        #: The entities' labels in the counters.
+        self.labels = metrics.labels if metrics is not None else EntityLabels()
         self.alerts = (
             AlertsFile(folders.alerts, os.path.join(folders.checkpoint, "alerts.json"))
             if folders.alerts
@@ -173,7 +175,10 @@ class Runner:
         self.files = _ledger(read_json(plans[self.batch - 1])) if self.batch - 1 in plans else {}
         self.redo = read_json(plans[self.batch]) if self.batch in plans else None
         self.totals = Totals.from_json(last["totals"]) if last else Totals()
-        self.names = {entity for entity, _ in self.totals.sends}
+        self.labels.restore(entity for entity, _ in self.totals.sends)
+        if self.redo is not None:
+            # Its notes were said by the process that recorded it, and never committed.
+            self.totals.notes.update(self.redo.get("notes", []))
         if self.metrics is not None:
             self.metrics.restored(self.totals, self._size(self.pending), self.clock.watermark)
 
@@ -190,8 +195,11 @@ class Runner:
         """What is new, copied into the checkpoint and recorded; None when nothing is."""
         planned = ledger.plan(self.landing.path, self.files, self.settings.reading, time.time())
         if self.metrics is not None:
-            self.metrics.scanned(*planned.backlog)
+            self.metrics.scanned(*planned.backlog, planned.landed)
         for note in planned.notes:
+            self.totals.notes[note.kind] += 1
+            if self.metrics is not None:
+                self.metrics.noted(note.kind)
             self.on_note(note.text)
         if not planned.chunks:
             self.files = planned.files
@@ -211,6 +219,7 @@ class Runner:
             "paths": paths,
             "names": {os.path.basename(path): chunk.name for path, chunk in names},
             "files": {fid: vars(seen) for fid, seen in planned.files.items()},
+            "notes": [note.kind for note in planned.notes],
         }
         write_json(os.path.join(self.folders.plans, f"plan-{self.batch:010d}.json"), recorded)
         return recorded
@@ -232,7 +241,7 @@ class Runner:
         found = self._write(batch, intake, judged)
         line = BatchLine.of(batch, judged.answered, found, self._size(judged.pending))
         counted = Totals.of(
-            judged.answered, found, intake.quarantine, intake.counts["skipped"], self.names
+            judged.answered, found, intake.quarantine, intake.counts, self.labels, time.time()
         )
         self.totals.add(counted)
         commit = {

@@ -13,6 +13,7 @@ import os
 import re
 import threading
 import time
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -27,6 +28,7 @@ from dedup_lib.live.ledger import Reading
 from dedup_lib.live.lines import BatchLine
 from dedup_lib.live.metrics import Metrics
 from dedup_lib.live.runner import Folders, Runner, Settings
+from dedup_lib.live.service import Pulse, restoring
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import DedupPolicy, Policies, check_policies
 from dedup_lib.telemetry.files import PathText
@@ -38,6 +40,12 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+#: The latest micro-batches' lines and load counts a monitor keeps: it runs for weeks, and
+#: what it keeps must not grow with the micro-batches it runs.
+KEPT_LINES = 100
+KEPT_LOADS = 1000
+
+
 @dataclass
 class Watch:
     """A running (or, with ``once``, finished) live monitor, as
@@ -45,11 +53,15 @@ class Watch:
 
     Attributes
     ----------
-    lines : list of BatchLine
-        The latest micro-batches' lines (counts, state size, alerts).
-    loads : list of dict
-        Each micro-batch's counts of what it read: ``read``, ``valid``, ``quarantined``,
-        ``skipped``.
+    lines : deque of BatchLine
+        The latest micro-batches' lines (counts, state size, alerts), :data:`KEPT_LINES` at
+        most.
+    loads : deque of dict
+        The latest micro-batches' counts of what each read: ``read``, ``valid``,
+        ``quarantined``, ``skipped`` (:data:`KEPT_LOADS` at most).
+    loaded : collections.Counter
+        Those counts added up over every micro-batch this process ran, and
+        ``micro_batches``, how many it ran.
     notes : tuple of str
         What the folder held that the monitor refuses or cannot read exactly.
     error : BaseException or None
@@ -79,8 +91,9 @@ class Watch:
     #: The columns of the sends, and those compared as content (none: no collision alerts).
     columns: list[str] = field(default_factory=list)
     content: list[str] = field(default_factory=list)
-    lines: list[BatchLine] = field(default_factory=list)
-    loads: list[dict[str, int]] = field(default_factory=list)
+    lines: deque[BatchLine] = field(default_factory=lambda: deque(maxlen=KEPT_LINES))
+    loads: deque[dict[str, int]] = field(default_factory=lambda: deque(maxlen=KEPT_LOADS))
+    loaded: Counter[str] = field(default_factory=Counter)
     #: What reading the folder did that the user should know (as ``LoadedTelemetry.notes``).
     notes: tuple[str, ...] = ()
     #: Why the monitor stopped by itself, if it failed.
@@ -89,6 +102,8 @@ class Watch:
     #: The counters and gauges (:meth:`counters`), and where ``/metrics`` is served.
     metrics: Metrics | None = None
     metrics_address: tuple[str, int] | None = None
+    #: The loop's turns, as ``/-/healthy`` and systemd's watchdog see them.
+    pulse: Pulse = field(default_factory=lambda: Pulse(5.0))
     _thread: threading.Thread | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
 
@@ -122,6 +137,7 @@ class Watch:
         False
         """
         self._stop.set()
+        self.pulse.notifier.stopping()
         try:
             self.wait(timeout)
         finally:
@@ -194,6 +210,11 @@ class Watch:
         )
         self._thread.start()
 
+    def _loaded(self, counts: dict[str, int]) -> None:
+        self.loads.append(counts)
+        self.loaded.update(counts)
+        self.loaded["micro_batches"] += 1
+
     def _keep(self, line: BatchLine) -> None:
         self.lines.append(line)
         if self.on_batch is not None:
@@ -205,10 +226,13 @@ class Watch:
             while not self._stop.is_set():
                 started = time.monotonic()
                 self.runner.step()
+                self.pulse.beat()
                 if not self.runner.more:
                     self._stop.wait(max(0.0, every - (time.monotonic() - started)))
         except BaseException as failure:
-            self.error = failure
+            self.error = self.pulse.error = failure
+        finally:
+            self.pulse.stopped = True
 
 
 def watch_duplicates(
@@ -286,7 +310,8 @@ def watch_duplicates(
         Glob patterns of names never read (a writer's file in progress).
     metrics : str, optional
         ``HOST:PORT`` (port 0: any free one) where the Prometheus text format is served at
-        ``/metrics`` until :meth:`Watch.stop` (:mod:`dedup_lib.live.metrics`).
+        ``/metrics``, with ``/-/healthy`` and ``/-/ready``, until :meth:`Watch.stop`
+        (:mod:`dedup_lib.live.metrics`, :mod:`dedup_lib.live.exposition`).
     on_batch : callable, optional
         Called with each micro-batch's line as it is committed.
     on_note : callable, optional
@@ -335,16 +360,26 @@ def watch_duplicates(
     folders = Folders(
         where(out), where(checkpoint), where(quarantine), None if alerts is None else where(alerts)
     )
+    every = _seconds(trigger)
     watch = Watch(columns=columns, content=wanted, notes=landing.notes, on_batch=on_batch)
+    watch.pulse = Pulse(every)
     say = on_note or (lambda _: None)
     for note in watch.notes:
         say(note)
-    watch.metrics = Metrics(settings.lateness.total_seconds())
+    reserved = () if isinstance(policy, DedupPolicy) else sorted(policy)
+    watch.metrics = Metrics(settings.lateness.total_seconds(), every, reserved)
+    watch.metrics.alive = watch.pulse.health
     if metrics is not None:
+        # Served from the start: /-/ready answers 503 while the state is restored.
         watch.metrics_address = watch.metrics.serve(metrics)
-    tell = (watch._keep, watch.loads.append, say)
-    watch.runner = Runner(landing, settings, folders, tell, watch.metrics)
-    watch._start(None if once else _seconds(trigger))
+    tell = (watch._keep, watch._loaded, say)
+    try:
+        with restoring(watch.pulse.notifier):
+            watch.runner = Runner(landing, settings, folders, tell, watch.metrics)
+        watch._start(None if once else every)
+    except BaseException:
+        watch.metrics.close()
+        raise
     return watch
 
 
