@@ -1,0 +1,192 @@
+"""The monitor as systemd and an on-call team see it, on a real monitor: while a restore runs,
+/-/ready answers 503, no time reads 0 and systemd is told the start takes longer; then
+READY=1, and WATCHDOG=1 after each turn of the loop, from the loop itself: when the loop
+blocks the pings stop and /-/healthy says so; a file removed before it was read whole is
+counted in ``dedup_notes_total``."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from dedup_lib import DedupPolicy, sample_path
+from dedup_lib.live import service
+from dedup_lib.live.runner import Runner
+from dedup_lib.live.service import Pulse
+from dedup_lib.live.state import KeyedState
+from dedup_lib.live.watch import watch_duplicates
+from dedup_lib.spark import free_port
+from metrics_kit import scrape, summed
+
+
+def get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
+            return answer.status, answer.read().decode().strip()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode().strip()
+
+
+class Manager:
+    """systemd's side of the notify protocol: a datagram socket of the test's own."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = str(folder / "notify.sock")
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.socket.bind(self.path)
+        self.socket.settimeout(0.2)
+        self.heard: list[tuple[float, str]] = []
+
+    def listen(self, seconds: float) -> list[str]:
+        """What was sent within ``seconds`` from now."""
+        heard: list[str] = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                heard.append(self.socket.recv(4096).decode())
+            except TimeoutError:
+                continue
+        return heard
+
+    def until(self, wanted: str, seconds: float = 120) -> list[str]:
+        """Everything sent until ``wanted`` (a message that starts so)."""
+        heard: list[str] = []
+        deadline = time.monotonic() + seconds
+        while not any(m.startswith(wanted) for m in heard):
+            assert time.monotonic() < deadline, f"no {wanted} in {heard}"
+            heard += self.listen(0.2)
+        return heard
+
+
+def first_run(spark, folders: dict[str, str]) -> Path:
+    landing = Path(folders.pop("landing"))
+    landing.mkdir()
+    shutil.copy(sample_path("incident.parquet"), landing)
+    watch_duplicates(spark, landing, DedupPolicy("PT10M"), once=True, **folders)
+    return landing
+
+
+def test_restoring_then_ready_then_a_watchdog_ping_per_turn_until_the_loop_blocks(
+    spark, tmp_path, monkeypatch
+):
+    folders = {"landing": str(tmp_path / "landing"), "out": str(tmp_path / "out"),
+               "checkpoint": str(tmp_path / "ck")}  # fmt: skip
+    landing = first_run(spark, folders)
+    manager = Manager(tmp_path)
+    monkeypatch.setenv("NOTIFY_SOCKET", manager.path)
+    monkeypatch.setattr(service, "RESTORE_GRANT", 0.6)
+    monkeypatch.setattr(service, "HUNG_AFTER", 2.0)
+    restore, released = KeyedState.restore, threading.Event()
+
+    def slow_restore(*args, **kwargs):
+        released.wait(60)
+        return restore(*args, **kwargs)
+
+    monkeypatch.setattr(KeyedState, "restore", slow_restore)
+    step, unblocked, blocked = Runner.step, threading.Event(), threading.Event()
+
+    def step_unless_blocked(runner):
+        if blocked.is_set():
+            unblocked.wait(60)
+        return step(runner)
+
+    monkeypatch.setattr(Runner, "step", step_unless_blocked)
+    port = free_port()
+    started: dict = {}
+
+    def start() -> None:
+        started["watch"] = watch_duplicates(
+            spark, landing, DedupPolicy("PT10M"), trigger=0.1, metrics=f"127.0.0.1:{port}",
+            **folders,
+        )  # fmt: skip
+
+    starting = threading.Thread(target=start)
+    starting.start()
+    try:
+        # Restoring: extended, not ready, and no time at 0.
+        heard = manager.until("EXTEND_TIMEOUT_USEC=")
+        assert heard[0] == "STATUS=restoring the state from the checkpoint"
+        heard += manager.until("EXTEND_TIMEOUT_USEC=")
+        assert heard.count("EXTEND_TIMEOUT_USEC=600000") >= 2, "told again while it runs"
+        assert get(port, "/-/ready") == (503, "restoring the state from the checkpoint")
+        assert get(port, "/-/healthy")[0] == 200
+        samples = scrape(("127.0.0.1", port))
+        assert summed(samples, "dedup_restoring") == 1
+        times = {n: v for (n, _), v in samples.items() if n.endswith("_timestamp_seconds")}
+        assert times == {}, "absent until restored, never 0"
+        released.set()
+        assert "READY=1" in manager.until("READY=1")
+        starting.join(60)
+        restored = scrape(("127.0.0.1", port))
+        assert summed(restored, "dedup_last_micro_batch_timestamp_seconds") > 1.7e9
+        assert summed(restored, "dedup_last_judged_timestamp_seconds") > 1.7e9
+        # Turning: a ping a turn, ready.
+        pings = manager.listen(1.5)
+        assert pings.count("WATCHDOG=1") >= 3, pings
+        assert get(port, "/-/ready") == (200, "ready")
+        # Blocked: the pings stop, /-/healthy and /-/ready say so.
+        blocked.set()
+        manager.listen(0.5)
+        assert manager.listen(3.0) == [], "a blocked loop sends no ping"
+        status, why = get(port, "/-/healthy")
+        assert status == 503
+        assert why.startswith("the micro-batch loop has not turned for")
+        assert get(port, "/-/ready")[0] == 503
+        unblocked.set()
+        blocked.clear()
+        assert "WATCHDOG=1" in manager.until("WATCHDOG=1", seconds=10)
+        started.pop("watch").stop()
+        assert "STOPPING=1" in manager.until("STOPPING=1", seconds=10)
+    finally:
+        released.set()
+        unblocked.set()
+        starting.join(60)
+        if "watch" in started:
+            started["watch"].stop()
+        manager.socket.close()
+
+
+def test_a_failed_loop_is_unhealthy_saying_why():
+    pulse = Pulse(every=1.0)
+    assert pulse.health() == (True, "running")
+    pulse.error = RuntimeError("disk full\nmore")
+    assert pulse.health() == (False, "the micro-batch loop failed: RuntimeError: disk full")
+    pulse.error, pulse.stopped = None, True
+    assert pulse.health() == (False, "the micro-batch loop has stopped")
+
+
+def test_a_file_removed_before_it_was_read_whole_is_counted_as_data_lost(spark, tmp_path):
+    with gzip.open(sample_path("incident-otlp.jsonl.gz"), "rb") as sample:
+        lines = [line.rstrip(b"\n") for line in sample][:40]
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "traces.json").write_bytes(b"\n".join(lines[:20]) + b"\n")
+    port = free_port()
+    watch = watch_duplicates(
+        spark, landing, DedupPolicy("PT10M"), out=tmp_path / "out", checkpoint=tmp_path / "ck",
+        format="otlp", trigger=0.2, settle="PT3S", metrics=f"127.0.0.1:{port}",
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not watch.lines:
+            assert time.monotonic() < deadline, watch.error
+            time.sleep(0.2)
+        # A line whose end never comes, then the file goes: its bytes are never read.
+        with open(landing / "traces.json", "ab") as file:
+            file.write(lines[20][:100])
+        time.sleep(1.0)
+        (landing / "traces.json").unlink()
+        while summed(scrape(("127.0.0.1", port)), "dedup_notes_total", kind="removed_unread") < 1:
+            assert time.monotonic() < deadline, (watch.error, scrape(("127.0.0.1", port)))
+            time.sleep(0.3)
+        samples = scrape(("127.0.0.1", port))
+        assert summed(samples, "dedup_notes_total", kind="removed_unread") == 1
+        assert summed(samples, "dedup_notes_total") == 1
+    finally:
+        watch.stop()
