@@ -5,6 +5,7 @@ time at 0; a new entity's series are served at 0 before its counts; labels stay 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -187,3 +188,46 @@ def test_configured_entities_keep_their_labels_past_the_budget():
         metrics.labels.label(f"queue-{i}")
     assert metrics.labels.label("payments") == "payments"
     assert metrics.labels.label("audit") == OTHER
+
+
+@pytest.mark.slow
+def test_a_real_prometheus_sees_a_new_entity_s_first_micro_batch(spark, tmp_path):
+    """Without its series served at 0 first, a counter's first value is no increase to
+    Prometheus: an entity's first collisions would never show in increase() or rate()."""
+    from prometheus_kit import Prometheus
+
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    table = pq.read_table(sample_path("incident.parquet"))
+    is_orders = pa.compute.equal(table["entity"], "orders")
+    others = table.filter(pa.compute.invert(is_orders))
+    pq.write_table(others, landing / "others.parquet", coerce_timestamps="us")
+    watch = watch_duplicates(
+        spark, landing, DedupPolicy("PT10M"), "PT1M", out=tmp_path / "out",
+        checkpoint=tmp_path / "ck", trigger=0.5, metrics="127.0.0.1:0",
+    )  # fmt: skip
+    host, port = watch.metrics_address
+    (tmp_path / "prometheus").mkdir()
+    prometheus = Prometheus(tmp_path / "prometheus", f"{host}:{port}")
+    query = 'sum(increase(dedup_sends_judged_total{entity="orders"}[1m]))'
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert time.monotonic() < deadline, "Prometheus never scraped the monitor"
+            time.sleep(0.5)
+            with contextlib.suppress(OSError):
+                if prometheus.value("up") == 1:
+                    break
+        pq.write_table(table.filter(is_orders), landing / ".orders", coerce_timestamps="us")
+        (landing / ".orders").rename(landing / "orders.parquet")
+        # Prometheus alone scrapes: the zero is served to the first scrape after the series
+        # appears, whoever makes it.
+        while prometheus.value('sum(dedup_sends_judged_total{entity="orders"})') == 0:
+            assert time.monotonic() < deadline, watch.error
+            time.sleep(0.5)
+        time.sleep(3)  # a few scrapes of the counts
+        assert prometheus.value("sum(dedup_sends_judged_total)") > 0
+        assert prometheus.value(query) > 0, "the first micro-batch is an increase"
+    finally:
+        watch.stop()
+        prometheus.stop()
