@@ -229,5 +229,5 @@ def test_a_real_prometheus_sees_a_new_entity_s_first_micro_batch(spark, tmp_path
         assert prometheus.value("sum(dedup_sends_judged_total)") > 0
         assert prometheus.value(query) > 0, "the first micro-batch is an increase"
     finally:
-        watch.stop()
         prometheus.stop()
+        watch.stop()
