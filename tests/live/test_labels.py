@@ -45,3 +45,11 @@ def test_a_restart_gives_the_checkpoint_s_labels_again():
 def test_the_default_budget():
     labels = EntityLabels()
     assert [labels.label(f"q{i}") for i in range(ENTITIES + 1)][-1] == OTHER
+
+
+def test_the_example_runs():
+    import doctest
+
+    from dedup_lib.live import labels
+
+    assert doctest.testmod(labels).failed == 0
