@@ -30,13 +30,14 @@ def tool(name: str) -> str:
 
 class Prometheus:
     """A Prometheus server of the test's own: its folder, a free port, a scrape every second
-    of ``target``, the rules evaluated every second."""
+    of ``target``, the rules (the shipped ones unless ``rules`` names others) evaluated every
+    second."""
 
-    def __init__(self, folder: Path, target: str) -> None:
+    def __init__(self, folder: Path, target: str, rules: Path | None = None) -> None:
         self.port = free_port()
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "rule_files": [str(RULES)],
+            "rule_files": [str(rules or RULES)],
             "scrape_configs": [
                 {"job_name": "dedup-lib", "static_configs": [{"targets": [target]}]}
             ],
