@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import re
 import shutil
 import signal
 import socket
@@ -272,3 +273,61 @@ def prometheus_up(prometheus: Prometheus) -> float | None:
     with contextlib.suppress(OSError):
         return prometheus.value("up")
     return None
+
+
+def scaled_rules(folder: Path, names: set[str]) -> Path:
+    """The shipped rules, with ``names``' thresholds of minutes scaled to seconds: what a
+    real Prometheus does over minutes, in a test's seconds."""
+    import yaml
+
+    from prometheus_kit import RULES
+
+    groups = yaml.safe_load(RULES.read_text())
+    for group in groups["groups"]:
+        for rule in group["rules"]:
+            if rule.get("alert") in names:
+                rule["expr"] = re.sub(r">\s*\d+(\.\d+)?\b", "> 2", str(rule["expr"]))
+                rule["for"] = "1s"
+    path = folder / "scaled-rules.yml"
+    path.write_text(yaml.safe_dump(groups))
+    return path
+
+
+def test_a_hung_loop_pages_as_stalled_in_a_real_prometheus(spark, tmp_path, monkeypatch):
+    folders = {"landing": str(tmp_path / "landing"), "out": str(tmp_path / "out"),
+               "checkpoint": str(tmp_path / "ck")}  # fmt: skip
+    landing = first_run(spark, folders)
+    step, unblocked, blocked = Runner.step, threading.Event(), threading.Event()
+
+    def step_unless_blocked(runner):
+        if blocked.is_set():
+            unblocked.wait(60)
+        return step(runner)
+
+    monkeypatch.setattr(Runner, "step", step_unless_blocked)
+    watch = watch_duplicates(
+        spark, landing, DedupPolicy("PT10M"), trigger=0.2, metrics="127.0.0.1:0", **folders
+    )
+    host, port = watch.metrics_address
+    (tmp_path / "prometheus").mkdir()
+    rules = scaled_rules(tmp_path, {"DedupMonitorStalled", "DedupMonitorNotReady"})
+    prometheus = Prometheus(tmp_path / "prometheus", f"{host}:{port}", rules)
+    seen: dict[str, set[str]] = {}
+    try:
+        deadline, live_for = time.monotonic() + 60, time.monotonic() + 5
+        while prometheus_up(prometheus) != 1 or time.monotonic() < live_for:
+            assert time.monotonic() < deadline, "never scraped"
+            alerts_seen(prometheus, seen)
+            time.sleep(0.3)
+        assert "DedupMonitorStalled" not in seen.get("firing", set()), "a live loop"
+        blocked.set()
+        while "DedupMonitorStalled" not in seen.get("firing", set()):
+            assert time.monotonic() < deadline, seen
+            alerts_seen(prometheus, seen)
+            time.sleep(0.3)
+    finally:
+        unblocked.set()
+        prometheus.stop()
+        watch.stop()
+    names = {a for names in seen.values() for a in names}
+    assert "DedupMonitorDown" not in names, "it answers: it is not down, it is stalled"
