@@ -1,0 +1,146 @@
+"""The Grafana dashboard the package ships for the live monitor: what Grafana's Foundation SDK
+builds (tests/grafana_kit.py), a model the SDK reads back unchanged, a title and a unit on
+every panel, and every query of it answered with data by a real Prometheus server (Debian's
+``prometheus`` package, which .ci/run installs) that scrapes a running monitor while the day
+sample lands, the variables replaced as Grafana replaces them."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from dedup_lib import DedupPolicy, sample_path
+from dedup_lib.live.feed import land_in_steps
+from dedup_lib.live.watch import watch_duplicates
+from grafana_kit import DASHBOARD, dashboard_json, encode, queries, read, shipped
+from prometheus_kit import Prometheus
+
+#: The kit's Prometheus scrapes every second: Grafana's $__rate_interval is then at least four
+#: scrapes (max($__interval + scrape interval, 4 x scrape interval)), at a 1 s step.
+SCRAPE, STEP = 1, 1
+
+
+def test_the_shipped_dashboard_is_what_the_kit_builds():
+    assert DASHBOARD.read_text() == dashboard_json(), "run: .venv/bin/python tests/grafana_kit.py"
+
+
+def test_the_sdk_reads_the_shipped_dashboard_back_unchanged():
+    """Grafana's schema, as the SDK's typed model holds it: a key it does not know, or a
+    panel or query of a kind it has no model for, would not come back."""
+    text = DASHBOARD.read_text()
+    assert encode(read(text)) == text
+
+
+def test_every_panel_has_a_title_a_unit_and_queries_on_the_picked_data_source():
+    board = shipped()
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    assert list(variables) == ["datasource", "job", "instance", "entity"]
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    panels = [p for p in board["panels"] if p["type"] != "row"]
+    assert len({p["id"] for p in board["panels"]}) == len(board["panels"])
+    for panel in panels:
+        assert panel["title"], panel
+        assert panel["description"], panel["title"]
+        assert panel["fieldConfig"]["defaults"]["unit"], panel["title"]
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+        assert panel["targets"], panel["title"]
+    for title, expr, _ in queries(board):
+        assert "vector(" not in expr, f"{title}: no padding, a query says what there is"
+        assert "$job" in expr, f"{title}: one scrape job's monitors"
+
+
+def _escape_regex(value: str) -> str:
+    """A value of a multi-value variable in a Prometheus query, as Grafana writes it
+    (prometheusSpecialRegexEscape): escaped for a regex inside a PromQL string."""
+    value = value.replace("\\", "\\\\\\\\")
+    return re.sub(r"[$^*{}\[\]'+?.()|]", lambda m: "\\\\" + m.group(0), value)
+
+
+def _substitute(expr: str, values: dict[str, str], span: float) -> str:
+    """A panel query as Grafana sends it: its variables replaced (one value picked of each),
+    the interval ones for a ``span``-second range at a ``STEP``-second step."""
+    rate = max(STEP + SCRAPE, 4 * SCRAPE)
+    replaced = (
+        expr.replace("$__rate_interval", f"{rate}s").replace("$__interval", f"{STEP}s")
+        .replace("$__range", f"{math.ceil(span)}s")
+        .replace("$job", values["job"])  # one value: no regex escaping
+        .replace("$instance", _escape_regex(values["instance"]))
+        .replace("$entity", _escape_regex(values["entity"]))
+    )  # fmt: skip
+    assert "$" not in replaced, replaced
+    return replaced
+
+
+def _label_values(prometheus: Prometheus, query: str, values: dict[str, str]) -> list[str]:
+    """What a ``label_values(series, label)`` variable query lists, as Grafana asks for it."""
+    found = re.fullmatch(r"label_values\((.+), (\w+)\)", query)
+    assert found, query
+    series = found.group(1).replace("$job", values.get("job", ""))
+    return list(prometheus.get(f"/api/v1/label/{found.group(2)}/values", **{"match[]": series}))
+
+
+@pytest.mark.slow
+def test_every_panel_query_has_data_in_a_real_prometheus(spark, tmp_path):
+    landing, alerts = tmp_path / "landing", tmp_path / "alerts.jsonl"
+    land_in_steps(sample_path("day.parquet"), str(landing), files=6, every=1.0)
+    total = pq.read_metadata(sample_path("day.parquet")).num_rows
+    watch = watch_duplicates(
+        spark, str(landing), DedupPolicy("PT10M"), "PT1M", out=str(tmp_path / "out"),
+        checkpoint=str(tmp_path / "ck"), alerts=str(alerts), trigger=0.5,
+        metrics="127.0.0.1:0",
+    )  # fmt: skip
+    host, port = watch.metrics_address
+    (tmp_path / "prometheus").mkdir()
+    prometheus = Prometheus(tmp_path / "prometheus", f"{host}:{port}")
+    board = shipped()
+    variables = {v["name"]: v["query"] for v in board["templating"]["list"]}
+    start = time.time()
+    answers: dict[tuple[str, str], int] = {}
+    try:
+        deadline = time.monotonic() + 180
+        firing: dict[str, list[dict]] = {}
+        while "DedupCollision" not in firing or sum(c["read"] for c in watch.loads) < total:
+            assert time.monotonic() < deadline, (firing, watch.loads)
+            assert watch.active, watch.error
+            time.sleep(1)
+            try:
+                firing = prometheus.firing()
+            except OSError:
+                continue
+        time.sleep(6)  # more scrapes than a rate interval after the last micro-batch
+        # The variables, each from its own query, as the dashboard lists them.
+        values: dict[str, str] = {}
+        jobs = _label_values(prometheus, variables["job"], values)
+        assert jobs == ["dedup-lib"]
+        values["job"] = jobs[0]
+        assert _label_values(prometheus, variables["instance"], values) == [f"{host}:{port}"]
+        values["instance"] = f"{host}:{port}"
+        entities = _label_values(prometheus, variables["entity"], values)
+        # An entity with a collision, so that the firing alerts are those of the one picked.
+        collided = sorted({a["entity"] for a in firing["DedupCollision"]} & set(entities))
+        assert collided, (entities, firing["DedupCollision"])
+        values["entity"] = collided[0]
+        end = time.time()
+        for title, expr, instant in queries(board):
+            query = _substitute(expr, values, end - start)
+            if instant:
+                result = prometheus.get("/api/v1/query", query=query, time=str(end))["result"]
+                points = [r["value"] for r in result]
+            else:
+                result = prometheus.get(
+                    "/api/v1/query_range", query=query, start=str(start), end=str(end),
+                    step=str(STEP),
+                )["result"]  # fmt: skip
+                points = [v for r in result for v in r["values"]]
+            answers[(title, expr)] = sum(not math.isnan(float(v)) for _, v in points)
+    finally:
+        watch.stop()
+        prometheus.stop()
+    empty = [f"{title}: {expr}" for (title, expr), n in answers.items() if n == 0]
+    assert not empty, "no data for:\n" + "\n".join(empty)
+    assert len(answers) == len(queries(board))
