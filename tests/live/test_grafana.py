@@ -6,6 +6,7 @@ sample lands, the variables replaced as Grafana replaces them."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import time
@@ -62,16 +63,15 @@ def _escape_regex(value: str) -> str:
 
 
 def _substitute(expr: str, values: dict[str, str], span: float) -> str:
-    """A panel query as Grafana sends it: its variables replaced (one value picked of each),
-    the interval ones for a ``span``-second range at a ``STEP``-second step."""
+    """A panel query as Grafana sends it: its variables replaced by ``values`` (as written in
+    the query), the interval ones for a ``span``-second range at a ``STEP``-second step."""
     rate = max(STEP + SCRAPE, 4 * SCRAPE)
     replaced = (
         expr.replace("$__rate_interval", f"{rate}s").replace("$__interval", f"{STEP}s")
         .replace("$__range", f"{math.ceil(span)}s")
-        .replace("$job", values["job"])  # one value: no regex escaping
-        .replace("$instance", _escape_regex(values["instance"]))
-        .replace("$entity", _escape_regex(values["entity"]))
     )  # fmt: skip
+    for name, value in values.items():
+        replaced = replaced.replace(f"${name}", value)
     assert "$" not in replaced, replaced
     return replaced
 
@@ -100,7 +100,7 @@ def test_every_panel_query_has_data_in_a_real_prometheus(spark, tmp_path):
     board = shipped()
     variables = {v["name"]: v["query"] for v in board["templating"]["list"]}
     start = time.time()
-    answers: dict[tuple[str, str], int] = {}
+    answers: dict[tuple[str, str, str], int] = {}
     try:
         deadline = time.monotonic() + 180
         firing: dict[str, list[dict]] = {}
@@ -125,9 +125,22 @@ def test_every_panel_query_has_data_in_a_real_prometheus(spark, tmp_path):
         collided = sorted({a["entity"] for a in firing["DedupCollision"]} & set(entities))
         assert collided, (entities, firing["DedupCollision"])
         values["entity"] = collided[0]
+        # One value picked of each list (the job's has one: no regex escaping), and All.
+        everything = {
+            v["name"]: v["allValue"] for v in board["templating"]["list"] if v.get("includeAll")
+        }
+        picks = {
+            "one": {
+                "job": values["job"], "instance": _escape_regex(values["instance"]),
+                "entity": _escape_regex(values["entity"]),
+            },
+            "all": {"job": values["job"], **everything},
+        }  # fmt: skip
         end = time.time()
-        for title, expr, instant in queries(board):
-            query = _substitute(expr, values, end - start)
+        for (title, expr, instant), (pick, chosen) in itertools.product(
+            queries(board), picks.items()
+        ):
+            query = _substitute(expr, chosen, end - start)
             if instant:
                 result = prometheus.get("/api/v1/query", query=query, time=str(end))["result"]
                 points = [r["value"] for r in result]
@@ -137,10 +150,10 @@ def test_every_panel_query_has_data_in_a_real_prometheus(spark, tmp_path):
                     step=str(STEP),
                 )["result"]  # fmt: skip
                 points = [v for r in result for v in r["values"]]
-            answers[(title, expr)] = sum(not math.isnan(float(v)) for _, v in points)
+            answers[(title, expr, pick)] = sum(not math.isnan(float(v)) for _, v in points)
     finally:
         watch.stop()
         prometheus.stop()
-    empty = [f"{title}: {expr}" for (title, expr), n in answers.items() if n == 0]
+    empty = [f"{title} ({pick}): {expr}" for (title, expr, pick), n in answers.items() if not n]
     assert not empty, "no data for:\n" + "\n".join(empty)
-    assert len(answers) == len(queries(board))
+    assert len(answers) == 2 * len(queries(board))
