@@ -1,7 +1,7 @@
 """systemd's notify protocol (``sd_notify``): datagrams such as ``READY=1`` and
 ``WATCHDOG=1`` sent to the socket ``$NOTIFY_SOCKET`` names (a leading ``@``: Linux's abstract
 namespace). Without that variable (not started by systemd with ``Type=notify``) every call
-does nothing.
+does nothing. systemd's ``vsock:`` addresses (a service in a virtual machine) are not spoken.
 
 Written here rather than taken from PyPI: the protocol is one ``sendto`` per message, and the
 packages that speak it are unmaintained or asynchronous only.
@@ -12,11 +12,18 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+from collections.abc import Mapping
 
 
 class Notifier:
     """The service manager, as ``$NOTIFY_SOCKET`` and ``$WATCHDOG_USEC`` name it when this
     process starts.
+
+    Parameters
+    ----------
+    environ : Mapping[str, str], optional
+        Where ``NOTIFY_SOCKET``, ``WATCHDOG_USEC`` and ``WATCHDOG_PID`` are read, once;
+        default ``os.environ``.
 
     Examples
     --------
@@ -27,12 +34,13 @@ class Notifier:
     (False, None)
     """
 
-    def __init__(self, environ: dict[str, str] | None = None) -> None:
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         env = os.environ if environ is None else environ
         self.address = env.get("NOTIFY_SOCKET") or None
         usec, pid = env.get("WATCHDOG_USEC", ""), env.get("WATCHDOG_PID", "")
+        # As sd_watchdog_enabled: 0 is no watchdog; another process's is not this one's.
         mine = not pid or pid == str(os.getpid())
-        self.interval = int(usec) / 1e6 if usec.isdigit() and mine else None
+        self.interval = int(usec) / 1e6 if usec.isdigit() and int(usec) and mine else None
 
     def send(self, *fields: str) -> bool:
         """Send ``fields`` (``NAME=value``) in one datagram; False when there is no socket or
