@@ -220,7 +220,7 @@ def test_on_spark_connect_lines_reach_the_caller_and_a_restart_resumes(spark, tm
         assert any(line.judged for line in seen), "no line reached on_batch while running"
     finally:
         watch.stop()
-    assert seen == watch.lines
+    assert seen == list(watch.lines)
     assert [line.batch for line in seen] == sorted({line.batch for line in seen})
     assert sum(c["read"] for c in watch.loads) == half
 
