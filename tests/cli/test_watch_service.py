@@ -2,11 +2,18 @@
 with SIGKILL at a random moment while lines come and started again on its checkpoint, then
 stopped with SIGTERM, which finishes the micro-batch in hand and exits 0. Every send is judged
 once, with the batch replay's verdict, and every alert is in the alerts file once, on a whole
-line. A kill at each step of a micro-batch, one by one, is tests/live/test_runner.py's."""
+line. A kill at each step of a micro-batch, one by one, is tests/live/test_runner.py's.
+
+The systemd unit the package ships (``resources/systemd/dedup-watch.service``): valid for
+``systemd-analyze verify``, hardened to an exposure of 3.0 or lower by ``systemd-analyze
+security``, with what the monitor needs kept, and its ``ExecStart`` run as written (paths moved
+into the test's folder) with its environment, speaking the notify protocol to a socket of the
+test's own as systemd's. The sandbox itself is not run: these machines have no systemd as
+PID 1."""
 
 from __future__ import annotations
 
-import configparser
+import contextlib
 import gzip
 import json
 import os
@@ -15,10 +22,14 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib.resources import as_file, files
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +37,8 @@ import pytest
 
 from collector_kit import Collector
 from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, sample_path
+from dedup_lib.live.service import HUNG_AFTER
+from dedup_lib.memory import size_in_bytes
 from dedup_lib.spark import free_port, to_pandas
 from metrics_kit import scrape, summed
 
@@ -152,68 +165,197 @@ def load_expected(spark, whole: Path) -> dict:
     return {"verdicts": verdicts, "waiting": waiting, "due": len(verdicts) - len(waiting)}
 
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "live.md"
+#: The systemd unit the package ships.
+UNIT = files("dedup_lib") / "resources" / "systemd" / "dedup-watch.service"
 
 
-def guide_unit(tmp: Path) -> tuple[str, list[str], dict[str, str]]:
-    """The guide's systemd unit with its paths moved into ``tmp``: the unit's text, its
-    ExecStart as a command line, and its environment."""
-    block = re.search(r"```ini\n(.*?)```", GUIDE.read_text(), re.DOTALL)
-    assert block is not None, "the guide gives a systemd unit"
-    text = block[1]
+def moved_unit(tmp: Path) -> str:
+    """The shipped unit with its machine's paths moved into ``tmp``, its program this
+    environment's ``dedup-lib`` and its metrics on a free port."""
+    text = UNIT.read_text()
     moves = {
         "/opt/dedup-lib/.venv/bin/dedup-lib": str(Path(sys.executable).with_name("dedup-lib")),
         "/var/lib/otelcol/servicebus": str(tmp / "landing"),
         "/var/lib/dedup-lib": str(tmp / "state"),
+        "/var/cache/dedup-lib": str(tmp / "cache"),
         "127.0.0.1:9464": "127.0.0.1:0",
     }
     for old, new in moves.items():
+        assert old in text, f"the unit no longer names {old}: move it in the tests"
         text = text.replace(old, new)
-    text = "\n".join(line for line in text.splitlines() if not line.startswith("User="))
-    unit = configparser.ConfigParser(strict=False, interpolation=None)
-    unit.optionxform = str  # type: ignore[assignment,method-assign]
-    unit.read_string(text.replace("\\\n", " "))
-    service = unit["Service"]
-    env = dict(pair.split("=", 1) for pair in shlex.split(service["Environment"]))
-    assert service["KillSignal"] == "SIGTERM"
-    return text, shlex.split(service["ExecStart"]), env
+    return text
+
+
+def settings(text: str) -> dict[str, dict[str, list[str]]]:
+    """A unit's settings by section, each key's values in order (a key may be given more
+    than once), continuation lines joined, comments left out."""
+    found: dict[str, dict[str, list[str]]] = {}
+    section: dict[str, list[str]] = {}
+    for line in text.replace("\\\n", " ").splitlines():
+        line = line.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            section = found.setdefault(line.strip("[]"), {})
+            continue
+        key, _, value = line.partition("=")
+        section.setdefault(key.strip(), []).append(value.strip())
+    return found
+
+
+def service_of(unit: dict[str, dict[str, list[str]]]) -> tuple[dict[str, str], dict[str, str]]:
+    """The [Service] section, each key's last value, and the environment it sets."""
+    service = {key: values[-1] for key, values in unit["Service"].items()}
+    pairs = [p for value in unit["Service"]["Environment"] for p in shlex.split(value)]
+    return service, dict(pair.split("=", 1) for pair in pairs)
+
+
+def seconds(span: str) -> float:
+    """A systemd time span (``10min``, ``30s``, ``1h 30min``) in seconds."""
+    scale = {"h": 3600.0, "min": 60.0, "ms": 0.001, "s": 1.0}
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*(h|min|ms|s)?", span)
+    assert parts, span
+    return sum(float(number) * scale[unit or "s"] for number, unit in parts)
+
+
+def analyze(*args: str) -> subprocess.CompletedProcess[str]:
+    tool = shutil.which("systemd-analyze")
+    if tool is None:
+        pytest.skip("systemd-analyze is not installed")
+    return subprocess.run([tool, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_the_shipped_unit_verifies(tmp_path):
+    unit = tmp_path / "dedup-watch.service"
+    unit.write_text(moved_unit(tmp_path))  # its program must exist
+    checked = analyze("verify", str(unit))
+    problems = [line for line in checked.stderr.splitlines() if "dedup-watch.service" in line]
+    assert not problems, checked.stderr
+
+
+def test_the_shipped_unit_is_hardened_to_an_exposure_of_3_or_lower():
+    with as_file(UNIT) as unit:
+        checked = analyze("security", "--offline=true", str(unit))
+    assert checked.returncode == 0, checked.stderr
+    overall = re.search(r"Overall exposure level for [\w.-]+: (\d+\.\d)", checked.stdout)
+    assert overall is not None, checked.stdout + checked.stderr
+    assert float(overall[1]) <= 3.0, checked.stdout
+
+
+def test_the_shipped_unit_keeps_what_the_monitor_needs():
+    unit = settings(UNIT.read_text())
+    service, env = service_of(unit)
+    # The monitor says READY=1 itself, once restored, and pings the watchdog from its loop:
+    # no sooner than /-/healthy calls the loop hung.
+    assert (service["Type"], service["NotifyAccess"]) == ("notify", "main")
+    assert seconds(service["WatchdogSec"]) >= HUNG_AFTER
+    # SIGTERM to the monitor alone, as the run below stops it.
+    assert (service["KillMode"], service["KillSignal"]) == ("mixed", "SIGTERM")
+    # Restarted on failure, until more starts than the rules page at come too fast.
+    assert service["Restart"] == "on-failure"
+    limits = {key: values[-1] for key, values in unit["Unit"].items()}
+    burst = int(limits["StartLimitBurst"])
+    assert burst > 3
+    assert burst * seconds(service["RestartSec"]) < seconds(limits["StartLimitIntervalSec"])
+    # The JVM's JIT and numba write code; the JVM writes in /tmp; process_* reads /proc/stat.
+    assert service.get("MemoryDenyWriteExecute", "no") == "no"
+    assert service["PrivateTmp"] == "yes"
+    assert service.get("ProcSubset", "all") == "all"
+    # The system read-only: what the monitor writes is in its state and cache folders.
+    assert service["ProtectSystem"] == "strict"
+    command = shlex.split(service["ExecStart"])
+    writable = (f"/var/lib/{service['StateDirectory']}", f"/var/cache/{service['CacheDirectory']}")
+    written = [command[command.index(o) + 1] for o in ("--out", "--checkpoint", "--alerts")]
+    for path in [*written, env["DEDUP_LIB_CACHE"], service["WorkingDirectory"]]:
+        assert any(path == w or path.startswith(f"{w}/") for w in writable), path
+    assert command[command.index("--log-format") + 1] == "json"
+    assert command[command.index("--metrics") + 1] == "127.0.0.1:9464"
+    # The JVM's heap, its memory beside it (under 1 GiB) and the driver's Python (2 GiB with a
+    # micro-batch of a million sends in hand), before the state's 80 bytes a key.
+    heap = size_in_bytes(env["DEDUP_DRIVER_MEMORY"])
+    assert size_in_bytes(service["MemoryMax"]) >= heap + 3 * 2**30
+
+
+@contextmanager
+def notify_socket(folder: Path) -> Iterator[tuple[str, list[str]]]:
+    """systemd's end of the notify protocol: a socket's path, and the messages heard on it."""
+    heard: list[str] = []
+    path = str(folder / "notify")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as end:
+        end.bind(path)
+        end.settimeout(0.2)
+        done = threading.Event()
+
+        def listen() -> None:
+            while not done.is_set():
+                try:
+                    heard.append(end.recv(4096).decode())
+                except TimeoutError:
+                    continue
+
+        listener = threading.Thread(target=listen, daemon=True)
+        listener.start()
+        try:
+            yield path, heard
+        finally:
+            done.set()
+            listener.join(10)
+
+
+def events(printed: list[str]) -> list[str]:
+    """The events of ``--log-format json``'s lines: each line one JSON object."""
+    return [json.loads(line)["event"] for line in printed]
 
 
 @pytest.mark.slow
 @pytest.mark.spark
-def test_the_guides_systemd_unit_runs_as_written_and_stops_on_sigterm(tmp_path):
-    text, command, env = guide_unit(tmp_path)
-    analyze = shutil.which("systemd-analyze")
-    if analyze is not None:
-        unit = tmp_path / "dedup-watch.service"
-        unit.write_text(text)
-        checked = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True)
-        problems = [line for line in checked.stderr.splitlines() if "dedup-watch.service" in line]
-        assert not problems, checked.stderr
+def test_the_shipped_units_command_runs_as_written_and_stops_on_sigterm(tmp_path):
+    service, env = service_of(settings(moved_unit(tmp_path)))
     landing = tmp_path / "landing"
     landing.mkdir()
     with gzip.open(sample_path("incident-otlp.jsonl.gz"), "rb") as sample:
         (landing / "traces.json").write_bytes(sample.read())
-    process = subprocess.Popen(
-        command,
-        env={
-            **os.environ,
-            **env,
-            "DEDUP_LIB_CACHE": os.environ.get("DEDUP_LIB_CACHE", env["DEDUP_LIB_CACHE"]),
-        },
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    printed: list[str] = []
-    reader = lines_of(process, printed)
-    deadline = time.monotonic() + 180
-    while not any("sends judged" in line for line in printed):
-        assert process.poll() is None, process.stderr.read() if process.stderr else ""
-        assert time.monotonic() < deadline, printed
+    # What systemd makes before it starts the command: StateDirectory=, CacheDirectory=.
+    Path(service["WorkingDirectory"]).mkdir()
+    Path(env["DEDUP_LIB_CACHE"]).mkdir()
+    with notify_socket(tmp_path) as (address, heard):
+        process = subprocess.Popen(
+            shlex.split(service["ExecStart"]),
+            cwd=service["WorkingDirectory"],
+            env={
+                **os.environ,
+                **env,
+                # The run's own cache, where it has one (the replay's kernel built once).
+                "DEDUP_LIB_CACHE": os.environ.get("DEDUP_LIB_CACHE", env["DEDUP_LIB_CACHE"]),
+                # As systemd sets them for Type=notify and WatchdogSec=.
+                "NOTIFY_SOCKET": address,
+                "WATCHDOG_USEC": str(int(seconds(service["WatchdogSec"]) * 1e6)),
+            },
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        printed: list[str] = []
+        reader = lines_of(process, printed)
+        deadline = time.monotonic() + 180
+        while "micro_batch" not in events(printed) or "WATCHDOG=1" not in heard:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline, (printed, heard)
+            time.sleep(0.5)
+        # KillMode=mixed: SIGTERM to the monitor alone, SIGKILL to what is left once it exits.
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(120) == 0
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        reader.join(10)
         time.sleep(0.5)
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(120) == 0
-    reader.join(10)
+    assert process.stderr is not None
+    assert "step" in events(process.stderr.read().splitlines())
+    assert events(printed)[-1] == "summary"
+    # Told the start takes longer while the state is restored, then ready, then alive.
+    extended = next(i for i, m in enumerate(heard) if m.startswith("EXTEND_TIMEOUT_USEC="))
+    assert extended < heard.index("READY=1") < heard.index("WATCHDOG=1")
+    assert heard[-1] == "STOPPING=1"
     assert (tmp_path / "state" / "verdicts").is_dir()
     assert (tmp_path / "state" / "checkpoint" / "commits").is_dir()
