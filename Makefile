@@ -80,6 +80,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check conftest.py src tests benchmarks notebooks docs
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/hadolint Containerfile
 
 # The site from docs/ and the docstrings; a warning (a broken link, bad markup) fails it.
 # docs/generated/ (a page per API name) and the site are made afresh: a name dropped must not
