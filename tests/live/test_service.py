@@ -169,6 +169,17 @@ def test_a_failed_loop_is_unhealthy_saying_why():
     assert pulse.health() == (False, "the micro-batch loop has stopped")
 
 
+def test_a_long_restore_is_healthy_and_the_loop_s_clock_starts_after_it(monkeypatch):
+    monkeypatch.setattr(service, "HUNG_AFTER", 0.03)
+    pulse = Pulse(every=0.0)
+    with service.restoring(pulse):
+        time.sleep(0.05)
+        assert pulse.health() == (True, "restoring the state from the checkpoint")
+    assert pulse.health() == (True, "running"), "the restore's time is no hang"
+    time.sleep(0.05)
+    assert pulse.health()[0] is False
+
+
 def test_a_file_removed_before_it_was_read_whole_is_counted_as_data_lost(spark, tmp_path):
     with gzip.open(sample_path("incident-otlp.jsonl.gz"), "rb") as sample:
         lines = [line.rstrip(b"\n") for line in sample][:40]

@@ -32,6 +32,8 @@ class Pulse:
         self.last = time.monotonic()
         self.error: BaseException | None = None
         self.stopped = False
+        #: A restore runs: the loop has not started, and that is no hang.
+        self.restoring = False
 
     def beat(self) -> None:
         """A turn of the loop ended: the folder was scanned (and any micro-batch run)."""
@@ -47,6 +49,8 @@ class Pulse:
             )
         if self.stopped:
             return False, "the micro-batch loop has stopped"
+        if self.restoring:
+            return True, "restoring the state from the checkpoint"
         idle = time.monotonic() - self.last
         if idle > max(HUNG_AFTER, 20 * self.every):
             return False, f"the micro-batch loop has not turned for {idle:.0f} s"
@@ -54,11 +58,11 @@ class Pulse:
 
 
 @contextmanager
-def restoring(notifier: Notifier) -> Iterator[None]:
+def restoring(pulse: Pulse) -> Iterator[None]:
     """While inside, the service manager is told every so often that the start takes longer
-    (``EXTEND_TIMEOUT_USEC``), so a day's state restores without a start timeout; then
-    ``READY=1``."""
-    done = threading.Event()
+    (``EXTEND_TIMEOUT_USEC``), so a day's state restores without a start timeout, and the
+    pulse is healthy however long it takes; then ``READY=1``, the loop's clock from now."""
+    notifier, done = pulse.notifier, threading.Event()
 
     def extend() -> None:
         while True:
@@ -68,11 +72,13 @@ def restoring(notifier: Notifier) -> Iterator[None]:
 
     notifier.status("restoring the state from the checkpoint")
     ticker = threading.Thread(target=extend, name="dedup-restoring", daemon=True)
+    pulse.restoring = True
     ticker.start()
     try:
         yield
     finally:
         done.set()
         ticker.join()
+        pulse.restoring, pulse.last = False, time.monotonic()
     notifier.ready()
     notifier.status("watching")

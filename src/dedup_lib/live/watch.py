@@ -374,7 +374,7 @@ def watch_duplicates(
         watch.metrics_address = watch.metrics.serve(metrics)
     tell = (watch._keep, watch._loaded, say)
     try:
-        with restoring(watch.pulse.notifier):
+        with restoring(watch.pulse):
             watch.runner = Runner(landing, settings, folders, tell, watch.metrics)
         watch._start(None if once else every)
     except BaseException:
