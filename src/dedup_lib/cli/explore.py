@@ -4,8 +4,11 @@ colleagues who do not use JupyterLab: the explorer only, no code.
 The page is a notebook shipped in the package (``resources/explorer.ipynb``). Its parameters
 (input, window, mode, format) are environment variables of the Voilà server, which Voilà's
 kernels inherit: the notebook stays one fixed, reviewed file (no generated code, no quoting of
-paths into source, nothing temporary to clean up), and ``--master``/``--remote`` reach
-:func:`dedup_lib.spark.get_spark` the same way (``DEDUP_SPARK_MASTER``, ``SPARK_REMOTE``).
+paths into source, nothing temporary to clean up), and ``--master``, ``--remote``,
+``--driver-host`` and ``--spark-ui`` reach :func:`dedup_lib.spark.get_spark` the same way
+(``DEDUP_SPARK_MASTER``, ``SPARK_REMOTE``, ``DEDUP_SPARK_DRIVER_HOST``, ``DEDUP_SPARK_UI``).
+Voilà listens on 127.0.0.1, its kernels on Unix sockets, and each kernel's Spark on 127.0.0.1
+(its UI too) unless those options say otherwise.
 
 Whoever reaches the port runs kernels, so the page takes a token, as Jupyter's do: a new one
 per run, in the URL this command prints and opens, and requests without it are refused. The
@@ -111,6 +114,10 @@ def page_environment(args: argparse.Namespace, token: str) -> dict[str, str]:
         env["DEDUP_SPARK_MASTER"] = args.master
     if args.remote:
         env["SPARK_REMOTE"] = args.remote
+    if args.driver_host:
+        env["DEDUP_SPARK_DRIVER_HOST"] = args.driver_host
+    if args.spark_ui:
+        env["DEDUP_SPARK_UI"] = args.spark_ui
     return env
 
 

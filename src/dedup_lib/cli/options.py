@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from dedup_lib.errors import DedupLibError, excerpt, printable
 from dedup_lib.rules.policy import Bounds, DedupPolicy
+from dedup_lib.spark.session import ui_address
 from dedup_lib.telemetry.files import has_scheme, is_remote_session, local_path
 from dedup_lib.telemetry.schema import FORMATS, RECORD_FORMAT_NAMES
 
@@ -160,6 +161,31 @@ def remote_url(text: str) -> str:
     return text
 
 
+def spark_ui(text: str) -> str:
+    """Where Spark's UI listens, for ``--spark-ui``: ``HOST:PORT`` (``[::1]:4040`` for IPv6),
+    or ``off``."""
+    if text.strip().lower() == "off":
+        return "off"
+    try:
+        _, port = ui_address(text)
+    except ValueError:
+        port = None
+    if port is None:
+        raise argparse.ArgumentTypeError(
+            f"expected HOST:PORT such as 127.0.0.1:4040, or off, got {excerpt(text)}"
+        )
+    return text.strip()
+
+
+def host_name(text: str) -> str:
+    """A host name or IP address for ``--driver-host``."""
+    if not re.fullmatch(r"[\w.-]+|\[?[0-9A-Fa-f:.]+\]?", text.strip()):
+        raise argparse.ArgumentTypeError(
+            f"expected a host name or IP address such as 10.0.0.5, got {excerpt(text)}"
+        )
+    return text.strip()
+
+
 def share(text: str) -> float:
     try:
         value = float(text)
@@ -190,6 +216,20 @@ def common_options() -> argparse.ArgumentParser:
         type=remote_url,
         help="Spark Connect: sc://host:15002, or local[2] for a local server "
         "(default: $SPARK_REMOTE when set)",
+    )
+    spark_opts.add_argument(
+        "--driver-host",
+        type=host_name,
+        metavar="HOST",
+        help="the address a cluster's executors on other hosts reach the driver at, which it "
+        "listens on (spark.driver.host; default: 127.0.0.1, this machine only)",
+    )
+    spark_opts.add_argument(
+        "--spark-ui",
+        type=spark_ui,
+        metavar="HOST:PORT",
+        help="where Spark's UI listens, or off (default: 127.0.0.1 on port 4040 or the next "
+        "free one; watch: off)",
     )
     common.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 

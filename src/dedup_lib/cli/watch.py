@@ -99,7 +99,7 @@ def _watch(args: argparse.Namespace, journal: Journal) -> int:
     policy = _policy(args)
     content = content_columns(args.content)
     mapping = column_mapping(args.map)
-    spark = start_spark(args)
+    spark = start_spark(args, ui=False)
     lateness = format_window(parse_window(args.lateness))
     journal.step(
         f"watching {printable(args.source)}: {describe(policy)}; judged once the watermark "

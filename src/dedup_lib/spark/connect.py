@@ -1,5 +1,5 @@
 """Spark Connect: whether a session is one, and a local Connect server started in this
-process on a free port (which sets ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` and PySpark's
+process on a free port of 127.0.0.1 (which sets ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` and PySpark's
 Connect-mode variables in this process's environment, for it and its children)."""
 
 from __future__ import annotations
@@ -21,11 +21,18 @@ if TYPE_CHECKING:
 _CONNECT_MODE = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")
 
 
-#: What PySpark's own local Connect mode sets on the session that hosts the server.
+#: The address the local Connect server listens on: this process is its only client. Without
+#: a binding address, its gRPC server listens on every interface, IPv4 and IPv6.
+_CONNECT_HOST = "127.0.0.1"
+
+
+#: What PySpark's own local Connect mode sets on the session that hosts the server, and the
+#: address it listens on.
 _CONNECT_SERVER = {
     "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
     "spark.sql.artifact.isolation.enabled": "true",
     "spark.sql.artifact.isolation.alwaysApplyClassloader": "true",
+    "spark.connect.grpc.binding.address": _CONNECT_HOST,
 }
 
 
@@ -62,7 +69,8 @@ def _first_ephemeral_port() -> int:
 
 
 def _local_connect(app_name: str, master: str, settings: dict[str, str]) -> SparkSession:
-    """A Spark Connect server in this process on a free port, and a session of it.
+    """A Spark Connect server in this process on a free port of 127.0.0.1, and a session of
+    it.
 
     PySpark's ``remote("local[...]")`` always serves on port 15002, so it failed beside any
     other Connect server on the machine (a cluster's, another notebook's). The server runs
@@ -90,7 +98,7 @@ def _local_connect(app_name: str, master: str, settings: dict[str, str]) -> Spar
             if given is not None:
                 os.environ["SPARK_REMOTE"] = given
         os.environ.update(dict.fromkeys(_CONNECT_MODE, "1"))
-        builder = builder.remote(f"sc://localhost:{port}")
+        builder = builder.remote(f"sc://{_CONNECT_HOST}:{port}")
     for key, value in settings.items():
         if key.startswith("spark.sql."):
             builder = builder.config(key, value)

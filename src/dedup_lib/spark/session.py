@@ -1,7 +1,8 @@
 """The one place that starts Spark: :func:`get_spark`, a local session by default, Spark
 Connect via ``SPARK_REMOTE``, with the settings a small machine needs
-(docs/decisions/spark-settings.md). Starting one sets ``PYSPARK_PYTHON`` and
-``PYSPARK_DRIVER_PYTHON`` in this process's environment."""
+(docs/decisions/spark-settings.md), listening on this machine only unless told otherwise
+(:func:`listening`). Starting one sets ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` in this
+process's environment."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from dedup_lib.spark.jvm_options import quoted_option, with_java_options
 from dedup_lib.spark.logs import _log_settings, _prepare_log, output_to, spark_log_path
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from pyspark.sql import SparkSession
 
 
@@ -80,6 +83,90 @@ def _tuned(settings: dict[str, str]) -> dict[str, str]:
     return with_java_options(settings, [o for o in JVM_TUNING if not (named and "GC" in o)])
 
 
+#: Where a JVM started here listens unless told otherwise: this machine only.
+LOOPBACK = "127.0.0.1"
+
+_ADDRESS = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^\s:\[\]/]+)(?::(?P<port>\d{1,5}))?")
+
+
+def ui_address(text: str) -> tuple[str, int | None]:
+    """``HOST``, ``HOST:PORT`` or ``[IPv6]:PORT`` as the host and port of Spark's UI (no
+    port: Spark's own, 4040 or the next free one; port 0: any free one).
+
+    Raises
+    ------
+    ValueError
+        Not an address of that form, or a port above 65535.
+    """
+    found = _ADDRESS.fullmatch(text.strip())
+    port = None if found is None or found["port"] is None else int(found["port"])
+    if found is None or (port is not None and port > 65535):
+        raise ValueError(f"expected HOST:PORT such as 127.0.0.1:4040, got {text!r}")
+    return found["host"].strip("[]"), port
+
+
+def listening(driver_host: str | None, ui: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    """Where a driver JVM started here listens: its settings, and the variables set in its
+    environment while it starts. Spark binds its driver and block manager to
+    ``spark.driver.host`` (``spark.driver.bindAddress`` falls back to it), whose default is
+    ``SPARK_LOCAL_HOSTNAME``, else the name of ``SPARK_LOCAL_IP``, else of a network
+    interface's address (even when the host name resolves to loopback); and its UI to
+    ``SPARK_LOCAL_IP``, else every interface, IPv4 and IPv6: no setting moves it.
+
+    Parameters
+    ----------
+    driver_host : str or None
+        The address executors reach the driver at (``spark.driver.host``), for a cluster whose
+        executors run on other hosts. None: ``$DEDUP_SPARK_DRIVER_HOST``, else
+        :data:`LOOPBACK`, unless the environment has ``SPARK_LOCAL_IP`` or
+        ``SPARK_LOCAL_HOSTNAME`` or Spark's settings name ``spark.driver.host``.
+    ui : str or None
+        Where Spark's UI listens: ``HOST:PORT`` (:func:`ui_address`), or ``"off"`` for no UI.
+        None: ``$DEDUP_SPARK_UI``, else :data:`LOOPBACK` on Spark's port, unless the
+        environment has ``SPARK_LOCAL_IP``.
+
+    Returns
+    -------
+    tuple[dict[str, str], dict[str, str]]
+        The settings and the environment variables.
+    """
+    driver_host = driver_host or os.environ.get("DEDUP_SPARK_DRIVER_HOST") or None
+    ui = ui or os.environ.get("DEDUP_SPARK_UI") or None
+    settings: dict[str, str] = {}
+    env: dict[str, str] = {}
+    if driver_host is not None:
+        settings["spark.driver.host"] = driver_host
+    elif not {"SPARK_LOCAL_IP", "SPARK_LOCAL_HOSTNAME"} & os.environ.keys():
+        env["SPARK_LOCAL_HOSTNAME"] = LOOPBACK
+    if ui is not None and ui.strip().lower() == "off":
+        settings["spark.ui.enabled"] = "false"
+    elif ui is not None:
+        host, port = ui_address(ui)
+        settings["spark.ui.enabled"] = "true"
+        env["SPARK_LOCAL_IP"] = host
+        if port is not None:
+            settings["spark.ui.port"] = str(port)
+    elif "SPARK_LOCAL_IP" not in os.environ:
+        env["SPARK_LOCAL_IP"] = LOOPBACK
+    return settings, env
+
+
+@contextlib.contextmanager
+def _environment(variables: dict[str, str]) -> Iterator[None]:
+    """``variables`` in this process's environment within, for a JVM started there (PySpark
+    passes it whole); as they were after."""
+    before = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _jvm_running() -> bool:
     from pyspark import SparkContext
 
@@ -92,11 +179,15 @@ def get_spark(
     remote: str | None = None,
     master: str | None = None,
     config: dict[str, str] | None = None,
+    driver_host: str | None = None,
+    ui: str | None = None,
 ) -> SparkSession:
     """Return a ready SparkSession, reusing the active one.
 
-    A JVM started here logs to :func:`spark_log_path` only, and starts from a class-data
-    archive (:mod:`dedup_lib.class_data`) that the first one writes when it exits.
+    A JVM started here logs to :func:`spark_log_path` only, starts from a class-data
+    archive (:mod:`dedup_lib.class_data`) that the first one writes when it exits, and listens
+    on 127.0.0.1 only (its driver, block manager and UI, and a local Connect server) unless
+    ``driver_host``, ``ui`` or the environment say otherwise (:func:`listening`).
 
     Parameters
     ----------
@@ -110,6 +201,12 @@ def get_spark(
         A classic session's master, default ``local[*]`` (all cores).
     config : dict[str, str], optional
         Settings over :data:`LOCAL_DEFAULTS`; a running Connect server ignores static ones.
+    driver_host : str, optional
+        The address a cluster's executors reach the driver at, which it listens on
+        (``spark.driver.host``). Default: ``$DEDUP_SPARK_DRIVER_HOST``, else 127.0.0.1.
+    ui : str, optional
+        Where Spark's UI listens, ``HOST:PORT``, or ``"off"``. Default: ``$DEDUP_SPARK_UI``,
+        else 127.0.0.1 on Spark's port (4040, or the next one free).
 
     Returns
     -------
@@ -139,18 +236,20 @@ def get_spark(
         # into a Connect one without a URL (CONNECT_URL_NOT_SET).
         for name in _CONNECT_MODE:
             os.environ.pop(name, None)
-    settings = {**LOCAL_DEFAULTS, **(config or {})}
     local = remote is None or not remote.startswith("sc://")
     java = check_java() if local else None
     log = spark_log_path()
-    starts_jvm = _prepare_log(log) and local and not _jvm_running()
+    new_jvm = local and not _jvm_running()
+    ours, variables = listening(driver_host, ui) if new_jvm else ({}, {})
+    settings = {**LOCAL_DEFAULTS, **ours, **(config or {})}
+    starts_jvm = _prepare_log(log) and new_jvm
     if starts_jvm:
         settings = _tuned(_log_settings(log, settings))
         if java is not None:
             archive = class_data_options(java)
             settings = with_java_options(settings, [quoted_option(o) for o in archive])
 
-    with output_to(log) if starts_jvm else contextlib.nullcontext():
+    with output_to(log) if starts_jvm else contextlib.nullcontext(), _environment(variables):
         if remote is not None and local:
             spark = _local_connect(app_name, remote, settings)
         else:
