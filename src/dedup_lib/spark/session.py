@@ -42,6 +42,14 @@ LOCAL_DEFAULTS: dict[str, str] = {
     # A static setting: a session already running, or a remote server, keeps its own.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
     "spark.log.level": "WARN",
+    # What Spark's status store keeps of finished work, the UI on or off: by default the last
+    # 1,000 SQL queries with their plans, 1,000 jobs and stages, 100,000 tasks. The live
+    # monitor runs a query every few seconds for weeks, and its JVM's heap grew with them
+    # until the limits (issue 70); the UI lists the latest 100.
+    "spark.sql.ui.retainedExecutions": "100",
+    "spark.ui.retainedJobs": "100",
+    "spark.ui.retainedStages": "100",
+    "spark.ui.retainedTasks": "10000",
     "spark.driver.memory": driver_memory(),
     "spark.driver.maxResultSize": result_size(driver_memory()),
 }
