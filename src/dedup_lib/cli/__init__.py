@@ -26,6 +26,7 @@ from dedup_lib.cli import (
     notebooks,
     postmortem,
     reconcile,
+    rules,
     simulate,
     watch,
 )
@@ -53,6 +54,7 @@ def parser() -> argparse.ArgumentParser:
     common = common_options()
     for command in (simulate, watch, generate, postmortem, reconcile, explore, notebooks, doctor):
         command.add_to(commands, common)
+    rules.add_to(commands, common)
     return top
 
 
