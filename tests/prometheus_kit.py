@@ -1,13 +1,18 @@
 """A real Prometheus server for tests (Debian's ``prometheus`` package, which .ci/run installs):
-its own folder and free port, scraping a running monitor, evaluating the shipped rules."""
+its own folder and free port, scraping a running monitor, evaluating the shipped rules; and a
+real Alertmanager (Debian's ``prometheus-alertmanager``) it sends its alerts to, notifying a
+webhook of the test's own (:class:`Webhook`)."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
+import threading
+import time
 import urllib.parse
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
 
@@ -16,32 +21,52 @@ import yaml
 
 from dedup_lib.spark import free_port
 
-RULES = resources.files("dedup_lib") / "resources" / "prometheus" / "dedup-rules.yml"
-INSTALL = "install Debian's prometheus package (apt-get install prometheus): .ci/run does"
+RESOURCES = resources.files("dedup_lib") / "resources"
+#: The rules template the package ships (``dedup-lib rules`` writes it for a job).
+RULES = RESOURCES / "prometheus" / "dedup-rules.yml"
+#: The example Alertmanager configuration the package ships.
+ALERTMANAGER = RESOURCES / "alertmanager" / "alertmanager.yml"
+PACKAGES = {"prometheus": "prometheus", "promtool": "prometheus"}
 
 
-def tool(name: str) -> str:
-    """The path of ``name`` (promtool, prometheus, amtool...), or the test skipped, saying why."""
-    found = shutil.which(name)
-    if found is None:
-        pytest.skip(f"no {name}: {INSTALL}")
-    return found
+def tool(*names: str) -> str:
+    """The path of the first of ``names`` found (promtool, prometheus, amtool...; Debian names
+    Alertmanager's server ``prometheus-alertmanager``), or the test skipped, saying why."""
+    for name in names:
+        found = shutil.which(name)
+        if found is not None:
+            return found
+    package = PACKAGES.get(names[0], "prometheus-alertmanager")
+    pytest.skip(
+        f"no {' or '.join(names)}: install Debian's {package} package "
+        f"(apt-get install {package}): .ci/run does"
+    )
 
 
 class Prometheus:
     """A Prometheus server of the test's own: its folder, a free port, a scrape every second
-    of ``target``, the rules (the shipped ones unless ``rules`` names others) evaluated every
-    second."""
+    of ``target`` as scrape job ``job``, the rules (the shipped ones unless ``rules`` names
+    others) evaluated every second, its alerts sent to ``alertmanager`` (HOST:PORT) if given."""
 
-    def __init__(self, folder: Path, target: str, rules: Path | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        target: str,
+        rules: Path | None = None,
+        *,
+        job: str = "dedup-lib",
+        alertmanager: str | None = None,
+    ) -> None:
         self.port = free_port()
-        config = {
+        config: dict = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(rules or RULES)],
-            "scrape_configs": [
-                {"job_name": "dedup-lib", "static_configs": [{"targets": [target]}]}
-            ],
+            "scrape_configs": [{"job_name": job, "static_configs": [{"targets": [target]}]}],
         }
+        if alertmanager is not None:
+            config["alerting"] = {
+                "alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]
+            }
         (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
         self.log = open(folder / "prometheus.log", "w")  # noqa: SIM115 (closed in stop)
         self.process = subprocess.Popen(
@@ -68,6 +93,78 @@ class Prometheus:
     def value(self, query: str) -> float:
         result = self.get("/api/v1/query", query=query)["result"]
         return float(result[0]["value"][1]) if result else 0.0
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+        self.log.close()
+
+
+class Webhook:
+    """A webhook receiver on 127.0.0.1 and a free port: every notification POSTed to it, with
+    the path it came to (``/page``, ``/ticket``), in :attr:`received`."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[str, dict]] = []
+        received = self.received
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                received.append((self.path, json.loads(body)))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def alerts(self, path: str) -> list[dict]:
+        """The alerts of every notification received on ``path``."""
+        return [
+            alert for got, note in list(self.received) if got == path for alert in note["alerts"]
+        ]
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Alertmanager:
+    """An Alertmanager of the test's own: its folder (configuration, data), 127.0.0.1 and a
+    free port, no cluster, configured by ``config`` (a parsed alertmanager.yml)."""
+
+    def __init__(self, folder: Path, config: dict) -> None:
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        (folder / "alertmanager.yml").write_text(yaml.safe_dump(config))
+        self.log = open(folder / "alertmanager.log", "w")  # noqa: SIM115 (closed in stop)
+        self.process = subprocess.Popen(
+            [
+                tool("alertmanager", "prometheus-alertmanager"),
+                f"--config.file={folder / 'alertmanager.yml'}",
+                f"--storage.path={folder / 'data'}",
+                f"--web.listen-address={self.address}", "--cluster.listen-address=",
+                "--log.level=warn",
+            ],
+            stdout=self.log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+    def ready(self, timeout: float = 30) -> None:
+        """Wait until it answers ``/-/ready``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://{self.address}/-/ready", timeout=2):
+                    return
+            except OSError:
+                assert self.process.poll() is None, "alertmanager ended: see alertmanager.log"
+                assert time.monotonic() < deadline, "alertmanager is not ready"
+                time.sleep(0.2)
 
     def stop(self) -> None:
         self.process.terminate()
