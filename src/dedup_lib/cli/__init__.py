@@ -1,8 +1,9 @@
 """``dedup-lib``: the headless jobs: ``simulate`` (load, detect, summarize, diagnose),
 ``watch`` (the live monitor), ``generate``, ``postmortem``, ``reconcile`` (a replay against
 what the broker kept),
-``explore`` (the window explorer as a web page, served by Voilà), ``notebooks`` (the
-workbench's notebooks into a folder) and ``doctor`` (what this machine has for the workbench).
+``explore`` (the window explorer as a web page, served by Voilà), ``rules`` (the monitor's
+alerting rules for a scrape job and runbooks), ``notebooks`` (the workbench's notebooks into
+a folder) and ``doctor`` (what this machine has for the workbench).
 
 Errors are one line on stderr, escaped, and a non-zero exit: 2 for a wrong command line
 (argparse's usage line), 1 for anything else: input the job cannot use (any
