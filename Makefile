@@ -25,6 +25,7 @@ help:
 	@echo "make bench-load   load_telemetry (with its tally) against one scan of every value (10 M)"
 	@echo "make bench-synth  generator benchmark, 10 M sends against the same floor"
 	@echo "make bench-watch [ROWS='1000000 10000000']  the live monitor against the batch replay of the same files"
+	@echo "make bench-soak [MINUTES=60]  the live monitor fed a file every 4 s: its memory flat over the hour"
 	@echo "make bench-explorer [ROWS=...] [REPEAT=3] [RESULT_SIZE=1g]  explorer and sweep against one detect_duplicates run (10 M)"
 	@echo "make bench-browser [ROWS=10000000]  notebook 02 in Chromium: first chart, redraws (200 k)"
 	@echo "make samples regenerate data/samples/ (deterministic: same seed, same rows)"
@@ -117,6 +118,12 @@ bench-browser: $(STAMP)
 bench-watch: $(STAMP)
 	$(BIN)/python benchmarks/bench_watch.py --rows $(or $(ROWS),1000000 10000000) \
 		$(if $(REPEAT),--repeat $(REPEAT)) --json bench-watch.json
+
+# The live monitor (`dedup-lib watch`) fed a file every 4 s for MINUTES (60): its Python's and
+# its JVM's memory by quarter, flat when the last quarter is within 1.1x the second.
+.PHONY: bench-soak
+bench-soak: $(STAMP)
+	$(BIN)/python benchmarks/bench_soak.py --minutes $(or $(MINUTES),60) --json bench-soak.json
 
 bench-synth: $(STAMP)
 	$(BIN)/python benchmarks/bench_synth.py --rows $(or $(ROWS),10000000)

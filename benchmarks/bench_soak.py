@@ -1,0 +1,566 @@
+"""Benchmark: the live monitor's memory over a long, steady feed (issue 70, "runs for weeks").
+
+Generates the day scenario's sends with ``dedup-lib generate`` (as many as the run lands),
+then starts ``dedup-lib watch`` as a command line in a process of its own, serving
+``--metrics`` on a free 127.0.0.1 port, and lands a Parquet file into its folder every
+``--every`` seconds for ``--minutes``: the sends in send-time order, their send times (and
+scheduled times) moved to advance with the wall clock at ``--rate`` sends a second, so that
+the watermark follows the clock and the state, keys within ``--window`` (and contents within
+``--resend-horizon``), reaches a steady size. The landing folder keeps the last ``--keep``
+files (a writer's retention: older ones are removed, as a rotating Collector removes them).
+
+Every ``--sample`` seconds it scrapes ``/metrics`` (as Prometheus would: the monitor's
+``process_resident_memory_bytes``, the keys held, the micro-batches) and reads the resident
+memory of the monitor's Python and of its JVM (the ``java`` process under it) from
+``/proc/PID/status`` (``VmRSS``, and its anonymous and file-backed parts). The run is cut in
+quarters of time; it PASSES when both are flat: the last quarter's mean resident memory
+within 1.1x the second quarter's (the first holds the start and the state's filling).
+
+Diagnosis, when a quarter grows: ``--tracemalloc N`` runs the monitor's Python under
+``tracemalloc`` (N frames) and prints what grew between the second quarter's end and the
+run's (Python's allocations, by where they were made); ``--jvm-histograms`` takes
+``jcmd PID GC.class_histogram`` (a full collection) at each quarter's end and prints the
+classes that grew. Both change the memory they measure: not for the figures.
+
+    make bench-soak                                           # an hour, a file every 4 s
+    make bench-soak MINUTES=180
+    .venv/bin/python benchmarks/bench_soak.py --minutes 12 --window PT2M --resend-horizon PT2M \\
+        --tracemalloc 12 --jvm-histograms
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+#: The last quarter's mean against the second's, at most.
+FLAT = 1.1
+MIB = 2**20
+_UTC = pa.timestamp("us", tz="UTC")
+#: The metrics read at each sample (summed over their labels).
+SCRAPED = (
+    "process_resident_memory_bytes",
+    "dedup_state_keys",
+    "dedup_micro_batches_total",
+    "dedup_rows_read_total",
+    "dedup_waiting_sends",
+    "dedup_backlog_bytes",
+)
+#: Runs the command line with a SIGUSR1 handler that writes what its allocators hold (Arrow's
+#: pool, glibc's malloc) and, when it is tracing, a tracemalloc snapshot.
+_PROBED = """\
+import ctypes, json, os, signal, sys, tracemalloc
+_taken = [0]
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+def _dump(signum, frame):
+    import pyarrow as pa
+    _taken[0] += 1
+    folder = os.environ["DEDUP_SOAK_SNAPSHOTS"]
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = _Mallinfo2
+    info = libc.mallinfo2()
+    pool = pa.default_memory_pool()
+    held = {
+        "arrow allocated": pool.bytes_allocated(), "arrow peak": pool.max_memory(),
+        "arrow backend": pool.backend_name,
+        "malloc arenas": info.arena, "malloc mapped": info.hblkhd,
+        "malloc in use": info.uordblks, "malloc free held": info.fordblks,
+        "traced": tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else None,
+    }
+    with open(os.path.join(folder, f"held-{_taken[0]}.json"), "w") as out:
+        json.dump(held, out)
+    if tracemalloc.is_tracing():
+        snapshot = tracemalloc.take_snapshot()
+        snapshot.dump(os.path.join(folder, f"snapshot-{_taken[0]}.pickle"))
+signal.signal(signal.SIGUSR1, _dump)
+from dedup_lib.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def generate(path: Path, rows: int, seed: int, master: str) -> None:
+    """The day scenario's sends as one Parquet file, by send time (the library's generator)."""
+    command = [str(Path(sys.executable).parent / "dedup-lib"), "generate", str(path)]
+    command += ["--scenario", "day", "--rows", str(rows), "--seed", str(seed)]
+    command += ["--single-file", "--overwrite", "--quiet", "--master", master]
+    subprocess.run(command, check=True)
+
+
+def rows_of(path: Path, per_file: int) -> Iterator[pa.Table]:
+    """The file's rows, ``per_file`` at a time, in order (a partial last table)."""
+    held: list[pa.RecordBatch] = []
+    count = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=per_file):
+        held.append(batch)
+        count += batch.num_rows
+        while count >= per_file:
+            table = pa.Table.from_batches(held)
+            yield table.slice(0, per_file)
+            rest = table.slice(per_file).combine_chunks()
+            held, count = rest.to_batches(), rest.num_rows
+    if count:
+        yield pa.Table.from_batches(held)
+
+
+def moved(table: pa.Table, first_us: int, step_us: float) -> pa.Table:
+    """The sends with their send times ``first_us`` on, ``step_us`` apart, in their order; a
+    send time that does not read is left as it is (the load quarantines it), and a scheduled
+    time moves by as much as its send time."""
+    text = table["send_time"].combine_chunks()
+    new = first_us + (np.arange(len(text)) * step_us).astype(np.int64)
+    parsed = pd.to_datetime(text.to_pandas(), errors="coerce", utc=True, format="ISO8601")
+    ok = (text.to_pandas().str.endswith("Z") & parsed.notna()).to_numpy()
+    readable = pa.array(ok)
+    old = np.where(ok, parsed.to_numpy(dtype="datetime64[us]", na_value=0).astype(np.int64), 0)
+    shown = pc.strftime(pa.array(new).cast(_UTC), format="%Y-%m-%dT%H:%M:%SZ")
+    table = table.set_column(
+        table.schema.get_field_index("send_time"), "send_time", pc.if_else(readable, shown, text)
+    )
+    if "scheduled_enqueue_time" in table.column_names:
+        place = table.schema.get_field_index("scheduled_enqueue_time")
+        scheduled = table[place].combine_chunks()
+        shift = pa.array(np.where(ok, new - old, 0) * 1000, pa.int64())
+        as_ns = pc.cast(scheduled, pa.int64())
+        table = table.set_column(
+            place,
+            "scheduled_enqueue_time",
+            pc.cast(pc.add(as_ns, shift), pa.int64()).cast(scheduled.type),
+        )
+    return table
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def status(pid: int) -> dict[str, int]:
+    """``VmRSS``, ``RssAnon`` and ``RssFile`` of ``pid`` in bytes (empty once it is gone)."""
+    found = {}
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as lines:
+            for line in lines:
+                name, _, value = line.partition(":")
+                if name in ("VmRSS", "RssAnon", "RssFile"):
+                    found[name] = int(value.split()[0]) * 1024
+    except OSError:
+        pass
+    return found
+
+
+def java_under(pid: int) -> list[int]:
+    """The ``java`` processes under ``pid`` (its JVM: spark-submit execs it)."""
+    parents: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                    text = stat.read()
+            except OSError:
+                continue
+            names[int(entry)] = text[text.index("(") + 1 : text.rindex(")")]
+            parents[int(entry)] = int(text.rsplit(")", 1)[1].split()[1])
+
+    def below(p: int) -> bool:
+        while p > 1:
+            p = parents.get(p, 0)
+            if p == pid:
+                return True
+        return False
+
+    return [p for p, name in names.items() if name == "java" and below(p)]
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The metrics of :data:`SCRAPED` from ``/metrics``, each summed over its labels."""
+    url = f"http://127.0.0.1:{port}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        text = answer.read().decode()
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in SCRAPED:
+            found[name] = found.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+    return found
+
+
+def ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
+
+
+def histogram(pid: int) -> dict[str, int]:
+    """Bytes by class in the JVM's heap after a full collection (``jcmd GC.class_histogram``)."""
+    done = subprocess.run(
+        ["jcmd", str(pid), "GC.class_histogram"], capture_output=True, text=True, timeout=600
+    )
+    found = {}
+    for line in done.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[0].endswith(":") and parts[0][:-1].isdigit():
+            found[parts[3]] = int(parts[2])
+    return found
+
+
+class Monitor:
+    """``dedup-lib watch`` on ``landing``, in a process of its own, its output in ``log``."""
+
+    def __init__(self, work: Path, args: argparse.Namespace) -> None:
+        self.port = free_port()
+        self.log = work / "watch.log"
+        self.snapshots = work / "snapshots"
+        self.snapshots.mkdir()
+        env = {**os.environ, "DEDUP_SOAK_SNAPSHOTS": str(self.snapshots)}
+        self.probed = bool(args.tracemalloc or args.allocators)
+        if self.probed:
+            traced = ["-X", f"tracemalloc={args.tracemalloc}"] if args.tracemalloc else []
+            command = [sys.executable, *traced, "-c", _PROBED]
+        else:
+            command = [str(Path(sys.executable).parent / "dedup-lib")]
+        command += ["watch", str(work / "landing"), "--out", str(work / "verdicts")]
+        command += ["--checkpoint", str(work / "ck"), "--alerts", str(work / "alerts.jsonl")]
+        command += ["--window", args.window, "--lateness", args.lateness]
+        command += ["--resend-horizon", args.resend_horizon, "--master", args.master]
+        command += ["--format", "parquet", "--metrics", f"127.0.0.1:{self.port}"]
+        self.command = command
+        with open(self.log, "w") as out:
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        self.java: list[int] = []
+
+    def wait_ready(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not ready(self.port):
+            self.check()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the monitor not ready in {seconds:.0f} s: {self.tail()}")
+            time.sleep(0.5)
+        self.java = java_under(self.process.pid)
+
+    def check(self) -> None:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"the monitor exited ({self.process.returncode}): {self.tail()}")
+
+    def tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def sample(self, at: float) -> dict[str, Any]:
+        self.check()
+        python = status(self.process.pid)
+        jvm = [status(pid) for pid in self.java]
+        taken: dict[str, Any] = {
+            "t": at,
+            "python": python.get("VmRSS", 0),
+            "python_anon": python.get("RssAnon", 0),
+            "python_file": python.get("RssFile", 0),
+            "jvm": sum(j.get("VmRSS", 0) for j in jvm),
+            "jvm_anon": sum(j.get("RssAnon", 0) for j in jvm),
+        }
+        with contextlib.suppress(OSError):
+            taken.update(scrape(self.port))
+        return taken
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(600)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def quarters(samples: list[dict[str, Any]], seconds: float) -> list[dict[str, float]]:
+    """Means and peaks of each quarter of the run's time."""
+    rows = []
+    for q in range(4):
+        inside = [s for s in samples if q * seconds / 4 <= s["t"] < (q + 1) * seconds / 4]
+        if not inside:
+            inside = [samples[-1]]
+
+        def mean(name: str, inside: list[dict[str, Any]] = inside) -> float:
+            values = [s[name] for s in inside if name in s]
+            return statistics.fmean(values) if values else float("nan")
+
+        rows.append(
+            {
+                "quarter": q + 1,
+                "from (min)": q * seconds / 240,
+                "samples": len(inside),
+                "Python RSS (MiB)": mean("python") / MIB,
+                "Python RSS, peak (MiB)": max(s["python"] for s in inside) / MIB,
+                "Python anonymous (MiB)": mean("python_anon") / MIB,
+                "Python file-backed (MiB)": mean("python_file") / MIB,
+                "/metrics RSS (MiB)": mean("process_resident_memory_bytes") / MIB,
+                "JVM RSS (MiB)": mean("jvm") / MIB,
+                "JVM RSS, peak (MiB)": max(s["jvm"] for s in inside) / MIB,
+                "keys held": mean("dedup_state_keys"),
+                "micro-batches at the end": inside[-1].get("dedup_micro_batches_total", 0),
+            }
+        )
+    return rows
+
+
+def trend(samples: list[dict[str, Any]], name: str, seconds: float) -> float:
+    """MiB an hour, the least-squares slope of ``name`` over the run's second half."""
+    half = [s for s in samples if s["t"] >= seconds / 2]
+    if len(half) < 3:
+        return float("nan")
+    t = np.array([s["t"] for s in half]) / 3600
+    y = np.array([s[name] for s in half]) / MIB
+    return float(np.polyfit(t, y, 1)[0])
+
+
+def grown_python(snapshots: Path, limit: int = 15) -> list[str]:
+    """What Python allocated more of between the second quarter's snapshot and the last."""
+    import tracemalloc
+
+    taken = sorted(snapshots.glob("snapshot-*.pickle"), key=lambda p: int(p.stem.split("-")[1]))
+    if len(taken) < 2:
+        return []
+    before = tracemalloc.Snapshot.load(str(taken[min(1, len(taken) - 2)]))
+    after = tracemalloc.Snapshot.load(str(taken[-1]))
+    lines = []
+    for stat in after.compare_to(before, "traceback")[:limit]:
+        where = " <- ".join(
+            f"{Path(f.filename).name}:{f.lineno}" for f in list(stat.traceback)[::-1][:6]
+        )
+        lines.append(
+            f"{stat.size_diff / MIB:+8.2f} MiB {stat.count_diff:+9,d} blocks "
+            f"(now {stat.size / MIB:.2f} MiB)  {where}"
+        )
+    return lines
+
+
+def grown_jvm(histograms: list[dict[str, int]], limit: int = 15) -> list[str]:
+    """The classes whose bytes grew most from the second quarter's end to the last."""
+    if len(histograms) < 2:
+        return []
+    before, after = histograms[min(1, len(histograms) - 2)], histograms[-1]
+    grown = sorted(after, key=lambda c: after[c] - before.get(c, 0), reverse=True)[:limit]
+    return [
+        f"{(after[c] - before.get(c, 0)) / MIB:+8.2f} MiB (now {after[c] / MIB:.2f} MiB)  {c}"
+        for c in grown
+    ]
+
+
+def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    seconds = args.minutes * 60
+    per_file = max(1, round(args.rate * args.every))
+    files = int(seconds // args.every)
+    pool = args.data or work / "sends.parquet"
+    if args.data is None:
+        started = time.monotonic()
+        generate(pool, per_file * (files + 1), args.seed, args.master)
+        print(f"generated {per_file * (files + 1):,} sends in {time.monotonic() - started:.0f} s")
+    landing = work / "landing"
+    landing.mkdir()
+    source = rows_of(pool, per_file)
+    step_us = 1e6 / args.rate
+    landed: list[Path] = []
+
+    def land(i: int, first: float) -> bool:
+        """File ``i``, its send times from ``first`` (Unix time) on; False when none is left."""
+        sends = next(source, None)
+        if sends is None:  # --data holds fewer sends than the run lands
+            return False
+        hidden = landing / f".sends-{i:06d}.parquet"
+        table = moved(sends, int(first * 1e6), step_us)
+        # Spark reads no nanosecond timestamps: microseconds, as Spark writes them.
+        pq.write_table(table, hidden, coerce_timestamps="us", allow_truncated_timestamps=True)
+        landed.append(landing / f"sends-{i:06d}.parquet")
+        os.replace(hidden, landed[-1])
+        if args.keep and len(landed) > args.keep:
+            landed.pop(0).unlink()
+        return True
+
+    # The monitor reads the folder's schema when it starts: a first file is there.
+    land(0, time.time())
+    monitor = Monitor(work, args)
+    shown = ["<probe>" if part == _PROBED else part for part in monitor.command]
+    print("monitor: " + " ".join(shown))
+    samples: list[dict[str, Any]] = []
+    histograms: list[dict[str, int]] = []
+    i = 1
+    try:
+        monitor.wait_ready(600)
+        print(
+            f"landing {files} files of {per_file:,} sends, one every {args.every:g} s for "
+            f"{args.minutes:g} min; python pid {monitor.process.pid}, java {monitor.java}"
+        )
+        start = time.time()
+        begun = time.monotonic()
+        marks = [seconds * q / 4 for q in (1, 2, 3)] + [seconds - min(args.sample, 5)]
+        next_sample = 0.0
+        while True:
+            now = time.monotonic() - begun
+            if now >= seconds:
+                break
+            if marks and now >= marks[0]:
+                marks.pop(0)
+                if monitor.probed:
+                    monitor.process.send_signal(signal.SIGUSR1)
+                if args.jvm_histograms and monitor.java:
+                    histograms.append(histogram(monitor.java[0]))
+            if now >= next_sample:
+                samples.append(monitor.sample(now))
+                next_sample += args.sample
+            if i <= files and now >= i * args.every:
+                if not land(i, start + (i - 1) * args.every):
+                    files = i - 1
+                i += 1
+                continue
+            due = min(next_sample, i * args.every if i <= files else seconds, seconds)
+            time.sleep(max(0.0, min(due - (time.monotonic() - begun), 1.0)))
+        samples.append(monitor.sample(time.monotonic() - begun))
+        if monitor.probed:
+            # The last snapshot written.
+            time.sleep(args.tracemalloc_wait if args.tracemalloc else 5)
+    finally:
+        code = monitor.stop()
+    if code != 0:
+        print(monitor.tail(), file=sys.stderr)
+    table = quarters(samples, seconds)
+    last = samples[-1]
+    return {
+        "minutes": args.minutes,
+        "every (s)": args.every,
+        "sends per second": args.rate,
+        "sends per file": per_file,
+        "files landed": min(i, files + 1),
+        "window": args.window,
+        "resend horizon": args.resend_horizon,
+        "lateness": args.lateness,
+        "files kept": args.keep,
+        "master": args.master,
+        "traced": bool(args.tracemalloc),
+        "monitor exit code": code,
+        "micro-batches": last.get("dedup_micro_batches_total"),
+        "rows read": last.get("dedup_rows_read_total"),
+        "quarters": table,
+        "Python last / second quarter": table[3]["Python RSS (MiB)"] / table[1]["Python RSS (MiB)"],
+        "JVM last / second quarter": table[3]["JVM RSS (MiB)"] / table[1]["JVM RSS (MiB)"],
+        "Python trend over the second half (MiB/h)": trend(samples, "python", seconds),
+        "JVM trend over the second half (MiB/h)": trend(samples, "jvm", seconds),
+        "Python grown (tracemalloc)": grown_python(monitor.snapshots),
+        "Python's allocators at each quarter's end": [
+            json.loads(p.read_text()) for p in sorted(monitor.snapshots.glob("held-*.json"))
+        ],
+        "JVM grown (class histogram)": grown_jvm(histograms),
+        "samples": samples,
+    }
+
+
+def show(result: dict[str, Any]) -> bool:
+    print(
+        f"\n{result['files landed']} files, {result['rows read'] or 0:,.0f} rows read in "
+        f"{result['micro-batches'] or 0:,.0f} micro-batches; window {result['window']}, "
+        f"resend horizon {result['resend horizon']}"
+    )
+    print(
+        "quarter  from   Python RSS MiB (anon, file; /metrics)   JVM RSS MiB (peak)   "
+        "keys held  micro-batches"
+    )
+    for q in result["quarters"]:
+        print(
+            f"{q['quarter']:7d} {q['from (min)']:5.1f}  {q['Python RSS (MiB)']:7.1f} "
+            f"({q['Python anonymous (MiB)']:6.1f}, {q['Python file-backed (MiB)']:5.1f}; "
+            f"{q['/metrics RSS (MiB)']:6.1f})      {q['JVM RSS (MiB)']:7.1f} "
+            f"({q['JVM RSS, peak (MiB)']:7.1f})   {q['keys held']:9,.0f}  "
+            f"{q['micro-batches at the end']:13,.0f}"
+        )
+    python, jvm = result["Python last / second quarter"], result["JVM last / second quarter"]
+    flat = python <= FLAT and jvm <= FLAT and result["monitor exit code"] == 0
+    print(
+        f"last / second quarter: Python {python:.3f}x, JVM {jvm:.3f}x (at most {FLAT}x); "
+        f"second half's trend: Python {result['Python trend over the second half (MiB/h)']:+.1f}"
+        f" MiB/h, JVM {result['JVM trend over the second half (MiB/h)']:+.1f} MiB/h: "
+        f"{'PASS' if flat else 'FAIL'}"
+    )
+    for held in result["Python's allocators at each quarter's end"]:
+        print(
+            "allocators: "
+            + ", ".join(
+                f"{k} {v / MIB:.1f} MiB" if isinstance(v, int) else f"{k} {v}"
+                for k, v in held.items()
+            )
+        )
+    for title in ("Python grown (tracemalloc)", "JVM grown (class histogram)"):
+        if result[title]:
+            print(f"\n{title}, second quarter's end to the last:")
+            print("\n".join(result[title]))
+    return flat
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=60, help="how long it lands (60)")
+    parser.add_argument("--every", type=float, default=4.0, help="seconds between files (4)")
+    parser.add_argument("--rate", type=float, default=1800, help="sends a second (1800)")
+    parser.add_argument("--window", default="PT10M", help="the monitor's window (PT10M)")
+    parser.add_argument(
+        "--resend-horizon",
+        default="PT10M",
+        help="the monitor's resend horizon (PT10M: its state steady within the first quarter)",
+    )
+    parser.add_argument("--lateness", default="PT1M", help="the monitor's lateness (PT1M)")
+    parser.add_argument(
+        "--keep", type=int, default=150, help="files the folder keeps, 0 all (150: 10 min)"
+    )
+    parser.add_argument("--sample", type=float, default=10.0, help="seconds between samples")
+    parser.add_argument("--master", default="local[1]", help="Spark's master (local[1])")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--data", type=Path, help="sends already generated (one Parquet file)")
+    parser.add_argument("--tracemalloc", type=int, default=0, metavar="FRAMES")
+    parser.add_argument("--tracemalloc-wait", type=float, default=60.0, help=argparse.SUPPRESS)
+    parser.add_argument("--allocators", action="store_true", help="Arrow's and malloc's bytes")
+    parser.add_argument("--jvm-histograms", action="store_true")
+    parser.add_argument("--workdir", type=Path, help="kept after the run (default: a temp one)")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+
+    if args.workdir is not None:
+        shutil.rmtree(args.workdir, ignore_errors=True)
+        args.workdir.mkdir(parents=True)
+        result = run(args, args.workdir)
+    else:
+        with tempfile.TemporaryDirectory(prefix="dedup-bench-soak-") as tmp:
+            result = run(args, Path(tmp))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2, default=str))
+    return 0 if show(result) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
