@@ -50,6 +50,10 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.ui.retainedJobs": "100",
     "spark.ui.retainedStages": "100",
     "spark.ui.retainedTasks": "10000",
+    # Each read lists its files into a cache shared by the session (250 MB), under a key of
+    # that read's own: no later read finds them, and they stayed until the cache was full, a
+    # file status or two for each micro-batch of a monitor (issue 70). Gone after 5 minutes.
+    "spark.sql.metadataCacheTTLSeconds": "300",
     "spark.driver.memory": driver_memory(),
     "spark.driver.maxResultSize": result_size(driver_memory()),
 }
