@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 _CONNECT_MODE = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")
 
 
-#: The address the local Connect server listens on: this process is its only client. Without
-#: a binding address, its gRPC server listens on every interface, IPv4 and IPv6.
+#: The address the local Connect server listens on: its clients are this process and its
+#: children, on this machine. Without one, it listens on every interface, IPv4 and IPv6.
 _CONNECT_HOST = "127.0.0.1"
 
 
@@ -98,7 +98,8 @@ def _local_connect(app_name: str, master: str, settings: dict[str, str]) -> Spar
             if given is not None:
                 os.environ["SPARK_REMOTE"] = given
         os.environ.update(dict.fromkeys(_CONNECT_MODE, "1"))
-        builder = builder.remote(f"sc://{_CONNECT_HOST}:{port}")
+        # "localhost", not the address: PySpark speaks TLS to any other host given a token.
+        builder = builder.remote(f"sc://localhost:{port}")
     for key, value in settings.items():
         if key.startswith("spark.sql."):
             builder = builder.config(key, value)
