@@ -4,7 +4,8 @@ starts (Spark's driver JVM, Voilà, its kernels and theirs), is on loopback (127
 
 Read from ``/proc`` (Linux): each process's sockets are the inodes its ``fd`` links name,
 looked up in its network namespace's ``net/tcp``, ``tcp6``, ``udp`` and ``udp6``; the process
-tree from each task's ``children``."""
+tree from each task's ``children``. And the options that ask otherwise (``--driver-host``,
+``--spark-ui``), as the commands pass them on."""
 
 from __future__ import annotations
 
@@ -22,15 +23,15 @@ from pathlib import Path
 import pytest
 
 from dedup_lib import sample_path
+from dedup_lib.cli import parser, terminal
 from dedup_lib.spark import free_port
 from serve_kit import Served, get, serve
 
 PROC = Path("/proc")
 
-pytestmark = [
-    pytest.mark.spark,  # each test starts Spark in a child process
-    pytest.mark.skipif(not (PROC / "self" / "net" / "tcp6").exists(), reason="reads /proc (Linux)"),
-]
+reads_proc = pytest.mark.skipif(
+    not (PROC / "self" / "net" / "tcp6").exists(), reason="reads /proc (Linux)"
+)
 
 #: /proc/net/tcp's state of a listening socket; an unconnected UDP socket shows as CLOSE (07).
 LISTEN = "0A"
@@ -133,7 +134,7 @@ def landing(tmp_path: Path) -> Path:
     return folder
 
 
-def _first_line(process: subprocess.Popen[str], seconds: float = 240) -> str:
+def _first_line(process: subprocess.Popen[str], err: Path, seconds: float = 240) -> str:
     """The first line the command prints (its first micro-batch's), read on a thread."""
     lines: list[str] = []
 
@@ -145,25 +146,29 @@ def _first_line(process: subprocess.Popen[str], seconds: float = 240) -> str:
     deadline = time.monotonic() + seconds
     while not lines:
         if process.poll() is not None:
-            err = process.stderr.read() if process.stderr else ""
-            pytest.fail(f"watch exited {process.returncode} before a micro-batch: {err[-2000:]}")
-        assert time.monotonic() < deadline, f"no micro-batch in {seconds:.0f} s"
+            said = err.read_text(errors="replace")[-2000:]
+            pytest.fail(f"watch exited {process.returncode} before a micro-batch: {said}")
+        assert time.monotonic() < deadline, f"no micro-batch in {seconds:.0f} s: {err.read_text()}"
         time.sleep(0.2)
     return lines[0]
 
 
-@pytest.fixture
-def watching(landing: Path, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+@pytest.fixture(
+    params=[["--master", "local[1]"], ["--remote", "local[1]"]], ids=["classic", "connect"]
+)
+def watching(
+    request: pytest.FixtureRequest, landing: Path, tmp_path: Path
+) -> Iterator[subprocess.Popen[str]]:
+    """``watch`` on classic Spark, and on a local Spark Connect server it starts."""
     argv = [
         sys.executable, "-m", "dedup_lib", "watch", str(landing),
         "--out", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck"),
-        "--every", "0.5", "--master", "local[1]", "--metrics", f"127.0.0.1:{free_port()}",
+        "--every", "0.5", *request.param, "--metrics", f"127.0.0.1:{free_port()}",
     ]  # fmt: skip
     env = {**os.environ, "DEDUP_DRIVER_MEMORY": "1g"}
     env.pop("SPARK_REMOTE", None)
-    process = subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    with (tmp_path / "stderr.log").open("w") as err:
+        process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
     try:
         yield process
     finally:
@@ -171,10 +176,12 @@ def watching(landing: Path, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
         process.wait(60)
 
 
-def test_watch_listens_on_loopback_only(watching: subprocess.Popen[str]) -> None:
-    """The monitor, its first micro-batch done: its metrics, and Spark's driver and block
-    manager, on loopback; Spark's UI off (no listener beyond those)."""
-    assert "sends judged" in _first_line(watching)
+@pytest.mark.spark  # starts Spark in a child process
+@reads_proc
+def test_watch_listens_on_loopback_only(watching: subprocess.Popen[str], tmp_path: Path) -> None:
+    """The monitor, its first micro-batch done: its metrics, Spark's driver and block
+    manager, and the local Connect server, on loopback (no UI: the next test's)."""
+    assert "sends judged" in _first_line(watching, tmp_path / "stderr.log")
     assert_on_loopback(listeners(watching.pid))
 
 
@@ -184,6 +191,8 @@ def served(tmp_path: Path) -> Iterator[Served]:
         yield server
 
 
+@pytest.mark.spark  # starts Spark in a child process
+@reads_proc
 def test_explore_listens_on_loopback_only(served: Served) -> None:
     """The page served (its kernel has run it, Spark and the explorer built): Voilà, the
     kernel and its Spark JVM (driver, block manager, UI) on loopback."""
@@ -192,3 +201,58 @@ def test_explore_listens_on_loopback_only(served: Served) -> None:
     assert "Duplicate detection window explorer" in body
     assert any("java" in p for p in served.processes()), served.diagnosis()
     assert_on_loopback(listeners(served.process.pid))
+
+
+@pytest.mark.parametrize(
+    ("given", "wanted"),
+    [("127.0.0.1:4040", "127.0.0.1:4040"), ("[::1]:0", "[::1]:0"), (" OFF ", "off")],
+)
+def test_spark_ui_takes_an_address_with_its_port_or_off(given: str, wanted: str) -> None:
+    args = parser().parse_args(["simulate", "in.parquet", "--spark-ui", given])
+    assert args.spark_ui == wanted
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--spark-ui", "4040"),
+        ("--spark-ui", "0.0.0.0"),
+        ("--spark-ui", "host:65536"),
+        ("--spark-ui", "a b:4040"),
+        ("--driver-host", "a b"),
+        ("--driver-host", ""),
+    ],
+)
+def test_a_bad_address_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], option: str, value: str
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        parser().parse_args(["simulate", "in.parquet", option, value])
+    assert stop.value.code == 2
+    assert option in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "ui"),
+    [
+        (["simulate", "in.parquet"], None),
+        (["watch", "in", "--out", "o", "--checkpoint", "c"], "off"),
+        (
+            ["watch", "in", "--out", "o", "--checkpoint", "c", "--spark-ui", "127.0.0.1:0"],
+            "127.0.0.1:0",
+        ),
+        (["simulate", "in.parquet", "--spark-ui", "off"], "off"),
+    ],
+)
+def test_the_commands_pass_where_spark_listens(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], ui: str | None
+) -> None:
+    """Spark's UI on loopback (get_spark's default) but for watch, which has none unless
+    ``--spark-ui`` asks; ``--driver-host`` as given."""
+    given: dict[str, object] = {}
+    monkeypatch.setattr(terminal, "get_spark", lambda *a, **kw: given.update(kw) or object())
+    args = parser().parse_args([*argv, "--driver-host", "10.0.0.5"])
+    args.spark = None
+    terminal.start_spark(args, ui=args.command != "watch")
+    assert given["ui"] == ui
+    assert given["driver_host"] == "10.0.0.5"

@@ -241,3 +241,104 @@ def test_the_local_session_lets_a_collect_take_half_its_heap(spark):
 
     heap = spark.conf.get("spark.driver.memory")
     assert spark.conf.get("spark.driver.maxResultSize") == result_size(heap)
+
+
+#: What moves where a driver JVM listens, none of them set: listening()'s defaults.
+LISTENING_VARIABLES = (
+    "SPARK_LOCAL_IP",
+    "SPARK_LOCAL_HOSTNAME",
+    "DEDUP_SPARK_DRIVER_HOST",
+    "DEDUP_SPARK_UI",
+)
+
+
+@pytest.fixture
+def unset(monkeypatch):
+    for name in LISTENING_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_a_jvm_started_here_listens_on_loopback_by_default(unset):
+    """The driver, its block manager (spark.driver.host's default) and the UI (which only
+    SPARK_LOCAL_IP moves) on 127.0.0.1."""
+    from dedup_lib.spark.session import listening
+
+    settings, env = listening(None, None)
+    assert settings == {}
+    assert env == {"SPARK_LOCAL_HOSTNAME": "127.0.0.1", "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+@pytest.mark.parametrize(
+    ("driver_host", "ui", "settings", "env"),
+    [
+        (
+            "10.0.0.5",
+            None,
+            {"spark.driver.host": "10.0.0.5"},
+            {"SPARK_LOCAL_IP": "127.0.0.1"},
+        ),
+        (
+            None,
+            "off",
+            {"spark.ui.enabled": "false"},
+            {"SPARK_LOCAL_HOSTNAME": "127.0.0.1"},
+        ),
+        (
+            None,
+            "0.0.0.0:4050",
+            {"spark.ui.enabled": "true", "spark.ui.port": "4050"},
+            {"SPARK_LOCAL_HOSTNAME": "127.0.0.1", "SPARK_LOCAL_IP": "0.0.0.0"},
+        ),
+        (
+            "node-1.cluster",
+            "[::1]:0",
+            {
+                "spark.driver.host": "node-1.cluster",
+                "spark.ui.enabled": "true",
+                "spark.ui.port": "0",
+            },
+            {"SPARK_LOCAL_IP": "::1"},
+        ),
+    ],
+)
+def test_the_options_move_the_driver_and_the_ui(unset, driver_host, ui, settings, env):
+    from dedup_lib.spark.session import listening
+
+    assert listening(driver_host, ui) == (settings, env)
+
+
+def test_the_environment_says_where_when_no_option_does(unset):
+    """``$DEDUP_SPARK_*`` as the options (how ``explore`` reaches its kernels); the user's own
+    ``SPARK_LOCAL_IP`` is theirs: the driver and the UI follow it, as in Spark."""
+    from dedup_lib.spark.session import listening
+
+    unset.setenv("DEDUP_SPARK_DRIVER_HOST", "10.0.0.5")
+    unset.setenv("DEDUP_SPARK_UI", "off")
+    assert listening(None, None) == (
+        {"spark.driver.host": "10.0.0.5", "spark.ui.enabled": "false"},
+        {},
+    )
+    unset.delenv("DEDUP_SPARK_DRIVER_HOST")
+    unset.delenv("DEDUP_SPARK_UI")
+    unset.setenv("SPARK_LOCAL_IP", "10.0.0.6")
+    assert listening(None, None) == ({}, {})
+
+
+@pytest.mark.parametrize("text", ["host:", "a b:1", "[::1", "h:65536", ""])
+def test_a_ui_address_needs_a_host_and_a_port_in_range(text):
+    from dedup_lib.spark.session import ui_address
+
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        ui_address(text)
+
+
+def test_the_jvm_environment_is_set_while_it_starts_and_restored_after(unset):
+    from dedup_lib.spark.session import _environment
+
+    unset.setenv("SPARK_LOCAL_HOSTNAME", "mine")
+    with _environment({"SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "x"}):
+        assert os.environ["SPARK_LOCAL_IP"] == "127.0.0.1"
+        assert os.environ["SPARK_LOCAL_HOSTNAME"] == "x"
+    assert "SPARK_LOCAL_IP" not in os.environ
+    assert os.environ["SPARK_LOCAL_HOSTNAME"] == "mine"

@@ -92,6 +92,23 @@ def test_the_page_gets_its_parameters_from_the_environment(monkeypatch):
     assert not any("s3cret" in part for part in command)
 
 
+def test_where_spark_listens_reaches_the_kernels(monkeypatch):
+    """``--driver-host`` and ``--spark-ui`` reach the page's kernels, whose get_spark reads
+    them; without them, nothing is set: each kernel's Spark listens on 127.0.0.1."""
+    for name in ("DEDUP_SPARK_DRIVER_HOST", "DEDUP_SPARK_UI"):
+        monkeypatch.delenv(name, raising=False)
+    args = parser().parse_args(["explore", DAY])
+    env = explore.page_environment(args, "t")
+    assert "DEDUP_SPARK_DRIVER_HOST" not in env
+    assert "DEDUP_SPARK_UI" not in env
+    args = parser().parse_args(
+        ["explore", DAY, "--driver-host", "10.0.0.5", "--spark-ui", "127.0.0.1:4050"]
+    )
+    env = explore.page_environment(args, "t")
+    assert env["DEDUP_SPARK_DRIVER_HOST"] == "10.0.0.5"
+    assert env["DEDUP_SPARK_UI"] == "127.0.0.1:4050"
+
+
 @pytest.mark.parametrize(
     ("given", "remote"),
     [
@@ -121,6 +138,8 @@ def test_the_page_reads_every_parameter_the_command_passes():
 def test_help_documents_the_command():
     text = parser()._subparsers._group_actions[0].choices["explore"].format_help()  # type: ignore[union-attr]
     for option in ("--window", "--partitioning", "--format", "--port", "--no-browser"):
+        assert option in text
+    for option in ("--driver-host", "--spark-ui"):
         assert option in text
     assert "Voilà" in text
     assert "dedup-lib explore data/samples/day.parquet" in text
