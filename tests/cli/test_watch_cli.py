@@ -102,12 +102,15 @@ def test_watch_log_format_json_prints_a_json_object_per_line(spark, capsys, tmp_
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_a_failure_prints_its_traceback_on_stderr(monkeypatch, capsys, tmp_path, fmt):
-    """A service manager's journal keeps stderr: a failure is there whole, with its line."""
+    """A service manager's journal keeps stderr: a failure is there whole, with its line; the
+    library's answer to a bad input or setting is its line alone."""
     from dedup_lib.errors import InputError
     from dedup_lib.live import watch as live
 
+    failure: list[Exception] = [OSError(28, "No space left on device")]
+
     def failing(*args, **kwargs):
-        raise InputError("the checkpoint <ck> was written with other policy")
+        raise failure[0]
 
     monkeypatch.setattr(live, "watch_duplicates", failing)
     (tmp_path / "land").mkdir()
@@ -115,13 +118,24 @@ def test_a_failure_prints_its_traceback_on_stderr(monkeypatch, capsys, tmp_path,
     argv += ["--checkpoint", str(tmp_path / "ck"), "--quiet", "--log-format", fmt]
     assert main(argv, spark=object()) == 1
     err = capsys.readouterr().err
-    line = "dedup-lib watch: error: the checkpoint <ck> was written with other policy"
+    line = "dedup-lib watch: error: internal error: OSError: [Errno 28] No space left on device"
     if fmt == "json":
         (record,) = [json.loads(text) for text in err.splitlines()]
         assert record["level"] == "error"
-        assert record["message"] == line
+        assert record["message"].startswith(line)
         assert "Traceback (most recent call last)" in record["traceback"]
-        assert "InputError" in record["traceback"]
+        assert "OSError" in record["traceback"]
     else:
         assert err.startswith("Traceback (most recent call last)")
-        assert err.rstrip("\n").endswith(line)
+        assert err.splitlines()[-1].startswith(line)
+
+    failure[0] = InputError("the checkpoint <ck> was written with other policy")
+    assert main(argv, spark=object()) == 1
+    err = capsys.readouterr().err
+    said = "dedup-lib watch: error: the checkpoint <ck> was written with other policy"
+    if fmt == "json":
+        (record,) = [json.loads(text) for text in err.splitlines()]
+        assert record["message"] == said
+        assert "traceback" not in record
+    else:
+        assert err == said + "\n"

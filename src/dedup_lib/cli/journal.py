@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from dedup_lib.cli.terminal import Progress, print_note
-from dedup_lib.errors import printable
+from dedup_lib.errors import DedupLibError, printable
 
 if TYPE_CHECKING:
     from dedup_lib.live.lines import BatchLine
@@ -73,8 +73,15 @@ class Journal:
         self._emit(sys.stdout, "info", "summary", printable(text))
 
     def failed(self, line: str, exc: BaseException) -> None:
-        """A failure: its one line (:func:`dedup_lib.cli.failures.error_line`) and its
-        traceback, on stderr."""
+        """A failure: its one line (:func:`dedup_lib.cli.failures.error_line`) on stderr, and
+        its traceback unless it is the library's own answer to input or a setting (a
+        :class:`dedup_lib.errors.DedupLibError`, whose line says all)."""
+        if isinstance(exc, DedupLibError):
+            if self.json:
+                self._emit(sys.stderr, "error", "failed", line)
+            else:
+                print(line, file=sys.stderr, flush=True)
+            return
         trace = "\n".join(
             printable(row) for row in "".join(traceback.format_exception(exc)).splitlines()
         )

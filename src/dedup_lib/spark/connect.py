@@ -68,6 +68,17 @@ def _first_ephemeral_port() -> int:
         return 32768
 
 
+#: SQL settings of :data:`dedup_lib.spark.session.LOCAL_DEFAULTS` that a server takes only when
+#: it starts: a Connect client that sets them again gets a warning each (in a notebook, on
+#: its stderr).
+STATIC_SQL = frozenset({"spark.sql.ui.retainedExecutions", "spark.sql.metadataCacheTTLSeconds"})
+
+
+def client_settings(settings: dict[str, str]) -> dict[str, str]:
+    """The settings a Connect client sets on its session: SQL ones, not the static."""
+    return {k: v for k, v in settings.items() if k.startswith("spark.sql.") and k not in STATIC_SQL}
+
+
 def _local_connect(app_name: str, master: str, settings: dict[str, str]) -> SparkSession:
     """A Spark Connect server in this process on a free port of 127.0.0.1, and a session of
     it.
@@ -100,9 +111,8 @@ def _local_connect(app_name: str, master: str, settings: dict[str, str]) -> Spar
         os.environ.update(dict.fromkeys(_CONNECT_MODE, "1"))
         # "localhost", not the address: PySpark speaks TLS to any other host given a token.
         builder = builder.remote(f"sc://localhost:{port}")
-    for key, value in settings.items():
-        if key.startswith("spark.sql."):
-            builder = builder.config(key, value)
+    for key, value in client_settings(settings).items():
+        builder = builder.config(key, value)
     with warnings.catch_warnings():
         # The client sets the host's settings again, and warns for each static one.
         warnings.filterwarnings("ignore", message="Failed to set .*CANNOT_MODIFY_CONFIG")

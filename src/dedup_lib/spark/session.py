@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from dedup_lib.memory import driver_memory, result_size
-from dedup_lib.spark.connect import _CONNECT_MODE, _local_connect, is_connect
+from dedup_lib.spark.connect import _CONNECT_MODE, _local_connect, client_settings, is_connect
 from dedup_lib.spark.java import check_java, class_data_options
 from dedup_lib.spark.jvm_options import quoted_option, with_java_options
 from dedup_lib.spark.logs import _log_settings, _prepare_log, output_to, spark_log_path
@@ -271,9 +271,8 @@ def get_spark(
             else:
                 builder = builder.master(master or os.environ.get("DEDUP_SPARK_MASTER", "local[*]"))
             # A remote Connect server (sc://) is already running: it takes SQL settings only.
-            for key, value in settings.items():
-                if local or key.startswith("spark.sql."):
-                    builder = builder.config(key, value)
+            for key, value in (settings if local else client_settings(settings)).items():
+                builder = builder.config(key, value)
             spark = builder.getOrCreate()
     for key in SESSION_SETTINGS:
         spark.conf.set(key, settings[key])
