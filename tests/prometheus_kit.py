@@ -15,6 +15,7 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -170,3 +171,19 @@ class Alertmanager:
         self.process.terminate()
         self.process.wait(30)
         self.log.close()
+
+
+def watch_the_day_sample(spark: Any, folder: Path) -> Any:
+    """A monitor with ``/metrics`` on a free port of 127.0.0.1, judging the day sample as it
+    lands in ``folder/landing`` in six files a second apart (its inventory reuses ids, so
+    different messages collide), alerts in ``folder/alerts.jsonl``."""
+    from dedup_lib import DedupPolicy, sample_path
+    from dedup_lib.live.feed import land_in_steps
+    from dedup_lib.live.watch import watch_duplicates
+
+    land_in_steps(sample_path("day.parquet"), str(folder / "landing"), files=6, every=1.0)
+    return watch_duplicates(
+        spark, str(folder / "landing"), DedupPolicy("PT10M"), "PT1M", out=str(folder / "out"),
+        checkpoint=str(folder / "ck"), alerts=str(folder / "alerts.jsonl"), trigger=0.5,
+        metrics="127.0.0.1:0",
+    )  # fmt: skip

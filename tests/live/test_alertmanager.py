@@ -18,11 +18,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from dedup_lib import DedupPolicy, sample_path
 from dedup_lib.cli import main
-from dedup_lib.live.feed import land_in_steps
-from dedup_lib.live.watch import watch_duplicates
-from prometheus_kit import ALERTMANAGER, Alertmanager, Prometheus, Webhook, tool
+from prometheus_kit import (
+    ALERTMANAGER,
+    Alertmanager,
+    Prometheus,
+    Webhook,
+    tool,
+    watch_the_day_sample,
+)
 
 JOB = "dedup-e2e"
 RUNBOOKS = "https://runbooks.example/dedup"
@@ -134,14 +138,8 @@ def test_a_real_prometheus_pages_a_collision_through_alertmanager(spark, tmp_pat
     webhook = Webhook()
     (tmp_path / "alertmanager").mkdir()
     alertmanager = Alertmanager(tmp_path / "alertmanager", for_test(webhook.url))
-    landing, alerts = tmp_path / "landing", tmp_path / "alerts.jsonl"
-    # The day sample: its inventory reuses ids, so different messages collide.
-    land_in_steps(sample_path("day.parquet"), str(landing), files=6, every=1.0)
-    watch = watch_duplicates(
-        spark, str(landing), DedupPolicy("PT10M"), "PT1M", out=str(tmp_path / "out"),
-        checkpoint=str(tmp_path / "ck"), alerts=str(alerts), trigger=0.5,
-        metrics="127.0.0.1:0",
-    )  # fmt: skip
+    alerts = tmp_path / "alerts.jsonl"
+    watch = watch_the_day_sample(spark, tmp_path)
     host, port = watch.metrics_address
     (tmp_path / "prometheus").mkdir()
     prometheus = Prometheus(

@@ -14,11 +14,9 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_lib import DedupPolicy, sample_path
-from dedup_lib.live.feed import land_in_steps
-from dedup_lib.live.watch import watch_duplicates
+from dedup_lib import sample_path
 from grafana_kit import DASHBOARD, dashboard_json, encode, queries, read, shipped
-from prometheus_kit import Prometheus
+from prometheus_kit import Prometheus, watch_the_day_sample
 
 #: The kit's Prometheus scrapes every second: Grafana's $__rate_interval is then at least four
 #: scrapes (max($__interval + scrape interval, 4 x scrape interval)), at a 1 s step.
@@ -86,14 +84,8 @@ def _label_values(prometheus: Prometheus, query: str, values: dict[str, str]) ->
 
 @pytest.mark.slow
 def test_every_panel_query_has_data_in_a_real_prometheus(spark, tmp_path):
-    landing, alerts = tmp_path / "landing", tmp_path / "alerts.jsonl"
-    land_in_steps(sample_path("day.parquet"), str(landing), files=6, every=1.0)
     total = pq.read_metadata(sample_path("day.parquet")).num_rows
-    watch = watch_duplicates(
-        spark, str(landing), DedupPolicy("PT10M"), "PT1M", out=str(tmp_path / "out"),
-        checkpoint=str(tmp_path / "ck"), alerts=str(alerts), trigger=0.5,
-        metrics="127.0.0.1:0",
-    )  # fmt: skip
+    watch = watch_the_day_sample(spark, tmp_path)
     host, port = watch.metrics_address
     (tmp_path / "prometheus").mkdir()
     prometheus = Prometheus(tmp_path / "prometheus", f"{host}:{port}")

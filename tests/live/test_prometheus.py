@@ -17,11 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from dedup_lib import DedupPolicy, sample_path
+from dedup_lib import sample_path
 from dedup_lib.cli import rules as rules_command
-from dedup_lib.live.feed import land_in_steps
-from dedup_lib.live.watch import watch_duplicates
-from prometheus_kit import RESOURCES, RULES, Prometheus, tool
+from prometheus_kit import RESOURCES, RULES, Prometheus, tool, watch_the_day_sample
 
 ROOT = Path(__file__).resolve().parents[2]
 RULE_TESTS = ROOT / "tests" / "prometheus" / "dedup-rules-test.yml"
@@ -88,15 +86,9 @@ def test_every_alert_has_a_severity_and_links_its_runbook():
 
 @pytest.mark.slow
 def test_a_real_prometheus_pages_on_collisions_and_not_on_a_stall(spark, tmp_path):
-    landing, alerts = tmp_path / "landing", tmp_path / "alerts.jsonl"
-    # The day sample: its inventory reuses ids, so different messages collide.
-    land_in_steps(sample_path("day.parquet"), str(landing), files=6, every=1.0)
+    alerts = tmp_path / "alerts.jsonl"
     total = pq.read_metadata(sample_path("day.parquet")).num_rows
-    watch = watch_duplicates(
-        spark, str(landing), DedupPolicy("PT10M"), "PT1M", out=str(tmp_path / "out"),
-        checkpoint=str(tmp_path / "ck"), alerts=str(alerts), trigger=0.5,
-        metrics="127.0.0.1:0",
-    )  # fmt: skip
+    watch = watch_the_day_sample(spark, tmp_path)
     host, port = watch.metrics_address
     (tmp_path / "prometheus").mkdir()
     prometheus = Prometheus(tmp_path / "prometheus", f"{host}:{port}")

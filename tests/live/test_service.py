@@ -72,6 +72,20 @@ class Manager:
         return heard
 
 
+def block_steps(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Two events: once the first is set, the monitor's next micro-batch blocks, as a hung
+    loop does, until the second is."""
+    step, blocked, unblocked = Runner.step, threading.Event(), threading.Event()
+
+    def step_unless_blocked(runner):
+        if blocked.is_set():
+            unblocked.wait(60)
+        return step(runner)
+
+    monkeypatch.setattr(Runner, "step", step_unless_blocked)
+    return blocked, unblocked
+
+
 def first_run(spark, folders: dict[str, str]) -> Path:
     landing = Path(folders.pop("landing"))
     landing.mkdir()
@@ -97,14 +111,7 @@ def test_restoring_then_ready_then_a_watchdog_ping_per_turn_until_the_loop_block
         return restore(*args, **kwargs)
 
     monkeypatch.setattr(KeyedState, "restore", slow_restore)
-    step, unblocked, blocked = Runner.step, threading.Event(), threading.Event()
-
-    def step_unless_blocked(runner):
-        if blocked.is_set():
-            unblocked.wait(60)
-        return step(runner)
-
-    monkeypatch.setattr(Runner, "step", step_unless_blocked)
+    blocked, unblocked = block_steps(monkeypatch)
     port = free_port()
     started: dict = {}
 
@@ -308,14 +315,7 @@ def test_a_hung_loop_pages_as_stalled_in_a_real_prometheus(spark, tmp_path, monk
     folders = {"landing": str(tmp_path / "landing"), "out": str(tmp_path / "out"),
                "checkpoint": str(tmp_path / "ck")}  # fmt: skip
     landing = first_run(spark, folders)
-    step, unblocked, blocked = Runner.step, threading.Event(), threading.Event()
-
-    def step_unless_blocked(runner):
-        if blocked.is_set():
-            unblocked.wait(60)
-        return step(runner)
-
-    monkeypatch.setattr(Runner, "step", step_unless_blocked)
+    blocked, unblocked = block_steps(monkeypatch)
     watch = watch_duplicates(
         spark, landing, DedupPolicy("PT10M"), trigger=0.2, metrics="127.0.0.1:0", **folders
     )
