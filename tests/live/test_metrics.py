@@ -231,3 +231,21 @@ def test_a_real_prometheus_sees_a_new_entity_s_first_micro_batch(spark, tmp_path
     finally:
         prometheus.stop()
         watch.stop()
+
+
+def test_counts_waiting_for_a_scrape_are_bounded_by_the_series_not_the_micro_batches():
+    """/metrics served and nobody scraping (Prometheus down, or not set up yet) for a day of
+    micro-batches: what waits is one sum per new series."""
+    metrics, address = served()
+    try:
+        metrics.restored(Totals(), StateSize(), None)
+        for _ in range(500):
+            metrics.committed(one_batch(), 0.5, StateSize(), Clock(60_000, None))
+        assert len(metrics._deferred) == 2, "accepted sends of orders; a reason's rows"
+        scrape(address)
+        samples = scrape(address)
+        assert summed(samples, "dedup_sends_judged_total", entity="orders") == 1500
+        assert summed(samples, "dedup_quarantined_rows_total") == 500
+        assert metrics._deferred == {}
+    finally:
+        metrics.close()

@@ -60,8 +60,9 @@ KINDS = ("collision", "resend", "rejected")
 #: A micro-batch's duration buckets (seconds): an idle trigger's to a burst's.
 DURATIONS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
-#: A counter's series: the counter and its labels.
+#: A counter's series: the counter and its labels; and as a key, its name and labels.
 _Series = tuple[Counter, tuple[tuple[str, str], ...]]
+_Key = tuple[str, tuple[tuple[str, str], ...]]
 
 
 def _version(package: str) -> str:
@@ -143,8 +144,13 @@ class Metrics:
         self.committed_at: float | None = None
         self._lock = threading.Lock()
         self._scrapes = 0
-        self._known: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
-        self._deferred: list[tuple[int, _Series, float]] = []
+        self._known: set[_Key] = set()
+        #: The counts that wait for their series' zero to be scraped, by series: the scrape
+        #: count when the first was queued, the series, their sum. As many as new series, not
+        #: as micro-batches (a /metrics nobody scrapes for a day holds no more).
+        self._deferred: dict[
+            tuple[str, tuple[tuple[str, str], ...]], tuple[int, _Series, float]
+        ] = {}
         self._define(lateness_s)
         self.registry.register(_Moments(self))
         ProcessCollector(registry=self.registry)
@@ -287,7 +293,7 @@ class Metrics:
         self.batches.inc(totals.batches)
 
     @staticmethod
-    def _key(series: _Series) -> tuple[str, tuple[tuple[str, str], ...]]:
+    def _key(series: _Series) -> _Key:
         counter, labels = series
         return counter._name, labels
 
@@ -295,15 +301,15 @@ class Metrics:
         """Each series' count added; a series new to the scrapes (with ``defer``) is served
         at 0 first, and its count added after the next scrape."""
         with self._lock:
-            waiting = {self._key(series) for _, series, _ in self._deferred}
             new = {self._key(s) for s, _ in adds if self._key(s) not in self._known}
             for series, n in adds:
                 counter, labels = series
                 child = counter.labels(**dict(labels))
                 key = self._key(series)
-                if defer and (key in new or key in waiting):
+                if defer and (key in new or key in self._deferred):
                     if n:
-                        self._deferred.append((self._scrapes, series, n))
+                        stamp, _, waiting = self._deferred.get(key, (self._scrapes, series, 0.0))
+                        self._deferred[key] = (stamp, series, waiting + n)
                 elif n:
                     child.inc(n)
             self._known |= new
@@ -311,8 +317,8 @@ class Metrics:
     def _scraped(self) -> None:
         """A scrape begins: the counts that waited since before the last one are added."""
         with self._lock:
-            due = [d for d in self._deferred if d[0] < self._scrapes]
-            self._deferred = [d for d in self._deferred if d[0] >= self._scrapes]
+            due = [d for d in self._deferred.values() if d[0] < self._scrapes]
+            self._deferred = {k: d for k, d in self._deferred.items() if d[0] >= self._scrapes}
             self._scrapes += 1
         for _, (counter, labels), n in due:
             counter.labels(**dict(labels)).inc(n)
@@ -320,7 +326,7 @@ class Metrics:
     def _flush(self) -> None:
         """Every count that waits added now (a reader that is not a scrape)."""
         with self._lock:
-            due, self._deferred = self._deferred, []
+            due, self._deferred = list(self._deferred.values()), {}
         for _, (counter, labels), n in due:
             counter.labels(**dict(labels)).inc(n)
 
