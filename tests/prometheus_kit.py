@@ -187,3 +187,24 @@ def watch_the_day_sample(spark: Any, folder: Path) -> Any:
         checkpoint=str(folder / "ck"), alerts=str(folder / "alerts.jsonl"), trigger=0.5,
         metrics="127.0.0.1:0",
     )  # fmt: skip
+
+
+def wait_for_the_collision_page(prometheus: Prometheus, watch: Any) -> dict[str, list[dict]]:
+    """Wait until ``watch`` (:func:`watch_the_day_sample`) has read the whole day sample and
+    Prometheus fires ``DedupCollision``; what fires then."""
+    import pyarrow.parquet as pq
+
+    from dedup_lib import sample_path
+
+    total = pq.read_metadata(sample_path("day.parquet")).num_rows
+    deadline = time.monotonic() + 180
+    firing: dict[str, list[dict]] = {}
+    while "DedupCollision" not in firing or watch.loaded["read"] < total:
+        assert time.monotonic() < deadline, (firing, watch.loaded)
+        assert watch.active, watch.error
+        time.sleep(1)
+        try:
+            firing = prometheus.firing()
+        except OSError:
+            continue
+    return firing

@@ -11,12 +11,10 @@ import math
 import re
 import time
 
-import pyarrow.parquet as pq
 import pytest
 
-from dedup_lib import sample_path
 from grafana_kit import DASHBOARD, dashboard_json, encode, queries, read, shipped
-from prometheus_kit import Prometheus, watch_the_day_sample
+from prometheus_kit import Prometheus, wait_for_the_collision_page, watch_the_day_sample
 
 #: The kit's Prometheus scrapes every second: Grafana's $__rate_interval is then at least four
 #: scrapes (max($__interval + scrape interval, 4 x scrape interval)), at a 1 s step.
@@ -84,7 +82,6 @@ def _label_values(prometheus: Prometheus, query: str, values: dict[str, str]) ->
 
 @pytest.mark.slow
 def test_every_panel_query_has_data_in_a_real_prometheus(spark, tmp_path):
-    total = pq.read_metadata(sample_path("day.parquet")).num_rows
     watch = watch_the_day_sample(spark, tmp_path)
     host, port = watch.metrics_address
     (tmp_path / "prometheus").mkdir()
@@ -94,16 +91,7 @@ def test_every_panel_query_has_data_in_a_real_prometheus(spark, tmp_path):
     start = time.time()
     answers: dict[tuple[str, str, str], int] = {}
     try:
-        deadline = time.monotonic() + 180
-        firing: dict[str, list[dict]] = {}
-        while "DedupCollision" not in firing or sum(c["read"] for c in watch.loads) < total:
-            assert time.monotonic() < deadline, (firing, watch.loads)
-            assert watch.active, watch.error
-            time.sleep(1)
-            try:
-                firing = prometheus.firing()
-            except OSError:
-                continue
+        firing = wait_for_the_collision_page(prometheus, watch)
         time.sleep(6)  # more scrapes than a rate interval after the last micro-batch
         # The variables, each from its own query, as the dashboard lists them.
         values: dict[str, str] = {}

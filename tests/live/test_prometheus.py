@@ -13,13 +13,18 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from dedup_lib import sample_path
 from dedup_lib.cli import rules as rules_command
-from prometheus_kit import RESOURCES, RULES, Prometheus, tool, watch_the_day_sample
+from prometheus_kit import (
+    RESOURCES,
+    RULES,
+    Prometheus,
+    tool,
+    wait_for_the_collision_page,
+    watch_the_day_sample,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 RULE_TESTS = ROOT / "tests" / "prometheus" / "dedup-rules-test.yml"
@@ -87,22 +92,12 @@ def test_every_alert_has_a_severity_and_links_its_runbook():
 @pytest.mark.slow
 def test_a_real_prometheus_pages_on_collisions_and_not_on_a_stall(spark, tmp_path):
     alerts = tmp_path / "alerts.jsonl"
-    total = pq.read_metadata(sample_path("day.parquet")).num_rows
     watch = watch_the_day_sample(spark, tmp_path)
     host, port = watch.metrics_address
     (tmp_path / "prometheus").mkdir()
     prometheus = Prometheus(tmp_path / "prometheus", f"{host}:{port}")
     try:
-        deadline = time.monotonic() + 180
-        firing: dict[str, list[dict]] = {}
-        while "DedupCollision" not in firing or sum(c["read"] for c in watch.loads) < total:
-            assert time.monotonic() < deadline, (firing, watch.loads)
-            assert watch.active, watch.error
-            time.sleep(1)
-            try:
-                firing = prometheus.firing()
-            except OSError:
-                continue
+        wait_for_the_collision_page(prometheus, watch)
         time.sleep(3)  # a few more scrapes of the last micro-batch
         collisions = prometheus.value('sum(dedup_alerts_total{kind="collision"})')
         firing = prometheus.firing()
