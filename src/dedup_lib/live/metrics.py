@@ -246,7 +246,6 @@ class Metrics:
     def restored(self, totals: Totals, size: StateSize, watermark: int | None) -> None:
         """What a checkpoint counted before this process started (no series waits)."""
         self.judged_at, self.committed_at = totals.judged_at, totals.committed_at
-        self.labels.restore(entity for entity, _ in totals.sends)
         self._count(totals, defer=False)
         self._state(size, watermark)
         self.restoring = False
