@@ -178,7 +178,7 @@ def watch_the_day_sample(spark: Any, folder: Path) -> Any:
     lands in ``folder/landing`` in six files a second apart (its inventory reuses ids, so
     different messages collide), alerts in ``folder/alerts.jsonl``."""
     from dedup_lib import DedupPolicy, sample_path
-    from dedup_lib.live.feed import land_in_steps
+    from dedup_lib.live.landing.feed import land_in_steps
     from dedup_lib.live.watch import watch_duplicates
 
     land_in_steps(sample_path("day.parquet"), str(folder / "landing"), files=6, every=1.0)

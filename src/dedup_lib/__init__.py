@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from dedup_lib.analysis.summaries import id_quality, sends_over_time, summarize
     from dedup_lib.analysis.whatif import by_content, count_sweep
     from dedup_lib.errors import DedupLibError
-    from dedup_lib.live.feed import land_in_steps
+    from dedup_lib.live.landing.feed import land_in_steps
     from dedup_lib.live.watch import Watch, watch_duplicates
     from dedup_lib.recorder import record_sends
     from dedup_lib.replay.engine import detect_duplicates
@@ -71,7 +71,7 @@ _WHERE: dict[str, str] = {
     # As sends land: the live monitor
     "watch_duplicates": "dedup_lib.live.watch",
     "Watch": "dedup_lib.live.watch",
-    "land_in_steps": "dedup_lib.live.feed",
+    "land_in_steps": "dedup_lib.live.landing.feed",
     "LiveMonitor": "dedup_lib.workbench.monitor",
     # Against the broker
     "reconcile": "dedup_lib.analysis.reconcile",

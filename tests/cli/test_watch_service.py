@@ -37,7 +37,7 @@ import pytest
 
 from collector_kit import Collector
 from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, sample_path
-from dedup_lib.live.service import HUNG_AFTER
+from dedup_lib.live.service.pulse import HUNG_AFTER
 from dedup_lib.memory import size_in_bytes
 from dedup_lib.spark import free_port, to_pandas
 from metrics_kit import scrape, summed

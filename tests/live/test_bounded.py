@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dedup_lib.live.ledger import Reading, plan
-from dedup_lib.live.state import ANCHOR, CLOSES, K0, K1, KeyedState
+from dedup_lib.live.landing.ledger import Reading, plan
+from dedup_lib.live.state.store import ANCHOR, CLOSES, K0, K1, KeyedState
 
 
 def test_the_ledger_forgets_files_rotated_away_once_read(tmp_path):

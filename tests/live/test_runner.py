@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from dedup_lib import DedupPolicy, sample_path
-from dedup_lib.live import runner
-from dedup_lib.live.feed import _steps
-from dedup_lib.live.sink import AlertsFile
-from dedup_lib.live.state import KeyedState
+from dedup_lib.live import checkpoint, runner
+from dedup_lib.live.landing.feed import _steps
+from dedup_lib.live.output.sink import AlertsFile
+from dedup_lib.live.state.store import KeyedState
 from dedup_lib.live.watch import watch_duplicates
 
 POLICY = DedupPolicy("PT10M")
@@ -76,13 +76,13 @@ def _half_a_line(monkeypatch):  # type: ignore[no-untyped-def]
 
 STEPS = {
     "chunks copied, plan not recorded": crashing(
-        runner, "write_json", lambda path, data: "plan-" in path
+        checkpoint, "write_json", lambda path, data: "plan-" in path
     ),
     "plan recorded, nothing read": crashing(runner, "load_micro_batch"),
     "verdicts written, no alert": crashing(runner, "alerts_of"),
     "alerts half appended": _half_a_line,
     "alerts appended, no commit": crashing(
-        runner, "write_json", lambda path, data: "commit-" in path
+        checkpoint, "write_json", lambda path, data: "commit-" in path
     ),
     "committed, nothing removed": crashing(KeyedState, "release"),
 }

@@ -15,7 +15,7 @@ from dedup_lib.cli.terminal import Progress, print_note
 from dedup_lib.errors import DedupLibError, printable
 
 if TYPE_CHECKING:
-    from dedup_lib.live.lines import BatchLine
+    from dedup_lib.live.output.lines import BatchLine
 
 #: The formats ``--log-format`` takes.
 FORMATS = ("text", "json")

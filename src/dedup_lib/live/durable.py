@@ -10,6 +10,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pyarrow as pa
+
 
 def replace_with(path: str, write: Callable[[str], None]) -> None:
     """Write ``path`` through ``write(temporary_path)``, then put it in place at once."""
@@ -39,6 +41,25 @@ def write_json(path: str, data: Any) -> None:
 def read_json(path: str) -> Any:
     with open(path, encoding="utf-8") as file:
         return json.load(file)
+
+
+def write_arrow(path: str, table: pa.Table) -> None:
+    """``table`` as an Arrow IPC file at ``path``, whole or not at all."""
+
+    def write(target: str) -> None:
+        with pa.OSFile(target, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+
+    replace_with(path, write)
+
+
+def read_arrow(path: str, *, mapped: bool = False) -> pa.Table:
+    """The Arrow IPC file at ``path``; ``mapped`` reads it through a memory map, which the
+    table's buffers keep open as long as they live."""
+    if mapped:
+        return pa.ipc.open_file(pa.memory_map(path)).read_all()
+    with pa.OSFile(path, "rb") as source:
+        return pa.ipc.open_file(source).read_all()
 
 
 def numbered(folder: str, prefix: str, suffix: str) -> Iterator[tuple[int, str]]:

@@ -6,8 +6,8 @@ A micro-batch ``N``:
 
 1. the ledger plans what is new in the folder, its chunks are copied into the checkpoint,
    then the plan (chunks and the ledger after them) is recorded: ``plans/plan-N.json``;
-2. Spark reads the chunks (:mod:`dedup_lib.live.micro_batch`), the driver judges the sends
-   (:mod:`dedup_lib.live.judge`), the verdicts and refused rows are written
+2. Spark reads the chunks (:mod:`dedup_lib.live.intake.micro_batch`), the driver judges the sends
+   (:mod:`dedup_lib.live.state.judge`), the verdicts and refused rows are written
    (``part-N.parquet``, replacing any a crashed run left), the new anchors are written
    (the state's segment ``N``) and the sends still waiting (``pending/pending-N.arrow``);
 3. the commit, ``commits/commit-N.json`` (the watermark, the counts, the micro-batch's
@@ -20,104 +20,35 @@ recorded after it is run again, from its own chunks.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from dedup_lib.columns import ORIGINAL_CONTENT
-from dedup_lib.errors import InputError, printable
-from dedup_lib.live import ledger
-from dedup_lib.live.alerts import alerts_of
-from dedup_lib.live.chunks import MovedError, remove_chunks, write_chunks
-from dedup_lib.live.durable import numbered, read_json, remove, replace_with, write_json
-from dedup_lib.live.judge import Clock, Judged, judge
-from dedup_lib.live.keyed import INTERNAL
-from dedup_lib.live.labels import EntityLabels
-from dedup_lib.live.lines import BatchLine, StateSize
-from dedup_lib.live.metrics import Metrics
-from dedup_lib.live.micro_batch import Intake, load_micro_batch
-from dedup_lib.live.resends import Resends
-from dedup_lib.live.sink import AlertsFile, write_part
-from dedup_lib.live.state import KeyedState
-from dedup_lib.live.totals import Totals
-from dedup_lib.rules.policy import DedupPolicy
+from dedup_lib.live.checkpoint import Commit, Folders, PlanRecord, Settings, check_settings
+from dedup_lib.live.durable import numbered, read_arrow, read_json, remove, write_arrow
+from dedup_lib.live.intake.keyed import INTERNAL
+from dedup_lib.live.intake.micro_batch import Intake, load_micro_batch
+from dedup_lib.live.landing import ledger
+from dedup_lib.live.landing.chunks import MovedError, remove_chunks, write_chunks
+from dedup_lib.live.output.labels import EntityLabels
+from dedup_lib.live.output.lines import BatchLine, StateSize
+from dedup_lib.live.output.sink import AlertsFile, write_part
+from dedup_lib.live.output.totals import Totals
+from dedup_lib.live.service.metrics import Metrics
+from dedup_lib.live.state.alerts import alerts_of
+from dedup_lib.live.state.judge import Clock, Judged, judge
+from dedup_lib.live.state.resends import Resends
+from dedup_lib.live.state.store import KeyedState
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from dedup_lib.rules.policy import Policies
     from dedup_lib.telemetry.landing import Landing
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What the monitor judges with: a checkpoint belongs to one set of these."""
-
-    policy: Policies
-    lateness: timedelta
-    horizon: timedelta | None
-    content: list[str]
-    reading: ledger.Reading
-
-    def identity(self) -> dict[str, Any]:
-        """What must not change over a checkpoint's life: the rules that key and judge."""
-        if isinstance(self.policy, DedupPolicy):
-            rules: Any = _rule(self.policy)
-        else:
-            rules = {name: _rule(p) for name, p in sorted(self.policy.items())}
-        return {
-            "policy": rules,
-            "lateness_ms": self.lateness // timedelta(milliseconds=1),
-            "content": self.content,
-            "resend_horizon_us": (
-                None if self.horizon is None else self.horizon // timedelta(microseconds=1)
-            ),
-            "format": self.reading.fmt,
-        }
-
-
-def _rule(policy: DedupPolicy | None) -> Any:
-    return None if policy is None else [policy.window_micros, policy.partitioning]
-
-
-@dataclass(frozen=True)
-class Folders:
-    """Where the monitor writes: verdicts, refused rows, alerts, and its checkpoint."""
-
-    out: str
-    checkpoint: str
-    quarantine: str
-    alerts: str | None
-
-    @property
-    def plans(self) -> str:
-        return os.path.join(self.checkpoint, "plans")
-
-    @property
-    def chunks(self) -> str:
-        return os.path.join(self.checkpoint, "chunks")
-
-    @property
-    def commits(self) -> str:
-        return os.path.join(self.checkpoint, "commits")
-
-    @property
-    def state(self) -> str:
-        return os.path.join(self.checkpoint, "state")
-
-    @property
-    def resends(self) -> str:
-        return os.path.join(self.checkpoint, "resends")
-
-    @property
-    def pending(self) -> str:
-        return os.path.join(self.checkpoint, "pending")
 
 
 #: What the caller is told: each micro-batch's line, its load's counts, and notes.
@@ -149,16 +80,16 @@ class Runner:
             else None
         )
         self.more = False
-        _check_settings(folders.checkpoint, settings)
+        check_settings(folders.checkpoint, settings)
         self._restore()
 
     def _restore(self) -> None:
         """The state the last commit left, and the plan recorded after it, if any."""
         commits = list(numbered(self.folders.commits, "commit-", ".json"))
-        last = read_json(commits[-1][1]) if commits else None
-        self.batch = last["batch"] + 1 if last else 0
+        last = Commit.from_json(read_json(commits[-1][1])) if commits else None
+        self.batch = last.batch + 1 if last else 0
         lateness_ms = self.settings.lateness // timedelta(milliseconds=1)
-        self.clock = Clock(lateness_ms, last["latest_ms"] if last else None)
+        self.clock = Clock(lateness_ms, last.latest_ms if last else None)
         watermark = self.clock.watermark
         self.state = KeyedState.restore(self.folders.state, self.batch - 1, watermark)
         self.resends = (
@@ -169,16 +100,19 @@ class Runner:
             if self.settings.horizon is not None
             else None
         )
-        pending = os.path.join(self.folders.pending, f"pending-{self.batch - 1:010d}.arrow")
-        self.pending = _read_arrow(pending) if os.path.exists(pending) else None
-        plans = dict(numbered(self.folders.plans, "plan-", ".json"))
-        self.files = _ledger(read_json(plans[self.batch - 1])) if self.batch - 1 in plans else {}
-        self.redo = read_json(plans[self.batch]) if self.batch in plans else None
-        self.totals = Totals.from_json(last["totals"]) if last else Totals()
+        pending = self.folders.waiting(self.batch - 1)
+        self.pending = read_arrow(pending) if os.path.exists(pending) else None
+        plans = {
+            n: PlanRecord.from_json(read_json(p))
+            for n, p in numbered(self.folders.plans, "plan-", ".json")
+        }
+        self.files = plans[self.batch - 1].files if self.batch - 1 in plans else {}
+        self.redo = plans.get(self.batch)
+        self.totals = last.totals if last else Totals()
         self.labels.restore(entity for entity, _ in self.totals.sends)
         if self.redo is not None:
             # Its notes were said by the process that recorded it, and never committed.
-            self.totals.notes.update(self.redo.get("notes", []))
+            self.totals.notes.update(self.redo.notes)
         if self.metrics is not None:
             self.metrics.restored(self.totals, self._size(self.pending), self.clock.watermark)
 
@@ -191,7 +125,7 @@ class Runner:
                 return None
         return self._run(recorded)
 
-    def _plan(self) -> dict[str, Any] | None:
+    def _plan(self) -> PlanRecord | None:
         """What is new, copied into the checkpoint and recorded; None when nothing is."""
         planned = ledger.plan(self.landing.path, self.files, self.settings.reading, time.time())
         if self.metrics is not None:
@@ -214,24 +148,24 @@ class Runner:
             return None
         self.more = planned.more
         names = zip(paths, planned.chunks, strict=True)
-        recorded = {
-            "batch": self.batch,
-            "paths": paths,
-            "names": {os.path.basename(path): chunk.name for path, chunk in names},
-            "files": {fid: vars(seen) for fid, seen in planned.files.items()},
-            "notes": [note.kind for note in planned.notes],
-        }
-        write_json(os.path.join(self.folders.plans, f"plan-{self.batch:010d}.json"), recorded)
+        recorded = PlanRecord(
+            self.batch,
+            paths,
+            {os.path.basename(path): chunk.name for path, chunk in names},
+            planned.files,
+            [note.kind for note in planned.notes],
+        )
+        recorded.write(self.folders)
         return recorded
 
-    def _run(self, recorded: dict[str, Any]) -> BatchLine:
-        """Micro-batch ``recorded["batch"]``: read, judged, written, committed."""
+    def _run(self, recorded: PlanRecord) -> BatchLine:
+        """Micro-batch ``recorded.batch``: read, judged, written, committed."""
         started = time.monotonic()
-        batch, settings = int(recorded["batch"]), self.settings
+        batch, settings = recorded.batch, self.settings
         intake = load_micro_batch(
             self.landing,
-            recorded["paths"],
-            recorded["names"],
+            recorded.paths,
+            recorded.names,
             settings.policy,
             settings.content,
             batch,
@@ -244,14 +178,7 @@ class Runner:
             judged.answered, found, intake.quarantine, intake.counts, self.labels, time.time()
         )
         self.totals.add(counted)
-        commit = {
-            "batch": batch,
-            "latest_ms": judged.clock.latest_ms,
-            "counts": intake.counts,
-            "line": line.to_json(),
-            "totals": self.totals.to_json(),
-        }
-        write_json(os.path.join(self.folders.commits, f"commit-{batch:010d}.json"), commit)
+        Commit(batch, judged.clock.latest_ms, intake.counts, line, self.totals).write(self.folders)
         self._committed(batch, recorded, judged.pending, judged.clock)
         if self.metrics is not None:
             self.metrics.committed(counted, time.monotonic() - started, line.state, self.clock)
@@ -272,8 +199,7 @@ class Runner:
                 found = pa.concat_tables([found, resent])
             if self.alerts is not None:
                 self.alerts.append(batch, found)
-            waiting = os.path.join(self.folders.pending, f"pending-{batch:010d}.arrow")
-            replace_with(waiting, lambda target: _write_arrow(target, judged.pending))
+            write_arrow(self.folders.waiting(batch), judged.pending)
             written.result()
         return found
 
@@ -290,9 +216,7 @@ class Runner:
         if quarantine.num_rows:
             write_part(self.folders.quarantine, batch, quarantine)
 
-    def _committed(
-        self, batch: int, recorded: dict[str, Any], pending: pa.Table, clock: Clock
-    ) -> None:
+    def _committed(self, batch: int, recorded: PlanRecord, pending: pa.Table, clock: Clock) -> None:
         """After the commit: what the micro-batch replaced gone."""
         self.state.release()
         if self.resends is not None:
@@ -306,39 +230,5 @@ class Runner:
             for number, path in numbered(folder, prefix, suffix):
                 if number < batch:
                     remove(path)
-        self.files = _ledger(recorded)
+        self.files = recorded.files
         self.pending, self.clock, self.batch = pending, clock, batch + 1
-
-
-def _ledger(recorded: dict[str, Any]) -> dict[str, ledger.Seen]:
-    return {
-        fid: ledger.Seen(**{**seen, "said": tuple(seen["said"])})
-        for fid, seen in recorded["files"].items()
-    }
-
-
-def _check_settings(checkpoint: str, settings: Settings) -> None:
-    """The checkpoint's settings recorded at its first start; an error when they differ."""
-    path = os.path.join(checkpoint, "settings.json")
-    wanted = json.loads(json.dumps(settings.identity()))
-    if not os.path.exists(path):
-        write_json(path, wanted)
-        return
-    found = read_json(path)
-    changed = [k for k in wanted if found.get(k) != wanted[k]]
-    if changed:
-        raise InputError(
-            f"watch_duplicates: the checkpoint {printable(checkpoint)} was written with other "
-            f"{', '.join(changed)} ({', '.join(f'{k}={found.get(k)}' for k in changed)}); its "
-            "state holds what they decided: start with a new checkpoint to change them"
-        )
-
-
-def _write_arrow(path: str, table: pa.Table) -> None:
-    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-
-
-def _read_arrow(path: str) -> pa.Table:
-    with pa.OSFile(path, "rb") as source:
-        return pa.ipc.open_file(source).read_all()

@@ -2,9 +2,9 @@
 :func:`dedup_lib.detect_duplicates` gives them, once the watermark has passed them.
 
 Micro-batch by micro-batch (:mod:`dedup_lib.live.runner`): the folder's new records, each
-read once (:mod:`dedup_lib.live.ledger`), go through Spark in one pass that loads and keys
-them; the driver judges them against the anchors it holds (:mod:`dedup_lib.live.judge`,
-:mod:`dedup_lib.live.state`) and writes the verdicts. Every micro-batch costs what it carries.
+read once (:mod:`dedup_lib.live.landing.ledger`), go through Spark in one pass that loads and keys
+them; the driver judges them against the anchors it holds (:mod:`dedup_lib.live.state.judge`,
+:mod:`dedup_lib.live.state.store`) and writes the verdicts. Every micro-batch costs what it carries.
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ import pandas as pd
 
 from dedup_lib.analysis.evidence import Evidence
 from dedup_lib.errors import InputError
-from dedup_lib.live import index, judge
-from dedup_lib.live.ledger import Reading
-from dedup_lib.live.lines import BatchLine
-from dedup_lib.live.metrics import Metrics
-from dedup_lib.live.runner import Folders, Runner, Settings
-from dedup_lib.live.service import Pulse, restoring
+from dedup_lib.live.checkpoint import Folders, Settings
+from dedup_lib.live.landing.ledger import Reading
+from dedup_lib.live.output.lines import BatchLine
+from dedup_lib.live.runner import Runner
+from dedup_lib.live.service.metrics import Metrics
+from dedup_lib.live.service.pulse import Pulse, restoring
+from dedup_lib.live.state import index, judge
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import DedupPolicy, Policies, check_policies
 from dedup_lib.telemetry.files import PathText
@@ -311,7 +312,7 @@ def watch_duplicates(
     metrics : str, optional
         ``HOST:PORT`` (port 0: any free one) where the Prometheus text format is served at
         ``/metrics``, with ``/-/healthy`` and ``/-/ready``, until :meth:`Watch.stop`
-        (:mod:`dedup_lib.live.metrics`, :mod:`dedup_lib.live.exposition`).
+        (:mod:`dedup_lib.live.service.metrics`, :mod:`dedup_lib.live.service.exposition`).
     on_batch : callable, optional
         Called with each micro-batch's line as it is committed.
     on_note : callable, optional

@@ -13,7 +13,7 @@ import pandas as pd
 
 from dedup_lib.analysis.evidence import Evidence
 from dedup_lib.errors import InputError
-from dedup_lib.live.lines import BatchLine
+from dedup_lib.live.output.lines import BatchLine
 from dedup_lib.live.watch import Watch, watch_duplicates
 from dedup_lib.text import escape
 from dedup_lib.workbench.charts import counts_over_time

@@ -1,5 +1,5 @@
 """The monitor as a service manager sees it: systemd's notify protocol
-(:mod:`dedup_lib.live.notify`) told when the state is restored (``READY=1``, with
+(:mod:`dedup_lib.live.service.notify`) told when the state is restored (``READY=1``, with
 ``EXTEND_TIMEOUT_USEC`` while a large restore runs) and after each turn of the micro-batch
 loop (``WATCHDOG=1``, from the loop itself, so a loop that hangs stops the pings and systemd
 restarts it); and the answer of ``/-/healthy``."""
@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from dedup_lib.errors import printable
-from dedup_lib.live.exposition import Answer
-from dedup_lib.live.notify import Notifier
+from dedup_lib.live.service.exposition import Answer
+from dedup_lib.live.service.notify import Notifier
 
 #: How long a restore is granted at a time: told again every third of it while it runs.
 RESTORE_GRANT = 90.0

@@ -1,6 +1,6 @@
 """What the checkpoint's micro-batches counted, as :class:`Totals`: kept in each commit, so a
 restart's counters go on from them and a micro-batch run again after a crash is never counted
-twice. Entities are counted by their label (:class:`dedup_lib.live.labels.EntityLabels`)."""
+twice. Entities are counted by their label (:class:`dedup_lib.live.output.labels.EntityLabels`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from dedup_lib.telemetry.quarantine import REASON
 
 if TYPE_CHECKING:
-    from dedup_lib.live.labels import EntityLabels
+    from dedup_lib.live.output.labels import EntityLabels
 
 
 @dataclass

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from dedup_lib import DedupPolicy, sample_path
-from dedup_lib.live import service
 from dedup_lib.live.runner import Runner
-from dedup_lib.live.service import Pulse
-from dedup_lib.live.state import KeyedState
+from dedup_lib.live.service import pulse as service
+from dedup_lib.live.service.pulse import Pulse
+from dedup_lib.live.state.store import KeyedState
 from dedup_lib.live.watch import watch_duplicates
 from dedup_lib.spark import free_port
 from metrics_kit import scrape, summed

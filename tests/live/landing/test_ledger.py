@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from collector_kit import Collector
-from dedup_lib.live.chunks import write_chunks
-from dedup_lib.live.ledger import Reading, plan
+from dedup_lib.live.landing.chunks import write_chunks
+from dedup_lib.live.landing.ledger import Reading, plan
 
 SETTLE = 5.0
 
@@ -285,7 +285,7 @@ def test_a_listing_that_misses_a_file_in_a_rotation_plans_nothing_until_it_is_se
 ):
     """A listing taken while the Collector renames its file may see the new file and miss
     the old one: the new file then starts with the rest of a line whose start is unread."""
-    from dedup_lib.live import ledger
+    from dedup_lib.live.landing import ledger
 
     folder = tmp_path / "landing"
     folder.mkdir()
@@ -320,7 +320,7 @@ def test_a_rotation_between_listing_and_reading_reads_nothing_from_the_new_file(
     """The folder listed, then the Collector rotates before the ledger reads the active
     file: its name holds the new file. Its head and its records' ends are not taken from
     the new file for the old one; the next listing plans both files."""
-    from dedup_lib.live import ledger
+    from dedup_lib.live.landing import ledger
 
     folder = tmp_path / "landing"
     folder.mkdir()

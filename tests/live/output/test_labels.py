@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dedup_lib.live.labels import ENTITIES, INVALID, OTHER, EntityLabels
+from dedup_lib.live.output.labels import ENTITIES, INVALID, OTHER, EntityLabels
 
 
 @pytest.mark.parametrize(
@@ -50,6 +50,6 @@ def test_the_default_budget():
 def test_the_example_runs():
     import doctest
 
-    from dedup_lib.live import labels
+    from dedup_lib.live.output import labels
 
     assert doctest.testmod(labels).failed == 0

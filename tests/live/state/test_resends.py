@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 
 from dedup_lib.columns import C0, C1, KEYED_CONTENT, SEND_MICROS
-from dedup_lib.live.resends import Resends
-from dedup_lib.live.state import KeyedState
+from dedup_lib.live.state.resends import Resends
+from dedup_lib.live.state.store import KeyedState
 
 MINUTE = 60_000_000
 HOUR = 60 * MINUTE

@@ -1,10 +1,10 @@
 """The monitor's counters and gauges, for Prometheus (and whatever scrapes its text format):
-exposed by ``prometheus-client`` at ``/metrics`` (:mod:`dedup_lib.live.exposition`), in a
+exposed by ``prometheus-client`` at ``/metrics`` (:mod:`dedup_lib.live.service.exposition`), in a
 registry of the monitor's own, with the process's own metrics (``process_start_time_seconds``,
 memory, CPU) and ``dedup_build_info``.
 
 The counters count every micro-batch the checkpoint holds, once: they are kept in each
-commit (:class:`dedup_lib.live.totals.Totals`) and a restart starts from them, so a
+commit (:class:`dedup_lib.live.output.totals.Totals`) and a restart starts from them, so a
 micro-batch run again after a crash is never counted twice. No ``_created`` series: a restart
 changes them, which a Prometheus ingesting created timestamps reads as a counter reset.
 
@@ -14,7 +14,7 @@ process), never 0: an alert on its age then waits for it instead of reading 1970
 A counter series new to a scrape is served at 0 before its first counts are added (one scrape
 later), so that ``increase()`` and ``rate()`` see a new entity's first micro-batch.
 
-Labels are bounded: ``entity`` (:mod:`dedup_lib.live.labels`), ``verdict``, ``kind``, the
+Labels are bounded: ``entity`` (:mod:`dedup_lib.live.output.labels`), ``verdict``, ``kind``, the
 quarantine's reason category and the notes' kind; never a MessageId or anything else a sender
 chooses freely.
 """
@@ -41,16 +41,16 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from dedup_lib.live.exposition import Answer, Probes, serve
-from dedup_lib.live.labels import EntityLabels
-from dedup_lib.live.ledger import NOTE_KINDS
+from dedup_lib.live.landing.ledger import NOTE_KINDS
+from dedup_lib.live.output.labels import EntityLabels
+from dedup_lib.live.service.exposition import Answer, Probes, serve
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
-    from dedup_lib.live.judge import Clock
-    from dedup_lib.live.lines import StateSize
-    from dedup_lib.live.totals import Totals
+    from dedup_lib.live.output.lines import StateSize
+    from dedup_lib.live.output.totals import Totals
+    from dedup_lib.live.state.judge import Clock
 
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 

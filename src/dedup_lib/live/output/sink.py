@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dedup_lib.live.durable import read_json, replace_with, write_json
-from dedup_lib.live.jsonl import json_lines
+from dedup_lib.live.output.jsonl import json_lines
 
 
 def part_name(batch: int) -> str:

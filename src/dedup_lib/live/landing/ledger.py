@@ -9,7 +9,7 @@ the folder is listed and the ledger plans what is new:
   up to their last whole record; a last record without its newline is taken once the file
   has not changed for ``settle`` (a writer that ends without one). A rotated stream's backup
   that ends inside a record is read on into the next file of its stream
-  (:mod:`dedup_lib.live.rotation`), so the record is read whole, once;
+  (:mod:`dedup_lib.live.landing.rotation`), so the record is read whole, once;
 - **Parquet and compressed files** are taken whole once finished (:func:`records.finished`:
   a footer that reads, a stream that ends). A stream's active file is never read while it
   is written (before its first rotation it cannot be told apart: ``exclude`` names it). One
@@ -32,8 +32,8 @@ from typing import BinaryIO, NamedTuple
 import xxhash
 
 from dedup_lib.errors import printable
-from dedup_lib.live.records import codec_of, finished, first_end, records_end
-from dedup_lib.live.rotation import is_active, member_of, streams
+from dedup_lib.live.landing.records import codec_of, finished, first_end, records_end
+from dedup_lib.live.landing.rotation import is_active, member_of, streams
 
 #: How many first bytes tell a file from another that took its inode.
 HEAD = 4096

@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 
 from dedup_lib.columns import PARSED, QUARANTINED, VALID, column
 from dedup_lib.errors import printable
-from dedup_lib.live.keyed import keyed_sends
+from dedup_lib.live.intake.keyed import keyed_sends
 from dedup_lib.replay.sql_rules import with_batches
 from dedup_lib.telemetry.formats import SOURCE_FILE
 from dedup_lib.telemetry.landing import source_names

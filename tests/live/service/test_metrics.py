@@ -16,12 +16,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from dedup_lib import DedupPolicy, sample_path
-from dedup_lib.live.judge import Clock
-from dedup_lib.live.labels import ENTITIES, INVALID, OTHER, EntityLabels
-from dedup_lib.live.ledger import NOTE_KINDS
-from dedup_lib.live.lines import StateSize
-from dedup_lib.live.metrics import Metrics
-from dedup_lib.live.totals import Totals
+from dedup_lib.live.landing.ledger import NOTE_KINDS
+from dedup_lib.live.output.labels import ENTITIES, INVALID, OTHER, EntityLabels
+from dedup_lib.live.output.lines import StateSize
+from dedup_lib.live.output.totals import Totals
+from dedup_lib.live.service.metrics import Metrics
+from dedup_lib.live.state.judge import Clock
 from dedup_lib.live.watch import watch_duplicates
 from metrics_kit import scrape, summed
 

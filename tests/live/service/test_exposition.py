@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Gauge
 
 from dedup_lib.errors import InputError
-from dedup_lib.live.exposition import Probes, serve
+from dedup_lib.live.service.exposition import Probes, serve
 
 
 def get(port: int, path: str) -> tuple[int, str]:

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pandas as pd
 
-from dedup_lib.live.lines import BatchLine, StateSize
+from dedup_lib.live.output.lines import BatchLine, StateSize
 
 
 def _line(batch: int, judged: int = 3) -> BatchLine:

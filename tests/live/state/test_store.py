@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dedup_lib.live.index import Index
-from dedup_lib.live.state import ANCHOR, CLOSES, K0, K1, KeyedState
+from dedup_lib.live.state.index import Index
+from dedup_lib.live.state.store import ANCHOR, CLOSES, K0, K1, KeyedState
 
 PAYLOAD = pa.schema([("event_id", pa.string()), ("content", pa.string())])
 

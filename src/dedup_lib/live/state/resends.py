@@ -4,7 +4,7 @@ MessageId differed (a retry that made a new one), or the window had closed: the 
 not catch it.
 
 Each accepted send with content is paired with the copy accepted before it: one of its own
-micro-batch, or the last of earlier ones, which a :class:`~dedup_lib.live.state.KeyedState`
+micro-batch, or the last of earlier ones, which a :class:`~dedup_lib.live.state.store.KeyedState`
 holds by (entity, content) for the horizon. So the work follows the accepted sends, not the
 contents held.
 """
@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dedup_lib.columns import C0, C1, KEYED_CONTENT, SEND_MICROS
-from dedup_lib.live.alerts import alert_table
-from dedup_lib.live.judge import replay_order
-from dedup_lib.live.state import ANCHOR, CLOSES, K0, K1, KeyedState
+from dedup_lib.live.state.alerts import alert_table
+from dedup_lib.live.state.judge import replay_order
+from dedup_lib.live.state.store import ANCHOR, CLOSES, K0, K1, KeyedState
 from dedup_lib.rules.policy import ACCEPTED
 
 RESEND = "resend"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dedup_lib.live.notify import Notifier
+from dedup_lib.live.service.notify import Notifier
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dedup_lib.live.jsonl import json_lines
+from dedup_lib.live.output.jsonl import json_lines
 
 
 @given(st.lists(st.one_of(st.none(), st.text()), min_size=1, max_size=20))

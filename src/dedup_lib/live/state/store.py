@@ -2,7 +2,7 @@
 open. Reading, setting and expiring anchors costs what a micro-batch touches, never what the
 state holds (docs/rules.md, section 8; the reasons: docs/decisions/live-state.md).
 
-An :class:`~dedup_lib.live.index.Index` in memory finds a key's anchor time, the time its
+An :class:`~dedup_lib.live.state.index.Index` in memory finds a key's anchor time, the time its
 window closes, and its row. The rows themselves (the anchor's event id and content, whatever
 their types) lie in **segments**: one Arrow file per micro-batch, holding the anchors that
 micro-batch set, sorted by the time their windows close, and read (memory-mapped) only for
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from dedup_lib.live.durable import numbered, remove, replace_with
-from dedup_lib.live.index import NONE, Index
+from dedup_lib.live.durable import numbered, read_arrow, remove, write_arrow
+from dedup_lib.live.state.index import NONE, Index
 
 #: A segment's own columns, before the caller's: the key's two halves, the anchor's time and
 #: the time its window closes (microseconds since the epoch).
@@ -86,7 +86,7 @@ class KeyedState:
             if batch > upto:
                 remove(path)
                 continue
-            table = state._read(path)
+            table = read_arrow(path, mapped=True)
             state._track(batch, path, table)
         if watermark is not None:
             state.expire(watermark)
@@ -142,10 +142,10 @@ class KeyedState:
         order = np.argsort(anchors[CLOSES].to_numpy(), kind="stable")
         table = anchors.take(pa.array(order))
         path = os.path.join(self.folder, f"{_PREFIX}{batch:010d}{_SUFFIX}")
-        replace_with(path, lambda target: _write(target, table))
+        write_arrow(path, table)
         # Kept as the file's mapping, not the table built here: the system pages it in and
         # out, where a table of a burst's anchors would stay in the process's memory.
-        self._track(batch, path, self._read(path))
+        self._track(batch, path, read_arrow(path, mapped=True))
 
     def expire(self, watermark: int) -> int:
         """Remove the anchors whose window closed at or before ``watermark``; how many."""
@@ -199,18 +199,9 @@ class KeyedState:
     def _table(self, batch: int) -> pa.Table:
         table = self._mapped.get(batch)
         if table is None:
-            table = self._read(self._segments[batch].path)
+            table = read_arrow(self._segments[batch].path, mapped=True)
             self._mapped[batch] = table
         self._mapped.move_to_end(batch)
         while len(self._mapped) > _MAPPED:
             self._mapped.popitem(last=False)
         return table
-
-    def _read(self, path: str) -> pa.Table:
-        # The table's buffers keep the mapping open as long as they live.
-        return pa.ipc.open_file(pa.memory_map(path)).read_all()
-
-
-def _write(path: str, table: pa.Table) -> None:
-    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)

@@ -25,13 +25,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dedup_lib.columns import DECIDED, K0, K1, KEYED_CONTENT, ORIGINAL_CONTENT, SEND_MICROS, WINDOW
-from dedup_lib.live.state import ANCHOR, CLOSES
-from dedup_lib.live.state import K0 as S0
-from dedup_lib.live.state import K1 as S1
+from dedup_lib.live.state.store import ANCHOR, CLOSES
+from dedup_lib.live.state.store import K0 as S0
+from dedup_lib.live.state.store import K1 as S1
 from dedup_lib.rules.policy import ACCEPTED, DUPLICATE
 
 if TYPE_CHECKING:
-    from dedup_lib.live.state import KeyedState
+    from dedup_lib.live.state.store import KeyedState
 
 LATE = "late"
 _UTC = pa.timestamp("us", tz="UTC")
@@ -81,7 +81,7 @@ def judge(
     clock: Clock,
     state: KeyedState,
 ) -> Judged:
-    """Judge micro-batch ``batch``: ``sends`` (keyed, :mod:`dedup_lib.live.keyed`) landed
+    """Judge micro-batch ``batch``: ``sends`` (keyed, :mod:`dedup_lib.live.intake.keyed`) landed
     now, ``pending`` waited from before. The state's anchors are read, set and expired."""
     if pending.schema != sends.schema:
         pending = pending.cast(sends.schema)

@@ -4,7 +4,7 @@ A collision is a duplicate whose content differs from its original's: a differen
 that reused an id, dropped by the broker and reported to its sender as sent (data loss). A
 rejected send was refused by the SDK or the broker. Each alert names the entity, the key, the
 send and, for a collision, the original, and says why. Resends that reached consumers again
-are :mod:`dedup_lib.live.resends`'. A micro-batch's alerts are one Arrow table, built column
+are :mod:`dedup_lib.live.state.resends`'. A micro-batch's alerts are one Arrow table, built column
 by column: a reused id can make a hundred thousand collisions in a micro-batch.
 """
 

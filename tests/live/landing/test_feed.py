@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dedup_lib.live.feed import land_in_steps
+from dedup_lib.live.landing.feed import land_in_steps
 
 
 @pytest.fixture

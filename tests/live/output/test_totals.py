@@ -6,8 +6,8 @@ import json
 
 import pyarrow as pa
 
-from dedup_lib.live.labels import ENTITIES, INVALID, OTHER, EntityLabels
-from dedup_lib.live.totals import Totals
+from dedup_lib.live.output.labels import ENTITIES, INVALID, OTHER, EntityLabels
+from dedup_lib.live.output.totals import Totals
 
 COUNTS = {"skipped": 3, "read": ENTITIES + 10}
 

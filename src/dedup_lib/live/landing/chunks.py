@@ -10,7 +10,7 @@ import os
 from typing import BinaryIO
 
 from dedup_lib.live.durable import remove, replace_with
-from dedup_lib.live.ledger import Chunk, Piece, file_id
+from dedup_lib.live.landing.ledger import Chunk, Piece, file_id
 
 
 def chunk_path(folder: str, seq: int, chunk: Chunk) -> str:
@@ -32,7 +32,7 @@ def write_chunks(folder: str, chunks: list[Chunk]) -> list[str]:
 
 def _linked(piece: Piece, path: str) -> bool:
     """A finished file linked, not copied (on the same file system): it is never written
-    again, and one that is changed after all is refused (:mod:`dedup_lib.live.ledger`)."""
+    again, and one that is changed after all is refused (:mod:`dedup_lib.live.landing.ledger`)."""
     with _opened(piece) as source:
         found = source.name
         if os.fstat(source.fileno()).st_size != piece.end:

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from dedup_lib.columns import DECIDED, K0, K1, KEYED_CONTENT, ORIGINAL_CONTENT, SEND_MICROS, WINDOW
-from dedup_lib.live.judge import Clock, judge
-from dedup_lib.live.state import KeyedState
+from dedup_lib.live.state.judge import Clock, judge
+from dedup_lib.live.state.store import KeyedState
 
 S = 1_000_000  # a second, in microseconds
 WINDOW_10S = 10 * S

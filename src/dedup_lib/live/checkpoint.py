@@ -1,0 +1,185 @@
+"""The monitor's checkpoint: what it judges with (:class:`Settings`), where it writes
+(:class:`Folders`), and the two records each micro-batch ``N`` leaves in it, as typed records
+read and written as JSON: the plan (``plans/plan-N.json``, :class:`PlanRecord`: the chunks
+and the ledger after them) and the commit (``commits/commit-N.json``, :class:`Commit`: the
+clock, the counts, the micro-batch's line and the totals). A micro-batch is done once its
+commit is written (:mod:`dedup_lib.live.runner`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from dedup_lib.errors import InputError, printable
+from dedup_lib.live.durable import read_json, write_json
+from dedup_lib.live.landing.ledger import Reading, Seen
+from dedup_lib.live.output.lines import BatchLine
+from dedup_lib.live.output.totals import Totals
+from dedup_lib.rules.policy import DedupPolicy
+
+if TYPE_CHECKING:
+    from dedup_lib.rules.policy import Policies
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the monitor judges with: a checkpoint belongs to one set of these."""
+
+    policy: Policies
+    lateness: timedelta
+    horizon: timedelta | None
+    content: list[str]
+    reading: Reading
+
+    def identity(self) -> dict[str, Any]:
+        """What must not change over a checkpoint's life: the rules that key and judge."""
+        if isinstance(self.policy, DedupPolicy):
+            rules: Any = _rule(self.policy)
+        else:
+            rules = {name: _rule(p) for name, p in sorted(self.policy.items())}
+        return {
+            "policy": rules,
+            "lateness_ms": self.lateness // timedelta(milliseconds=1),
+            "content": self.content,
+            "resend_horizon_us": (
+                None if self.horizon is None else self.horizon // timedelta(microseconds=1)
+            ),
+            "format": self.reading.fmt,
+        }
+
+
+def _rule(policy: DedupPolicy | None) -> Any:
+    return None if policy is None else [policy.window_micros, policy.partitioning]
+
+
+@dataclass(frozen=True)
+class Folders:
+    """Where the monitor writes: verdicts, refused rows, alerts, and its checkpoint."""
+
+    out: str
+    checkpoint: str
+    quarantine: str
+    alerts: str | None
+
+    @property
+    def plans(self) -> str:
+        return os.path.join(self.checkpoint, "plans")
+
+    @property
+    def chunks(self) -> str:
+        return os.path.join(self.checkpoint, "chunks")
+
+    @property
+    def commits(self) -> str:
+        return os.path.join(self.checkpoint, "commits")
+
+    @property
+    def state(self) -> str:
+        return os.path.join(self.checkpoint, "state")
+
+    @property
+    def resends(self) -> str:
+        return os.path.join(self.checkpoint, "resends")
+
+    @property
+    def pending(self) -> str:
+        return os.path.join(self.checkpoint, "pending")
+
+    def plan(self, batch: int) -> str:
+        """The path of micro-batch ``batch``'s plan."""
+        return os.path.join(self.plans, f"plan-{batch:010d}.json")
+
+    def commit(self, batch: int) -> str:
+        """The path of micro-batch ``batch``'s commit."""
+        return os.path.join(self.commits, f"commit-{batch:010d}.json")
+
+    def waiting(self, batch: int) -> str:
+        """The path of the sends still waiting after micro-batch ``batch``."""
+        return os.path.join(self.pending, f"pending-{batch:010d}.arrow")
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """A micro-batch's plan as recorded before Spark reads it: its chunks' ``paths`` in the
+    checkpoint, the landed file each came from (``names``, by the chunk's file name), the
+    ledger after it (``files``) and the kinds of the notes its planning said."""
+
+    batch: int
+    paths: list[str]
+    names: dict[str, str]
+    files: dict[str, Seen]
+    notes: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON values."""
+        return {**asdict(self), "files": {fid: vars(seen) for fid, seen in self.files.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PlanRecord:
+        """The record :meth:`to_json` wrote."""
+        files = {
+            fid: Seen(**{**seen, "said": tuple(seen["said"])})
+            for fid, seen in data["files"].items()
+        }
+        return cls(int(data["batch"]), data["paths"], data["names"], files, data.get("notes", []))
+
+    def write(self, folders: Folders) -> None:
+        """The record in ``folders``' plans, whole or not at all."""
+        write_json(folders.plan(self.batch), self.to_json())
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A micro-batch's commit: the latest send time seen after it (the clock), the rows its
+    load counted, its line and the checkpoint's totals."""
+
+    batch: int
+    latest_ms: int | None
+    counts: dict[str, int]
+    line: BatchLine
+    totals: Totals
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON values."""
+        return {
+            "batch": self.batch,
+            "latest_ms": self.latest_ms,
+            "counts": self.counts,
+            "line": self.line.to_json(),
+            "totals": self.totals.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Commit:
+        """The record :meth:`to_json` wrote."""
+        return cls(
+            int(data["batch"]),
+            data["latest_ms"],
+            data["counts"],
+            BatchLine.from_json(data["line"]),
+            Totals.from_json(data["totals"]),
+        )
+
+    def write(self, folders: Folders) -> None:
+        """The record in ``folders``' commits, whole or not at all: the micro-batch is done."""
+        write_json(folders.commit(self.batch), self.to_json())
+
+
+def check_settings(checkpoint: str, settings: Settings) -> None:
+    """The checkpoint's settings recorded at its first start; an error when they differ."""
+    path = os.path.join(checkpoint, "settings.json")
+    wanted = json.loads(json.dumps(settings.identity()))
+    if not os.path.exists(path):
+        write_json(path, wanted)
+        return
+    found = read_json(path)
+    changed = [k for k in wanted if found.get(k) != wanted[k]]
+    if changed:
+        raise InputError(
+            f"watch_duplicates: the checkpoint {printable(checkpoint)} was written with other "
+            f"{', '.join(changed)} ({', '.join(f'{k}={found.get(k)}' for k in changed)}); its "
+            "state holds what they decided: start with a new checkpoint to change them"
+        )
