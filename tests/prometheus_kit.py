@@ -1,10 +1,12 @@
 """A real Prometheus server for tests (Debian's ``prometheus`` package, which .ci/run installs):
 its own folder and free port, scraping a running monitor, evaluating the shipped rules; and a
 real Alertmanager (Debian's ``prometheus-alertmanager``) it sends its alerts to, notifying a
-webhook of the test's own (:class:`Webhook`)."""
+webhook of the test's own (:class:`Webhook`). :func:`page_the_day` runs them all once around a
+monitor judging the day sample, for the tests that read what a collision page leaves."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -12,6 +14,8 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
@@ -28,6 +32,9 @@ RULES = RESOURCES / "prometheus" / "dedup-rules.yml"
 #: The example Alertmanager configuration the package ships.
 ALERTMANAGER = RESOURCES / "alertmanager" / "alertmanager.yml"
 PACKAGES = {"prometheus": "prometheus", "promtool": "prometheus"}
+#: The scrape job and runbooks' base URL the shared scenario's rules are written for.
+JOB = "dedup-e2e"
+RUNBOOKS = "https://runbooks.example/dedup"
 
 
 def tool(*names: str) -> str:
@@ -94,6 +101,18 @@ class Prometheus:
     def value(self, query: str) -> float:
         result = self.get("/api/v1/query", query=query)["result"]
         return float(result[0]["value"][1]) if result else 0.0
+
+    def up(self) -> float | None:
+        """``up`` now, None until Prometheus answers."""
+        with contextlib.suppress(OSError):
+            return self.value("up")
+        return None
+
+    def note_alerts(self, seen: dict[str, set[str]]) -> None:
+        """Every alert's state now, added to ``seen`` (state: alert names)."""
+        with contextlib.suppress(OSError):
+            for alert in self.get("/api/v1/alerts")["alerts"]:
+                seen.setdefault(alert["state"], set()).add(alert["labels"]["alertname"])
 
     def stop(self) -> None:
         self.process.terminate()
@@ -208,3 +227,74 @@ def wait_for_the_collision_page(prometheus: Prometheus, watch: Any) -> dict[str,
         except OSError:
             continue
     return firing
+
+
+def for_test(url: str) -> dict:
+    """The shipped Alertmanager configuration, each receiver's webhook calling
+    ``url/<receiver>``, its first notification after a second (``group_wait``): nothing else
+    changed."""
+    config: dict = yaml.safe_load(ALERTMANAGER.read_text())
+    for receiver in config["receivers"]:
+        for hook in receiver["webhook_configs"]:
+            hook["url"] = f"{url}/{receiver['name']}"
+    config["route"]["group_wait"] = "1s"
+    return config
+
+
+@dataclass(frozen=True)
+class PagedDay:
+    """What :func:`page_the_day` leaves: the monitor (stopped), its folder, the Prometheus
+    that scraped it (still running), what fired, when it started, and the webhook's pages."""
+
+    watch: Any
+    folder: Path
+    prometheus: Prometheus
+    firing: dict[str, list[dict]]
+    started: float
+    webhook: Webhook
+
+    @property
+    def raised(self) -> list[dict]:
+        """The alerts the monitor wrote to its alerts file."""
+        text = (self.folder / "alerts.jsonl").read_text()
+        return [json.loads(line) for line in text.splitlines()]
+
+
+@contextlib.contextmanager
+def page_the_day(spark: Any, folder: Path) -> Iterator[PagedDay]:
+    """The day sample judged by a monitor (:func:`watch_the_day_sample`) that a real
+    Prometheus scrapes, evaluating the rules ``dedup-lib rules`` writes for :data:`JOB` and
+    :data:`RUNBOOKS` and sending its alerts to a real Alertmanager configured from the shipped
+    example (:func:`for_test`), which notifies a webhook: until the whole sample is read, the
+    collision page has reached the webhook, and a few more scrapes (more than a rate interval)
+    have passed. The monitor is then stopped; the servers run until the block ends."""
+    from dedup_lib.cli import main
+
+    rules = folder / "dedup-rules.yml"
+    assert main(["rules", "--job", JOB, "--runbook-url", RUNBOOKS, "--out", str(rules)]) == 0
+    webhook = Webhook()
+    (folder / "alertmanager").mkdir()
+    alertmanager = Alertmanager(folder / "alertmanager", for_test(webhook.url))
+    started = time.time()
+    watch = watch_the_day_sample(spark, folder)
+    host, port = watch.metrics_address
+    (folder / "prometheus").mkdir()
+    prometheus = Prometheus(
+        folder / "prometheus", f"{host}:{port}", rules, job=JOB, alertmanager=alertmanager.address
+    )
+    try:
+        alertmanager.ready()
+        firing = wait_for_the_collision_page(prometheus, watch)
+        deadline = time.monotonic() + 60
+        while not webhook.alerts("/page"):
+            assert time.monotonic() < deadline, (firing, watch.loaded)
+            time.sleep(0.5)
+        time.sleep(6)  # more scrapes than a rate interval after the last micro-batch
+        firing = prometheus.firing()
+        watch.stop()
+        yield PagedDay(watch, folder, prometheus, firing, started, webhook)
+    finally:
+        watch.stop()
+        prometheus.stop()
+        alertmanager.stop()
+        webhook.stop()

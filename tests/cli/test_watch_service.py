@@ -41,6 +41,7 @@ from dedup_lib.live.service.pulse import HUNG_AFTER
 from dedup_lib.memory import size_in_bytes
 from dedup_lib.spark import free_port, to_pandas
 from metrics_kit import scrape, summed
+from prometheus_kit import Prometheus
 
 COLUMNS = ["verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
 
@@ -169,16 +170,16 @@ def load_expected(spark, whole: Path) -> dict:
 UNIT = files("dedup_lib") / "resources" / "systemd" / "dedup-watch.service"
 
 
-def moved_unit(tmp: Path) -> str:
+def moved_unit(tmp: Path, port: int = 0) -> str:
     """The shipped unit with its machine's paths moved into ``tmp``, its program this
-    environment's ``dedup-lib`` and its metrics on a free port."""
+    environment's ``dedup-lib`` and its metrics on ``port`` (0: a free one)."""
     text = UNIT.read_text()
     moves = {
         "/opt/dedup-lib/.venv/bin/dedup-lib": str(Path(sys.executable).with_name("dedup-lib")),
         "/var/lib/otelcol/servicebus": str(tmp / "landing"),
         "/var/lib/dedup-lib": str(tmp / "state"),
         "/var/cache/dedup-lib": str(tmp / "cache"),
-        "127.0.0.1:9464": "127.0.0.1:0",
+        "127.0.0.1:9464": f"127.0.0.1:{port}",
     }
     for old, new in moves.items():
         assert old in text, f"the unit no longer names {old}: move it in the tests"
@@ -307,10 +308,20 @@ def events(printed: list[str]) -> list[str]:
     return [json.loads(line)["event"] for line in printed]
 
 
+#: The data's own alerts: the sample's resends are real (a burst judged in seconds).
+DATA_ALERTS = {"DedupCollision", "DedupResendsReachConsumers", "DedupLateSends"}
+
+
 @pytest.mark.slow
 @pytest.mark.spark
-def test_the_shipped_units_command_runs_as_written_and_stops_on_sigterm(tmp_path):
-    service, env = service_of(settings(moved_unit(tmp_path)))
+def test_the_shipped_units_command_runs_as_written_restarts_and_pages_nobody(tmp_path):
+    """Started as systemd starts the unit's ExecStart, twice on one state (a restart):
+    each time told that the start takes longer while the state is restored, then ready, then
+    alive; stopped by SIGTERM with exit 0. A real Prometheus scrapes it throughout: while it
+    is down and while it restores, no alert fires, and none but 'down' and 'not ready' is even
+    pending (before, a restart served its last scan's time as 0: 56 years without a scan)."""
+    port = free_port()
+    service, env = service_of(settings(moved_unit(tmp_path, port)))
     landing = tmp_path / "landing"
     landing.mkdir()
     with gzip.open(sample_path("incident-otlp.jsonl.gz"), "rb") as sample:
@@ -318,44 +329,88 @@ def test_the_shipped_units_command_runs_as_written_and_stops_on_sigterm(tmp_path
     # What systemd makes before it starts the command: StateDirectory=, CacheDirectory=.
     Path(service["WorkingDirectory"]).mkdir()
     Path(env["DEDUP_LIB_CACHE"]).mkdir()
-    with notify_socket(tmp_path) as (address, heard):
-        process = subprocess.Popen(
-            shlex.split(service["ExecStart"]),
-            cwd=service["WorkingDirectory"],
-            env={
-                **os.environ,
-                **env,
-                # The run's own cache, where it has one (the replay's kernel built once).
-                "DEDUP_LIB_CACHE": os.environ.get("DEDUP_LIB_CACHE", env["DEDUP_LIB_CACHE"]),
-                # As systemd sets them for Type=notify and WatchdogSec=.
-                "NOTIFY_SOCKET": address,
-                "WATCHDOG_USEC": str(int(seconds(service["WatchdogSec"]) * 1e6)),
-            },
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        printed: list[str] = []
-        reader = lines_of(process, printed)
-        deadline = time.monotonic() + 180
-        while "micro_batch" not in events(printed) or "WATCHDOG=1" not in heard:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, (printed, heard)
-            time.sleep(0.5)
-        # KillMode=mixed: SIGTERM to the monitor alone, SIGKILL to what is left once it exits.
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(120) == 0
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        reader.join(10)
-        time.sleep(0.5)
-    assert process.stderr is not None
-    assert "step" in events(process.stderr.read().splitlines())
-    assert events(printed)[-1] == "summary"
-    # Told the start takes longer while the state is restored, then ready, then alive.
-    extended = next(i for i, m in enumerate(heard) if m.startswith("EXTEND_TIMEOUT_USEC="))
-    assert extended < heard.index("READY=1") < heard.index("WATCHDOG=1")
-    assert heard[-1] == "STOPPING=1"
+    (tmp_path / "prometheus").mkdir()
+    prometheus = Prometheus(tmp_path / "prometheus", f"127.0.0.1:{port}")
+    seen: dict[str, set[str]] = {}
+    try:
+        for run in ("first", "restarted"):
+            (tmp_path / run).mkdir()
+            with notify_socket(tmp_path / run) as (address, heard):
+                printed, stderr = run_the_unit(
+                    service, env, (address, heard), prometheus, seen, first=run == "first"
+                )
+            assert "step" in events(stderr)
+            assert events(printed)[-1] == "summary"
+            extended = next(i for i, m in enumerate(heard) if m.startswith("EXTEND_TIMEOUT_USEC="))
+            assert extended < heard.index("READY=1") < heard.index("WATCHDOG=1"), (run, heard)
+            assert heard[-1] == "STOPPING=1"
+            stopped = time.monotonic()
+            # Down for a few scrapes before the restart (up: 0 before the first start, then
+            # 1, 0, 1: one restart seen as such, below what DedupMonitorFlapping counts).
+            while run == "first" and time.monotonic() < stopped + 3:
+                prometheus.note_alerts(seen)
+                time.sleep(0.3)
+    finally:
+        prometheus.stop()
     assert (tmp_path / "state" / "verdicts").is_dir()
     assert (tmp_path / "state" / "checkpoint" / "commits").is_dir()
+    monitor = {a for names in seen.values() for a in names} - DATA_ALERTS
+    assert seen.get("firing", set()) - DATA_ALERTS == set(), seen
+    assert monitor <= {"DedupMonitorDown", "DedupMonitorNotReady"}, seen
+
+
+def run_the_unit(
+    service: dict[str, str],
+    env: dict[str, str],
+    notify: tuple[str, list[str]],
+    prometheus: Prometheus,
+    seen: dict[str, set[str]],
+    *,
+    first: bool,
+) -> tuple[list[str], list[str]]:
+    """The unit's ExecStart run until its state is restored (a first start also judges a
+    micro-batch: a restart finds nothing new), it has pinged the watchdog and been scraped
+    ready a few times, then stopped as systemd stops it; what it printed on stdout and
+    stderr."""
+    address, heard = notify
+    process = subprocess.Popen(
+        shlex.split(service["ExecStart"]),
+        cwd=service["WorkingDirectory"],
+        env={
+            **os.environ,
+            **env,
+            # The run's own cache, where it has one (the replay's kernel built once).
+            "DEDUP_LIB_CACHE": os.environ.get("DEDUP_LIB_CACHE", env["DEDUP_LIB_CACHE"]),
+            # As systemd sets them for Type=notify and WatchdogSec=.
+            "NOTIFY_SOCKET": address,
+            "WATCHDOG_USEC": str(int(seconds(service["WatchdogSec"]) * 1e6)),
+        },
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    printed: list[str] = []
+    reader = lines_of(process, printed)
+    deadline = time.monotonic() + 180
+    while (
+        (first and "micro_batch" not in events(printed))
+        or "WATCHDOG=1" not in heard
+        or prometheus.up() != 1
+    ):
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        assert time.monotonic() < deadline, printed
+        prometheus.note_alerts(seen)
+        time.sleep(0.3)
+    for _ in range(6):  # a few scrapes and evaluations of a ready monitor
+        prometheus.note_alerts(seen)
+        time.sleep(0.5)
+    # KillMode=mixed: SIGTERM to the monitor alone, SIGKILL to what is left once it exits.
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(120) == 0
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    reader.join(10)
+    time.sleep(0.5)
+    assert process.stderr is not None
+    return printed, process.stderr.read().splitlines()

@@ -18,33 +18,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from dedup_lib.cli import main
-from prometheus_kit import (
-    ALERTMANAGER,
-    Alertmanager,
-    Prometheus,
-    Webhook,
-    tool,
-    watch_the_day_sample,
-)
-
-JOB = "dedup-e2e"
-RUNBOOKS = "https://runbooks.example/dedup"
+from prometheus_kit import ALERTMANAGER, JOB, RUNBOOKS, Alertmanager, Webhook, for_test, tool
 
 
 def shipped() -> dict:
     config: dict = yaml.safe_load(ALERTMANAGER.read_text())
-    return config
-
-
-def for_test(url: str) -> dict:
-    """The shipped configuration, each receiver's webhook calling ``url/<receiver>``, its
-    first notification after a second (``group_wait``): nothing else changed."""
-    config = shipped()
-    for receiver in config["receivers"]:
-        for hook in receiver["webhook_configs"]:
-            hook["url"] = f"{url}/{receiver['name']}"
-    config["route"]["group_wait"] = "1s"
     return config
 
 
@@ -131,35 +109,10 @@ def test_a_real_alertmanager_pages_tickets_and_inhibits(tmp_path):
     assert said("/ticket") == {("DedupFeedQuiet", "b:9464")}
 
 
-@pytest.mark.slow
-def test_a_real_prometheus_pages_a_collision_through_alertmanager(spark, tmp_path):
-    rules = tmp_path / "dedup-rules.yml"
-    assert main(["rules", "--job", JOB, "--runbook-url", RUNBOOKS, "--out", str(rules)]) == 0
-    webhook = Webhook()
-    (tmp_path / "alertmanager").mkdir()
-    alertmanager = Alertmanager(tmp_path / "alertmanager", for_test(webhook.url))
-    alerts = tmp_path / "alerts.jsonl"
-    watch = watch_the_day_sample(spark, tmp_path)
-    host, port = watch.metrics_address
-    (tmp_path / "prometheus").mkdir()
-    prometheus = Prometheus(
-        tmp_path / "prometheus", f"{host}:{port}", rules, job=JOB, alertmanager=alertmanager.address
-    )
-    try:
-        alertmanager.ready()
-        deadline = time.monotonic() + 180
-        while not webhook.alerts("/page"):
-            assert time.monotonic() < deadline, (prometheus_firing(prometheus), watch.loads)
-            assert watch.active, watch.error
-            time.sleep(0.5)
-    finally:
-        watch.stop()
-        prometheus.stop()
-        alertmanager.stop()
-        webhook.stop()
-    raised = pd.DataFrame(json.loads(line) for line in alerts.read_text().splitlines())
+def test_a_real_prometheus_pages_a_collision_through_alertmanager(paged_day):
+    raised = pd.DataFrame(paged_day.raised)
     collided = set(raised.loc[raised["kind"] == "collision", "entity"])
-    paged = webhook.alerts("/page")
+    paged = paged_day.webhook.alerts("/page")
     assert {a["labels"]["alertname"] for a in paged} == {"DedupCollision"}
     for alert in paged:
         assert alert["status"] == "firing"
@@ -167,11 +120,5 @@ def test_a_real_prometheus_pages_a_collision_through_alertmanager(spark, tmp_pat
         assert alert["labels"]["job"] == JOB
         assert alert["labels"]["entity"] in collided
         assert alert["annotations"]["runbook_url"] == f"{RUNBOOKS}/DedupCollision"
-    assert not [a for a in webhook.alerts("/ticket") if a["labels"]["severity"] == "page"]
-
-
-def prometheus_firing(prometheus: Prometheus) -> object:
-    try:
-        return prometheus.firing()
-    except OSError as exc:
-        return exc
+    tickets = paged_day.webhook.alerts("/ticket")
+    assert not [a for a in tickets if a["labels"]["severity"] == "page"]

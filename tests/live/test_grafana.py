@@ -11,10 +11,8 @@ import math
 import re
 import time
 
-import pytest
-
 from grafana_kit import DASHBOARD, dashboard_json, encode, queries, read, shipped
-from prometheus_kit import Prometheus, wait_for_the_collision_page, watch_the_day_sample
+from prometheus_kit import JOB, Prometheus
 
 #: The kit's Prometheus scrapes every second: Grafana's $__rate_interval is then at least four
 #: scrapes (max($__interval + scrape interval, 4 x scrape interval)), at a 1 s step.
@@ -80,60 +78,47 @@ def _label_values(prometheus: Prometheus, query: str, values: dict[str, str]) ->
     return list(prometheus.get(f"/api/v1/label/{found.group(2)}/values", **{"match[]": series}))
 
 
-@pytest.mark.slow
-def test_every_panel_query_has_data_in_a_real_prometheus(spark, tmp_path):
-    watch = watch_the_day_sample(spark, tmp_path)
-    host, port = watch.metrics_address
-    (tmp_path / "prometheus").mkdir()
-    prometheus = Prometheus(tmp_path / "prometheus", f"{host}:{port}")
+def test_every_panel_query_has_data_in_a_real_prometheus(paged_day):
+    prometheus, host_port = paged_day.prometheus, "{}:{}".format(*paged_day.watch.metrics_address)
     board = shipped()
     variables = {v["name"]: v["query"] for v in board["templating"]["list"]}
-    start = time.time()
+    start, end = paged_day.started, time.time()
     answers: dict[tuple[str, str, str], int] = {}
-    try:
-        firing = wait_for_the_collision_page(prometheus, watch)
-        time.sleep(6)  # more scrapes than a rate interval after the last micro-batch
-        # The variables, each from its own query, as the dashboard lists them.
-        values: dict[str, str] = {}
-        jobs = _label_values(prometheus, variables["job"], values)
-        assert jobs == ["dedup-lib"]
-        values["job"] = jobs[0]
-        assert _label_values(prometheus, variables["instance"], values) == [f"{host}:{port}"]
-        values["instance"] = f"{host}:{port}"
-        entities = _label_values(prometheus, variables["entity"], values)
-        # An entity with a collision, so that the firing alerts are those of the one picked.
-        collided = sorted({a["entity"] for a in firing["DedupCollision"]} & set(entities))
-        assert collided, (entities, firing["DedupCollision"])
-        values["entity"] = collided[0]
-        # One value picked of each list (the job's has one: no regex escaping), and All.
-        everything = {
-            v["name"]: v["allValue"] for v in board["templating"]["list"] if v.get("includeAll")
-        }
-        picks = {
-            "one": {
-                "job": values["job"], "instance": _escape_regex(values["instance"]),
-                "entity": _escape_regex(values["entity"]),
-            },
-            "all": {"job": values["job"], **everything},
-        }  # fmt: skip
-        end = time.time()
-        for (title, expr, instant), (pick, chosen) in itertools.product(
-            queries(board), picks.items()
-        ):
-            query = _substitute(expr, chosen, end - start)
-            if instant:
-                result = prometheus.get("/api/v1/query", query=query, time=str(end))["result"]
-                points = [r["value"] for r in result]
-            else:
-                result = prometheus.get(
-                    "/api/v1/query_range", query=query, start=str(start), end=str(end),
-                    step=str(STEP),
-                )["result"]  # fmt: skip
-                points = [v for r in result for v in r["values"]]
-            answers[(title, expr, pick)] = sum(not math.isnan(float(v)) for _, v in points)
-    finally:
-        watch.stop()
-        prometheus.stop()
+    # The variables, each from its own query, as the dashboard lists them.
+    values: dict[str, str] = {}
+    jobs = _label_values(prometheus, variables["job"], values)
+    assert jobs == [JOB]
+    values["job"] = jobs[0]
+    assert _label_values(prometheus, variables["instance"], values) == [host_port]
+    values["instance"] = host_port
+    entities = _label_values(prometheus, variables["entity"], values)
+    # An entity with a collision, so that the firing alerts are those of the one picked.
+    collided = sorted({a["entity"] for a in paged_day.firing["DedupCollision"]} & set(entities))
+    assert collided, (entities, paged_day.firing["DedupCollision"])
+    values["entity"] = collided[0]
+    # One value picked of each list (the job's has one: no regex escaping), and All.
+    everything = {
+        v["name"]: v["allValue"] for v in board["templating"]["list"] if v.get("includeAll")
+    }
+    picks = {
+        "one": {
+            "job": values["job"], "instance": _escape_regex(values["instance"]),
+            "entity": _escape_regex(values["entity"]),
+        },
+        "all": {"job": values["job"], **everything},
+    }  # fmt: skip
+    for (title, expr, instant), (pick, chosen) in itertools.product(queries(board), picks.items()):
+        query = _substitute(expr, chosen, end - start)
+        if instant:
+            result = prometheus.get("/api/v1/query", query=query, time=str(end))["result"]
+            points = [r["value"] for r in result]
+        else:
+            result = prometheus.get(
+                "/api/v1/query_range", query=query, start=str(start), end=str(end),
+                step=str(STEP),
+            )["result"]  # fmt: skip
+            points = [v for r in result for v in r["values"]]
+        answers[(title, expr, pick)] = sum(not math.isnan(float(v)) for _, v in points)
     empty = [f"{title} ({pick}): {expr}" for (title, expr, pick), n in answers.items() if not n]
     assert not empty, "no data for:\n" + "\n".join(empty)
     assert len(answers) == 2 * len(queries(board))

@@ -6,24 +6,18 @@ Prometheus holds equals the alerts file."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import pandas as pd
-import pytest
 import yaml
 
 from dedup_lib.cli import rules as rules_command
 from prometheus_kit import (
     RESOURCES,
     RULES,
-    Prometheus,
     tool,
-    wait_for_the_collision_page,
-    watch_the_day_sample,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,24 +83,11 @@ def test_every_alert_has_a_severity_and_links_its_runbook():
     assert listed == shipped == set(shipped_alerts()), "a runbook per alert, no other"
 
 
-@pytest.mark.slow
-def test_a_real_prometheus_pages_on_collisions_and_not_on_a_stall(spark, tmp_path):
-    alerts = tmp_path / "alerts.jsonl"
-    watch = watch_the_day_sample(spark, tmp_path)
-    host, port = watch.metrics_address
-    (tmp_path / "prometheus").mkdir()
-    prometheus = Prometheus(tmp_path / "prometheus", f"{host}:{port}")
-    try:
-        wait_for_the_collision_page(prometheus, watch)
-        time.sleep(3)  # a few more scrapes of the last micro-batch
-        collisions = prometheus.value('sum(dedup_alerts_total{kind="collision"})')
-        firing = prometheus.firing()
-    finally:
-        watch.stop()
-        prometheus.stop()
-    raised = pd.DataFrame(json.loads(line) for line in alerts.read_text().splitlines())
+def test_a_real_prometheus_pages_on_collisions_and_not_on_a_stall(paged_day):
+    collisions = paged_day.prometheus.value('sum(dedup_alerts_total{kind="collision"})')
+    raised = pd.DataFrame(paged_day.raised)
     assert collisions == (raised["kind"] == "collision").sum() > 0
-    entities = {labels["entity"] for labels in firing["DedupCollision"]}
+    entities = {labels["entity"] for labels in paged_day.firing["DedupCollision"]}
     assert entities == set(raised.loc[raised["kind"] == "collision", "entity"])
-    assert "DedupMonitorStalled" not in firing
-    assert "DedupMonitorDown" not in firing
+    assert "DedupMonitorStalled" not in paged_day.firing
+    assert "DedupMonitorDown" not in paged_day.firing

@@ -6,21 +6,15 @@ counted in ``dedup_notes_total``."""
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import re
 import shutil
-import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-
-import pytest
 
 from dedup_lib import DedupPolicy, sample_path
 from dedup_lib.live.runner import Runner
@@ -219,80 +213,6 @@ def test_a_file_removed_before_it_was_read_whole_is_counted_as_data_lost(spark, 
 
 
 #: The alerts about the sends, not the monitor.
-DATA_ALERTS = {"DedupCollision", "DedupResendsReachConsumers", "DedupLateSends"}
-
-
-def start_watch(landing: Path, tmp: Path, port: int) -> subprocess.Popen[str]:
-    argv = [
-        sys.executable, "-m", "dedup_lib", "watch", str(landing), "--out", str(tmp / "out"),
-        "--checkpoint", str(tmp / "ck"), "--every", "0.5", "--master", "local[1]",
-        "--metrics", f"127.0.0.1:{port}", "--log-format", "json",
-    ]  # fmt: skip
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def alerts_seen(prometheus: Prometheus, seen: dict[str, set[str]]) -> None:
-    """Every alert's state in Prometheus now, added to ``seen`` (state: alert names)."""
-    with contextlib.suppress(OSError):
-        for alert in prometheus.get("/api/v1/alerts")["alerts"]:
-            seen.setdefault(alert["state"], set()).add(alert["labels"]["alertname"])
-
-
-@pytest.mark.slow
-def test_a_restart_pages_nobody_in_a_real_prometheus(tmp_path):
-    """Stopped (SIGTERM) and started again on its checkpoint: while it is down and while it
-    restores, no alert fires, and none but 'down' and 'not ready' is even pending (before,
-    a restart served its last scan's time as 0, read as 56 years without a scan)."""
-    landing = tmp_path / "landing"
-    landing.mkdir()
-    shutil.copy(sample_path("incident.parquet"), landing)
-    port = free_port()
-    (tmp_path / "prometheus").mkdir()
-    prometheus = Prometheus(tmp_path / "prometheus", f"127.0.0.1:{port}")
-    seen: dict[str, set[str]] = {}
-    process = start_watch(landing, tmp_path, port)
-    try:
-        for run in ("first", "restarted"):
-            deadline = time.monotonic() + 180
-            while get_or_none(port, "/-/ready") != 200 or prometheus_up(prometheus) != 1:
-                assert time.monotonic() < deadline, process.stderr.read()
-                assert process.poll() is None, process.stderr.read()
-                alerts_seen(prometheus, seen)
-                time.sleep(0.3)
-            for _ in range(6):  # a few scrapes and evaluations of a ready monitor
-                alerts_seen(prometheus, seen)
-                time.sleep(0.5)
-            if run == "first":
-                process.send_signal(signal.SIGTERM)
-                assert process.wait(120) == 0
-                stopped = time.monotonic()
-                while time.monotonic() < stopped + 3:  # down for a few scrapes
-                    alerts_seen(prometheus, seen)
-                    time.sleep(0.3)
-                process = start_watch(landing, tmp_path, port)
-    finally:
-        prometheus.stop()
-        process.terminate()
-        process.wait(60)
-    # The sample's resends are real (a burst judged in seconds): the data's alerts may pend.
-    monitor = {a for names in seen.values() for a in names} - DATA_ALERTS
-    firing = seen.get("firing", set()) - DATA_ALERTS
-    assert firing == set(), seen
-    assert monitor <= {"DedupMonitorDown", "DedupMonitorNotReady"}, seen
-
-
-def get_or_none(port: int, path: str) -> int | None:
-    with contextlib.suppress(OSError):
-        return get(port, path)[0]
-    return None
-
-
-def prometheus_up(prometheus: Prometheus) -> float | None:
-    with contextlib.suppress(OSError):
-        return prometheus.value("up")
-    return None
-
-
 def scaled_rules(folder: Path, names: set[str]) -> Path:
     """The shipped rules, with ``names``' thresholds of minutes scaled to seconds: what a
     real Prometheus does over minutes, in a test's seconds."""
@@ -326,15 +246,15 @@ def test_a_hung_loop_pages_as_stalled_in_a_real_prometheus(spark, tmp_path, monk
     seen: dict[str, set[str]] = {}
     try:
         deadline, live_for = time.monotonic() + 60, time.monotonic() + 5
-        while prometheus_up(prometheus) != 1 or time.monotonic() < live_for:
+        while prometheus.up() != 1 or time.monotonic() < live_for:
             assert time.monotonic() < deadline, "never scraped"
-            alerts_seen(prometheus, seen)
+            prometheus.note_alerts(seen)
             time.sleep(0.3)
         assert "DedupMonitorStalled" not in seen.get("firing", set()), "a live loop"
         blocked.set()
         while "DedupMonitorStalled" not in seen.get("firing", set()):
             assert time.monotonic() < deadline, seen
-            alerts_seen(prometheus, seen)
+            prometheus.note_alerts(seen)
             time.sleep(0.3)
     finally:
         unblocked.set()
