@@ -392,25 +392,30 @@ def run_the_unit(
     )
     printed: list[str] = []
     reader = lines_of(process, printed)
-    deadline = time.monotonic() + 180
-    while (
-        (first and "micro_batch" not in events(printed))
-        or "WATCHDOG=1" not in heard
-        or prometheus.up() != 1
-    ):
-        assert process.poll() is None, process.stderr.read() if process.stderr else ""
-        assert time.monotonic() < deadline, printed
-        prometheus.note_alerts(seen)
-        time.sleep(0.3)
-    for _ in range(6):  # a few scrapes and evaluations of a ready monitor
-        prometheus.note_alerts(seen)
+    try:
+        deadline = time.monotonic() + 180
+        while (
+            (first and "micro_batch" not in events(printed))
+            or "WATCHDOG=1" not in heard
+            or prometheus.up() != 1
+        ):
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline, printed
+            prometheus.note_alerts(seen)
+            time.sleep(0.3)
+        for _ in range(6):  # a few scrapes and evaluations of a ready monitor
+            prometheus.note_alerts(seen)
+            time.sleep(0.5)
+        # KillMode=mixed: SIGTERM to the monitor alone, SIGKILL to what is left once it exits.
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(120) == 0
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        reader.join(10)
         time.sleep(0.5)
-    # KillMode=mixed: SIGTERM to the monitor alone, SIGKILL to what is left once it exits.
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(120) == 0
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    reader.join(10)
-    time.sleep(0.5)
+    finally:  # a failed check leaves no monitor running
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(60)
     assert process.stderr is not None
     return printed, process.stderr.read().splitlines()
