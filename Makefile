@@ -59,8 +59,10 @@ TEST_CACHE := $(CURDIR)/build/test-cache
 # UNITS), the other takes JupyterLab, the notebooks' kernels and the command lines meanwhile.
 WORKERS ?= 2
 
-# Everything, the cluster tests (tests/cluster, as make test-cluster) included.
-test: $(STAMP) lint docs
+# Everything, the cluster tests (tests/cluster, as make test-cluster) included. Lint and the
+# docs run side by side first: mypy and Sphinx each keep one core busy, and the machine has two.
+test: $(STAMP)
+	@$(MAKE) --no-print-directory -j2 lint docs
 	@DEDUP_LIB_CACHE=$(TEST_CACHE) $(CHECK)
 	DEDUP_TEST_CLUSTER=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder \
 		--nbval-lax --durations=15 \

@@ -98,8 +98,10 @@ class Prometheus:
                 found.setdefault(alert["labels"]["alertname"], []).append(alert["labels"])
         return found
 
-    def value(self, query: str) -> float:
-        result = self.get("/api/v1/query", query=query)["result"]
+    def value(self, query: str, at: float | None = None) -> float:
+        """``query``'s value now, or at the time ``at`` (seconds since the epoch)."""
+        moment = {} if at is None else {"time": str(at)}
+        result = self.get("/api/v1/query", query=query, **moment)["result"]
         return float(result[0]["value"][1]) if result else 0.0
 
     def up(self) -> float | None:
@@ -244,13 +246,15 @@ def for_test(url: str) -> dict:
 @dataclass(frozen=True)
 class PagedDay:
     """What :func:`page_the_day` leaves: the monitor (stopped), its folder, the Prometheus
-    that scraped it (still running), what fired, when it started, and the webhook's pages."""
+    that scraped it (still running, its data to be queried at :attr:`ended`: the monitor is
+    no longer scraped after it), what fired then, when it started, and the webhook's pages."""
 
     watch: Any
     folder: Path
     prometheus: Prometheus
     firing: dict[str, list[dict]]
     started: float
+    ended: float
     webhook: Webhook
 
     @property
@@ -290,9 +294,9 @@ def page_the_day(spark: Any, folder: Path) -> Iterator[PagedDay]:
             assert time.monotonic() < deadline, (firing, watch.loaded)
             time.sleep(0.5)
         time.sleep(6)  # more scrapes than a rate interval after the last micro-batch
-        firing = prometheus.firing()
+        firing, ended = prometheus.firing(), time.time()
         watch.stop()
-        yield PagedDay(watch, folder, prometheus, firing, started, webhook)
+        yield PagedDay(watch, folder, prometheus, firing, started, ended, webhook)
     finally:
         watch.stop()
         prometheus.stop()

@@ -84,7 +84,8 @@ def test_every_alert_has_a_severity_and_links_its_runbook():
 
 
 def test_a_real_prometheus_pages_on_collisions_and_not_on_a_stall(paged_day):
-    collisions = paged_day.prometheus.value('sum(dedup_alerts_total{kind="collision"})')
+    query = 'sum(dedup_alerts_total{kind="collision"})'
+    collisions = paged_day.prometheus.value(query, at=paged_day.ended)
     raised = pd.DataFrame(paged_day.raised)
     assert collisions == (raised["kind"] == "collision").sum() > 0
     entities = {labels["entity"] for labels in paged_day.firing["DedupCollision"]}
