@@ -46,7 +46,7 @@ def summarize(result: DataFrame) -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per entity and ``(all)``: ``sends``, ``accepted``, ``duplicates``,
-        ``rejected``, ``no_message_id`` (sends without MessageId), ``not_checked``
+        ``rejected``, ``without_message_id`` (sends without MessageId), ``not_checked``
         (accepted unchecked: detection is off on the entity) and ``share_caught``, the
         share of judged sends (accepted or duplicate) the broker dropped as duplicates.
 
@@ -61,10 +61,20 @@ def summarize(result: DataFrame) -> pd.DataFrame:
     >>> from dedup_lib import sample_path, summarize
     >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
     >>> table = summarize(detect_duplicates(sends, DedupPolicy("PT10M")))
-    >>> table.columns.tolist()
-    [...]
-    >>> table["entity"].tolist()
-    [...]
+    >>> caught = ["entity", "sends", "accepted", "duplicates", "share_caught"]
+    >>> print(table[caught].round(3).to_string(index=False))
+           entity  sends  accepted  duplicates  share_caught
+    notifications   4092      4092           0         0.000
+           orders  19007     16062        2945         0.155
+         payments   6773      6614         159         0.023
+            (all)  29872     26768        3104         0.104
+    >>> unjudged = ["entity", "rejected", "without_message_id", "not_checked"]
+    >>> print(table[unjudged].to_string(index=False))
+           entity  rejected  without_message_id  not_checked
+    notifications         0                   0            0
+           orders         0                   0            0
+         payments         0                   0            0
+            (all)         0                   0            0
     """
     missing = [c for c in ("verdict", "reason") if c not in result.columns]
     if missing:
