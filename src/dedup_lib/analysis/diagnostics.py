@@ -152,7 +152,7 @@ def missed_resends(result: DataFrame, content: str | Sequence[str] | None = None
     >>> result = detect_duplicates(sends, DedupPolicy("PT10M"))
     >>> missed = missed_resends(result)
     >>> missed.groupBy("miss_cause").count().orderBy("miss_cause").collect()
-    [Row(miss_cause=..., count=...)...]
+    [Row(miss_cause='new MessageId', count=206)]
     """
     _check_result(result, "missed_resends")
     keyed = result.withColumn(CONTENT, content_key(result, content)).withColumn(

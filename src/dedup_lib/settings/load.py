@@ -161,7 +161,11 @@ def load_entity_policies(*paths: str | Path) -> dict[str, DedupPolicy | None]:
     >>> from dedup_lib import load_entity_policies, sample_path
     >>> policies = load_entity_policies(sample_path("entities-arm.json"))
     >>> sorted(policies)
-    [...]
+    ['audit', 'inventory', 'notifications', 'orders', 'payments']
+    >>> policies["payments"]
+    DedupPolicy(window=datetime.timedelta(seconds=600), partitioning=True, bounds='service')
+    >>> policies["audit"] is None  # detection off on the entity
+    True
     """
     return entity_policies(entity for path in paths for entity in load_entity_settings(path))
 
