@@ -231,11 +231,17 @@ def wait_for_the_collision_page(prometheus: Prometheus, watch: Any) -> dict[str,
     return firing
 
 
+def shipped_alertmanager() -> dict:
+    """The Alertmanager configuration the package ships, parsed."""
+    config: dict = yaml.safe_load(ALERTMANAGER.read_text())
+    return config
+
+
 def for_test(url: str) -> dict:
     """The shipped Alertmanager configuration, each receiver's webhook calling
     ``url/<receiver>``, its first notification after a second (``group_wait``): nothing else
     changed."""
-    config: dict = yaml.safe_load(ALERTMANAGER.read_text())
+    config = shipped_alertmanager()
     for receiver in config["receivers"]:
         for hook in receiver["webhook_configs"]:
             hook["url"] = f"{url}/{receiver['name']}"

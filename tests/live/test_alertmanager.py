@@ -16,27 +16,30 @@ import urllib.request
 
 import pandas as pd
 import pytest
-import yaml
 
-from prometheus_kit import ALERTMANAGER, JOB, RUNBOOKS, Alertmanager, Webhook, for_test, tool
-
-
-def shipped() -> dict:
-    config: dict = yaml.safe_load(ALERTMANAGER.read_text())
-    return config
+from prometheus_kit import (
+    ALERTMANAGER,
+    JOB,
+    RUNBOOKS,
+    Alertmanager,
+    Webhook,
+    for_test,
+    shipped_alertmanager,
+    tool,
+)
 
 
 def test_the_test_configuration_changes_only_the_urls_and_the_first_wait():
-    config = for_test("http://127.0.0.1:9")
+    config, shipped = for_test("http://127.0.0.1:9"), shipped_alertmanager()
     restored = copy.deepcopy(config)
-    restored["route"]["group_wait"] = shipped()["route"]["group_wait"]
-    for receiver, original in zip(restored["receivers"], shipped()["receivers"], strict=True):
+    restored["route"]["group_wait"] = shipped["route"]["group_wait"]
+    for receiver, original in zip(restored["receivers"], shipped["receivers"], strict=True):
         for hook, kept in zip(
             receiver["webhook_configs"], original["webhook_configs"], strict=True
         ):
             assert hook["url"] != kept["url"]
             hook["url"] = kept["url"]
-    assert restored == shipped()
+    assert restored == shipped
 
 
 @pytest.mark.parametrize(

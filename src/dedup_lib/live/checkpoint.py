@@ -11,17 +11,29 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from dedup_lib.errors import InputError, printable
-from dedup_lib.live.durable import read_json, write_json
+from dedup_lib.live.durable import numbered, read_json, write_json
 from dedup_lib.live.landing.ledger import Reading, Seen
 from dedup_lib.live.output.lines import BatchLine
 from dedup_lib.live.output.totals import Totals
 from dedup_lib.rules.policy import DedupPolicy
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from dedup_lib.rules.policy import Policies
+
+#: What a checkpoint records per micro-batch: its plan, its commit, and the sends still
+#: waiting after it (each the name of a :class:`Folders` folder).
+Record = Literal["plans", "commits", "pending"]
+#: Each record's file name around the micro-batch's number.
+RECORDS: dict[Record, tuple[str, str]] = {
+    "plans": ("plan-", ".json"),
+    "commits": ("commit-", ".json"),
+    "pending": ("pending-", ".arrow"),
+}
 
 
 @dataclass(frozen=True)
@@ -88,17 +100,14 @@ class Folders:
     def pending(self) -> str:
         return os.path.join(self.checkpoint, "pending")
 
-    def plan(self, batch: int) -> str:
-        """The path of micro-batch ``batch``'s plan."""
-        return os.path.join(self.plans, f"plan-{batch:010d}.json")
+    def record(self, kind: Record, batch: int) -> str:
+        """The path of micro-batch ``batch``'s record of ``kind``."""
+        prefix, suffix = RECORDS[kind]
+        return os.path.join(getattr(self, kind), f"{prefix}{batch:010d}{suffix}")
 
-    def commit(self, batch: int) -> str:
-        """The path of micro-batch ``batch``'s commit."""
-        return os.path.join(self.commits, f"commit-{batch:010d}.json")
-
-    def waiting(self, batch: int) -> str:
-        """The path of the sends still waiting after micro-batch ``batch``."""
-        return os.path.join(self.pending, f"pending-{batch:010d}.arrow")
+    def records(self, kind: Record) -> Iterator[tuple[int, str]]:
+        """The records of ``kind`` in the checkpoint, by micro-batch."""
+        return numbered(getattr(self, kind), *RECORDS[kind])
 
 
 @dataclass(frozen=True)
@@ -115,7 +124,7 @@ class PlanRecord:
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON values."""
-        return {**asdict(self), "files": {fid: vars(seen) for fid, seen in self.files.items()}}
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PlanRecord:
@@ -128,7 +137,7 @@ class PlanRecord:
 
     def write(self, folders: Folders) -> None:
         """The record in ``folders``' plans, whole or not at all."""
-        write_json(folders.plan(self.batch), self.to_json())
+        write_json(folders.record("plans", self.batch), self.to_json())
 
 
 @dataclass(frozen=True)
@@ -165,7 +174,7 @@ class Commit:
 
     def write(self, folders: Folders) -> None:
         """The record in ``folders``' commits, whole or not at all: the micro-batch is done."""
-        write_json(folders.commit(self.batch), self.to_json())
+        write_json(folders.record("commits", self.batch), self.to_json())
 
 
 def check_settings(checkpoint: str, settings: Settings) -> None:

@@ -29,8 +29,15 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from dedup_lib.columns import ORIGINAL_CONTENT
-from dedup_lib.live.checkpoint import Commit, Folders, PlanRecord, Settings, check_settings
-from dedup_lib.live.durable import numbered, read_arrow, read_json, remove, write_arrow
+from dedup_lib.live.checkpoint import (
+    RECORDS,
+    Commit,
+    Folders,
+    PlanRecord,
+    Settings,
+    check_settings,
+)
+from dedup_lib.live.durable import read_arrow, read_json, remove, write_arrow
 from dedup_lib.live.intake.keyed import INTERNAL
 from dedup_lib.live.intake.micro_batch import Intake, load_micro_batch
 from dedup_lib.live.landing import ledger
@@ -85,7 +92,7 @@ class Runner:
 
     def _restore(self) -> None:
         """The state the last commit left, and the plan recorded after it, if any."""
-        commits = list(numbered(self.folders.commits, "commit-", ".json"))
+        commits = list(self.folders.records("commits"))
         last = Commit.from_json(read_json(commits[-1][1])) if commits else None
         self.batch = last.batch + 1 if last else 0
         lateness_ms = self.settings.lateness // timedelta(milliseconds=1)
@@ -100,14 +107,12 @@ class Runner:
             if self.settings.horizon is not None
             else None
         )
-        pending = self.folders.waiting(self.batch - 1)
+        pending = self.folders.record("pending", self.batch - 1)
         self.pending = read_arrow(pending) if os.path.exists(pending) else None
-        plans = {
-            n: PlanRecord.from_json(read_json(p))
-            for n, p in numbered(self.folders.plans, "plan-", ".json")
-        }
-        self.files = plans[self.batch - 1].files if self.batch - 1 in plans else {}
-        self.redo = plans.get(self.batch)
+        plans = dict(self.folders.records("plans"))
+        before, redo = plans.get(self.batch - 1), plans.get(self.batch)
+        self.files = PlanRecord.from_json(read_json(before)).files if before else {}
+        self.redo = PlanRecord.from_json(read_json(redo)) if redo else None
         self.totals = last.totals if last else Totals()
         self.labels.restore(entity for entity, _ in self.totals.sends)
         if self.redo is not None:
@@ -199,7 +204,7 @@ class Runner:
                 found = pa.concat_tables([found, resent])
             if self.alerts is not None:
                 self.alerts.append(batch, found)
-            write_arrow(self.folders.waiting(batch), judged.pending)
+            write_arrow(self.folders.record("pending", batch), judged.pending)
             written.result()
         return found
 
@@ -222,12 +227,8 @@ class Runner:
         if self.resends is not None:
             self.resends.state.release()
         remove_chunks(os.path.join(self.folders.chunks, f"{batch:010d}"))
-        for folder, prefix, suffix in (
-            (self.folders.plans, "plan-", ".json"),
-            (self.folders.commits, "commit-", ".json"),
-            (self.folders.pending, "pending-", ".arrow"),
-        ):
-            for number, path in numbered(folder, prefix, suffix):
+        for kind in RECORDS:
+            for number, path in self.folders.records(kind):
                 if number < batch:
                     remove(path)
         self.files = recorded.files
