@@ -36,7 +36,7 @@ autodoc_member_order = "bysource"
 autodoc_default_options = {
     "members": True,
     "show-inheritance": False,
-    # ReplayCache's views are a mixin of their own (sweep.views): shown on its page.
+    # What a class inherits from the library's own bases is shown on its page.
     "inherited-members": "Exception, BaseException",
 }
 html_theme = "pydata_sphinx_theme"

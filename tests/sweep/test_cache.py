@@ -271,3 +271,18 @@ def test_resends_without_an_entity_are_under_none_as_in_every_view(spark):
     cache = ReplayCache.build(frame(spark, messages))
     assert list(cache.resend_delays()["entity"]) == ["(none)"]
     assert list(cache.over_time("PT1M")["entity"]) == ["(none)"]
+
+
+def test_the_views_are_an_object_over_the_cache_public_surface(sends):
+    """``cache.views`` reads the cache through its public surface (no mixin, no stubs), and the
+    cache answers each view under its name, as the notebooks call it."""
+    from dedup_lib.sweep.views import CacheViews
+
+    cache = ReplayCache.build(sends)
+    assert not isinstance(cache, CacheViews)
+    assert cache.views is cache.views and cache.views.cache is cache
+    own = CacheViews(cache)
+    pd.testing.assert_frame_equal(own.summarize("PT10M"), cache.summarize("PT10M"))
+    pd.testing.assert_frame_equal(own.top_keys("PT10M", n=3), cache.top_keys("PT10M", n=3))
+    pd.testing.assert_frame_equal(own.sweep(["PT1M"]), cache.sweep(["PT1M"]))
+    assert cache.summarize.__doc__ == CacheViews.summarize.__doc__

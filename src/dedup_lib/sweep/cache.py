@@ -5,15 +5,18 @@ once come back in replay order, everything else as counts per entity and time bu
 window's verdicts are then the anchor chain of each repeated key
 (:func:`dedup_lib.sweep.anchors.walk_anchors`): the same rule and the same order as
 :func:`dedup_lib.detect_duplicates`, so the figures agree exactly, in milliseconds instead of
-a Spark job. The tables read from them are in :mod:`dedup_lib.sweep.views`; ground truth is in
-:mod:`dedup_lib.sweep.truth`. Used by the window explorer and the sweep.
+a Spark job. The tables read from them are :attr:`ReplayCache.views`, an object over the
+cache's public surface (:mod:`dedup_lib.sweep.views`), each also answered by the cache under
+its name; ground truth is in :mod:`dedup_lib.sweep.truth`. Used by the window explorer and
+the sweep.
 """
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -26,15 +29,33 @@ from dedup_lib.sweep.truth import TruthCodes, truth_codes
 from dedup_lib.sweep.views import CacheViews
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from pyspark.sql import DataFrame
 
 #: Windows whose verdicts a cache keeps (the least recently used goes first).
 _KEPT_WINDOWS = 8
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
-class ReplayCache(CacheViews):
+
+def _answered(
+    view: Callable[Concatenate[CacheViews, _P], _R],
+) -> Callable[Concatenate[ReplayCache, _P], _R]:
+    """A method of the cache that answers with its :attr:`ReplayCache.views`' ``view``,
+    documented (and signed) as ``view`` is."""
+
+    @functools.wraps(view)
+    def method(cache: ReplayCache, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return view(cache.views, *args, **kwargs)
+
+    # The cache's own method, for doctest and the API reference.
+    method.__module__, method.__qualname__ = __name__, f"ReplayCache.{view.__name__}"
+    return method
+
+
+class ReplayCache:
     """Everything needed to give the verdicts of any window, for one partitioning mode:
     the held sends (every send of a key sent more than once) and the counts of the rest.
 
@@ -58,6 +79,17 @@ class ReplayCache(CacheViews):
         With ground truth, the other sends counted per message.
     bucket_us : int, default 60,000,000
         The time buckets' width in microseconds.
+
+    Attributes
+    ----------
+    keyed : KeyedSends
+        The held sends laid out for walks at any window: ``segment`` and ``time_us`` per
+        row of ``repeated``, ``starts`` (each key's first row).
+    views : CacheViews
+        The tables read from the cache (:mod:`dedup_lib.sweep.views`); the cache answers
+        each under its name too: :meth:`summarize`, :meth:`ground_truth_summary`,
+        :meth:`over_time`, :meth:`top_keys`, :meth:`resend_delays`, :meth:`held_over_time`,
+        :meth:`sweep`.
 
     Examples
     --------
@@ -84,9 +116,10 @@ class ReplayCache(CacheViews):
         self.repeated = repeated
         self.fixed = fixed
         self.truth_fixed = truth_fixed
-        self._time = repeated["time_us"].to_numpy(dtype=np.int64)
-        self._segment = repeated["segment"].to_numpy(dtype=np.int64)
-        self._keys = KeyedSends.of(self._segment, self._time)
+        self.keyed = KeyedSends.of(
+            repeated["segment"].to_numpy(dtype=np.int64),
+            repeated["time_us"].to_numpy(dtype=np.int64),
+        )
         # The latest windows' anchors and counts: a sweep step asks for the same window
         # three times, the explorer for the current and the previous ones.
         self._walk = lru_cache(maxsize=_KEPT_WINDOWS)(self._walk_at)
@@ -182,7 +215,7 @@ class ReplayCache(CacheViews):
         return self._walk(to_micros(window))
 
     def _walk_at(self, micros: int) -> Anchors:
-        return walk_anchors(self._keys, micros)
+        return walk_anchors(self.keyed, micros)
 
     def cell_duplicates(self, micros: int) -> np.ndarray:
         """The held sends dropped as duplicates at a window, per entity and time bucket.
@@ -218,7 +251,12 @@ class ReplayCache(CacheViews):
     def codes(self) -> Codes:
         """Codes: The held sends numbered by entity, key and time bucket; computed once."""
         return number_rows(
-            self.repeated, self.fixed, self._time, self._segment, self._keys.starts, self.bucket_us
+            self.repeated,
+            self.fixed,
+            self.keyed.time_us,
+            self.keyed.segment,
+            self.keyed.starts,
+            self.bucket_us,
         )
 
     @cached_property
@@ -227,3 +265,22 @@ class ReplayCache(CacheViews):
         assert self.truth_fixed is not None
         c = self.codes
         return truth_codes(self.repeated, self.fixed, self.truth_fixed, c.entity, c.names)
+
+    @property
+    def has_ground_truth(self) -> bool:
+        """bool: Whether the input had ground truth (``logical_id``, ``attempt``)."""
+        return self.truth_fixed is not None
+
+    @cached_property
+    def views(self) -> CacheViews:
+        """CacheViews: The tables read from this cache, made once (:mod:`dedup_lib.sweep.views`)."""
+        return CacheViews(self)
+
+    # Each view, answered by the cache under its name (the notebooks' and the workbench's calls).
+    summarize = _answered(CacheViews.summarize)
+    ground_truth_summary = _answered(CacheViews.ground_truth_summary)
+    over_time = _answered(CacheViews.over_time)
+    top_keys = _answered(CacheViews.top_keys)
+    resend_delays = _answered(CacheViews.resend_delays)
+    held_over_time = _answered(CacheViews.held_over_time)
+    sweep = _answered(CacheViews.sweep)

@@ -1,12 +1,18 @@
 """The views of a :class:`~dedup_lib.sweep.cache.ReplayCache`: the summary, sends over time,
 top keys, resend delays, ids held and the sweep, each read from a window's anchors and the
-counts no window changes, without Spark."""
+counts no window changes, without Spark.
+
+:class:`CacheViews` is an object over a cache's public surface (:attr:`ReplayCache.repeated`,
+:attr:`ReplayCache.keyed`, :meth:`ReplayCache.anchors`, :attr:`ReplayCache.codes`,
+:attr:`ReplayCache.truth`, :meth:`ReplayCache.cell_duplicates`); a cache gives its own as
+:attr:`ReplayCache.views`, and answers each view by name (``cache.summarize("PT10M")``).
+"""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -14,47 +20,73 @@ import pandas as pd
 from dedup_lib.analysis.summaries import SUMMARY_COLUMNS
 from dedup_lib.analysis.totals import ALL_ENTITIES, NO_ENTITY, with_total
 from dedup_lib.errors import InputError
-from dedup_lib.sweep.codes import Codes
 from dedup_lib.sweep.grid import to_micros, window_grid
-from dedup_lib.sweep.truth import TruthCodes, truth_table
+from dedup_lib.sweep.truth import truth_table
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from dedup_lib.sweep.anchors import Anchors
+    from dedup_lib.sweep.anchors import Anchors, KeyedSends
+    from dedup_lib.sweep.codes import Codes
+    from dedup_lib.sweep.truth import TruthCodes
 
 
-class CacheViews:
-    """The tables a :class:`~dedup_lib.sweep.cache.ReplayCache` answers (mixed into it):
-    each reads :meth:`anchors` at a window and the cache's numbering."""
+class Cache(Protocol):
+    """What the views read of a :class:`~dedup_lib.sweep.cache.ReplayCache`: its public
+    surface, nothing else."""
 
-    repeated: pd.DataFrame
-    truth_fixed: pd.DataFrame | None
-    _time: np.ndarray
-    _segment: np.ndarray
+    @property
+    def repeated(self) -> pd.DataFrame:
+        """pandas.DataFrame: The held sends, each key's together in replay order."""
+
+    @property
+    def keyed(self) -> KeyedSends:
+        """KeyedSends: The held sends laid out for walks (``segment``, ``time_us``)."""
 
     @property
     def has_ground_truth(self) -> bool:
         """bool: Whether the input had ground truth (``logical_id``, ``attempt``)."""
-        return self.truth_fixed is not None
-
-    def anchors(self, window: timedelta | float | str) -> Anchors:
-        """The verdicts at ``window``: ``ReplayCache.anchors``."""
-        raise NotImplementedError
 
     @property
     def codes(self) -> Codes:
-        """Codes: The numbering of the held sends: ``ReplayCache.codes``."""
-        raise NotImplementedError
+        """Codes: The held sends numbered by entity, key and time bucket."""
 
     @property
     def truth(self) -> TruthCodes:
-        """TruthCodes: The numbering by message: ``ReplayCache.truth``."""
-        raise NotImplementedError
+        """TruthCodes: The held sends numbered by message (ground truth)."""
+
+    def anchors(self, window: timedelta | float | str) -> Anchors:
+        """Anchors: The verdicts of the held sends at ``window``."""
 
     def cell_duplicates(self, micros: int) -> np.ndarray:
-        """The duplicates per cell: ``ReplayCache.cell_duplicates``."""
-        raise NotImplementedError
+        """numpy.ndarray: The held sends dropped at ``micros``, per entity and time bucket."""
+
+
+class CacheViews:
+    """The tables a :class:`~dedup_lib.sweep.cache.ReplayCache` answers, read from its public
+    surface: each reads :meth:`~dedup_lib.sweep.cache.ReplayCache.anchors` at a window and
+    the cache's numbering (:attr:`~dedup_lib.sweep.cache.ReplayCache.codes`).
+
+    Parameters
+    ----------
+    cache : ReplayCache
+        The cache read (or any object with its public surface, :class:`Cache`).
+        ``cache.views`` is its own, made once; the cache answers each view by name as well
+        (``cache.summarize(window)`` is ``cache.views.summarize(window)``).
+
+    Examples
+    --------
+    With ``cache`` from :class:`~dedup_lib.ReplayCache`'s example (the incident sample):
+
+    >>> from dedup_lib.sweep.views import CacheViews
+    >>> CacheViews(cache).summarize("PT10M")["duplicates"].tolist()
+    [0, 2945, 159, 3104]
+    >>> cache.views.cache is cache
+    True
+    """
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
 
     def summarize(self, window: timedelta | float | str) -> pd.DataFrame:
         """The verdicts per entity at ``window``, from memory: what :func:`dedup_lib.summarize`
@@ -87,8 +119,8 @@ class CacheViews:
         >>> table["duplicates"].tolist()
         [0, 2945, 159, 3104]
         """
-        accepted = self.anchors(window).accepted
-        c = self.codes
+        accepted = self.cache.anchors(window).accepted
+        c = self.cache.codes
         kept = np.bincount(c.entity, weights=accepted, minlength=len(c.names)).astype("int64")
         table = pd.DataFrame(
             {
@@ -139,12 +171,12 @@ class CacheViews:
         >>> int(total["resends"]), int(total["resends_caught"]), int(total["extra_deliveries"])
         (3310, 3104, 206)
         """
-        if self.truth_fixed is None:
+        if not self.cache.has_ground_truth:
             raise InputError(
                 "ground_truth_summary: the input has no ground truth columns (logical_id, attempt)"
             )
-        accepted = self.anchors(window).accepted
-        return truth_table(self.truth, accepted)
+        accepted = self.cache.anchors(window).accepted
+        return truth_table(self.cache.truth, accepted)
 
     def over_time(self, window: timedelta | float | str) -> pd.DataFrame:
         """Sends per entity and time bucket at ``window``: what the sends-over-time chart draws.
@@ -174,8 +206,8 @@ class CacheViews:
         >>> list(table.columns), len(table), int(table["duplicates"].sum())
         (['entity', 'time', 'sends', 'duplicates', 'rejected'], 540, 3104)
         """
-        cells = self.codes.cells
-        return cells.over_time(self.cell_duplicates(to_micros(window)))
+        cells = self.cache.codes.cells
+        return cells.over_time(self.cache.cell_duplicates(to_micros(window)))
 
     def top_keys(
         self, window: timedelta | float | str, n: int = 10, entity: str | None = None
@@ -215,11 +247,11 @@ class CacheViews:
         0  8148.2026/order      6           5         1
         1  4675.2026/order      5           4         1
         """
-        accepted = self.anchors(window).accepted
-        c = self.codes
+        accepted = self.cache.anchors(window).accepted
+        c = self.cache.codes
         if len(c.segment_sends) == 0:
             return pd.DataFrame({"entity": [], "key": [], "sends": [], "duplicates": []})
-        duplicates = np.bincount(self._segment, weights=~accepted).astype("int64")
+        duplicates = np.bincount(self.cache.keyed.segment, weights=~accepted).astype("int64")
         sends = c.segment_sends.astype("int64")
         eligible = np.arange(len(duplicates))
         if entity not in (None, ALL_ENTITIES):
@@ -236,7 +268,7 @@ class CacheViews:
                 "duplicates": duplicates[rows],
             }
         )
-        if self.has_ground_truth:
+        if self.cache.has_ground_truth:
             table["messages"] = self._messages_per_segment[rows].astype("int64")
         # Ties by entity and key, as a stable order.
         top = table.sort_values(
@@ -283,20 +315,20 @@ class CacheViews:
     @cached_property
     def _messages_per_segment(self) -> np.ndarray:
         """How many messages each repeated key carries (ground truth), computed once."""
-        return _distinct_per_segment(self._segment, self.repeated["logical_id"])
+        return _distinct_per_segment(self.cache.keyed.segment, self.cache.repeated["logical_id"])
 
     def _resend_delays(self, columns: Sequence[str] | None) -> pd.DataFrame:
-        segment = self._segment
+        segment, time = self.cache.keyed.segment, self.cache.keyed.time_us
         later = np.flatnonzero(segment[1:] == segment[:-1]) + 1
 
         def column(name: str) -> Any:
             if name == "delay_s":
-                return (self._time[later] - self._time[later - 1]) / 1e6
+                return (time[later] - time[later - 1]) / 1e6
             if name == "time":
-                return pd.to_datetime(self._time[later], unit="us", utc=True)
-            return self.repeated[name].take(later).reset_index(drop=True)
+                return pd.to_datetime(time[later], unit="us", utc=True)
+            return self.cache.repeated[name].take(later).reset_index(drop=True)
 
-        carried = [str(c) for c in self.repeated if c not in ("segment", "pos")]
+        carried = [str(c) for c in self.cache.repeated if c not in ("segment", "pos")]
         names = columns or [*carried, "delay_s", "time"]
         table = pd.DataFrame({name: column(name) for name in names})
         if "entity" in table:
@@ -334,8 +366,8 @@ class CacheViews:
         {'notifications': 236, 'orders': 894, 'payments': 372}
         """
         micros = to_micros(window)
-        c = self.codes
-        held, first = c.cells.held(self.cell_duplicates(micros), micros)
+        c = self.cache.codes
+        held, first = c.cells.held(self.cache.cell_duplicates(micros), micros)
         if held.shape[1] == 0:
             return pd.DataFrame({"entity": [], "time": [], "held": []})
         times = c.cells.starts(np.arange(held.shape[1]) + 1)  # each bucket's end
@@ -391,9 +423,9 @@ class CacheViews:
                 "share_caught": float(total["share_caught"]),
                 "peak_held": self._peak_held(micros),
             }
-            if self.has_ground_truth:
+            if self.cache.has_ground_truth:
                 truth = self.ground_truth_summary(micros / 1e6).iloc[-1]
-                catchable = int(self.truth.resend.sum())
+                catchable = int(self.cache.truth.resend.sum())
                 row |= _truth_columns(truth, catchable)
             rows.append(row)
         return pd.DataFrame(rows)
@@ -401,7 +433,7 @@ class CacheViews:
     def _peak_held(self, micros: int) -> int:
         """The most ids held at once at ``micros``, all entities together: the peak of the
         sum over entities of :meth:`held_over_time`."""
-        held, first = self.codes.cells.held(self.cell_duplicates(micros), micros)
+        held, first = self.cache.codes.cells.held(self.cache.cell_duplicates(micros), micros)
         if held.shape[1] == 0:
             return 0
         return int(held.sum(axis=0)[int(first[first >= 0].min()) :].max())
