@@ -87,15 +87,3 @@ def test_long_chains_end_as_a_send_by_send_walk_ends_them(seed):
         accepted, anchor = _walked_one_send_at_a_time(segment, time_us, window_us)
         assert found.accepted.tolist() == accepted.tolist(), window_us
         assert found.anchor.tolist() == anchor.tolist(), window_us
-
-
-def test_the_walk_is_compiled_in_the_background_once():
-    from dedup_lib.sweep import anchors
-
-    anchors._compiled.cache_clear()
-    anchors.compile_in_background.cache_clear()
-    thread = anchors.compile_in_background()
-    assert thread.daemon
-    thread.join(timeout=120)
-    assert anchors._compiled().signatures  # compiled, not only made ready to compile
-    assert anchors.compile_in_background() is thread

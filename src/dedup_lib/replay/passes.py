@@ -20,6 +20,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.functions import arrow_udf
 
 from dedup_lib.columns import JUDGED, MIXED_BATCH, POS, UTC_TIME, WINDOW, column, utc_wall_clock
+from dedup_lib.replay import walk
 from dedup_lib.replay.kernels import python as arrow_kernel
 from dedup_lib.replay.sql_rules import (
     entity_window,
@@ -35,8 +36,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-# Ship the kernel by value, so a remote Spark Connect cluster needs no dedup_lib installed.
+# Ship the kernel and its walk by value, so a remote Spark Connect cluster needs no dedup_lib
+# installed.
 cloudpickle.register_pickle_by_value(arrow_kernel)  # type: ignore[no-untyped-call]
+cloudpickle.register_pickle_by_value(walk)  # type: ignore[no-untyped-call]
 
 
 def decided() -> Column:

@@ -3,23 +3,22 @@
 A key's first send is accepted and anchors a window; the first later send at or after anchor +
 window (half-open: exactly at the end is accepted again) is accepted and anchors the next one.
 Sends in between are duplicates of the anchor and do not move it. This is the rule and order
-of :func:`dedup_lib.detect_duplicates`, walked send by send down the cache's rows in one loop
-compiled by numba: a walk is one pass over the rows whatever the window, where numpy needed a
-search of the rows for every step of the longest chain (a few ids reused all day take
-thousands of steps at a window of seconds; docs/decisions/sweep-in-memory.md).
+of :func:`dedup_lib.detect_duplicates`, walked send by send down the cache's rows by the one
+compiled loop of :mod:`dedup_lib.replay.walk`: a walk is one pass over the rows whatever the
+window, where numpy needed a search of the rows for every step of the longest chain (a few ids
+reused all day take thousands of steps at a window of seconds;
+docs/decisions/sweep-in-memory.md).
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
-from functools import cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from collections.abc import Callable
+from dedup_lib.replay.walk import compile_in_background, walk_keys
+
+__all__ = ["Anchors", "KeyedSends", "compile_in_background", "walk_anchors"]
 
 
 @dataclass(frozen=True)
@@ -60,42 +59,5 @@ class KeyedSends:
 def walk_anchors(sends: KeyedSends, window_us: int) -> Anchors:
     """Each key's anchor chain at ``window_us`` microseconds, for all keys at once."""
     accepted = np.zeros(len(sends.segment), dtype=np.bool_)
-    if len(accepted):
-        _compiled()(sends.segment, sends.time_us, int(window_us), accepted)
+    walk_keys(sends.starts, sends.time_us, np.array([window_us], dtype=np.int64), accepted)
     return Anchors(window_us, accepted)
-
-
-@cache
-def compile_in_background() -> threading.Thread:
-    """The walk compiled in a thread of its own, once per process: started as a build
-    begins, so that the first view after it finds the walk compiled: compiling takes longer
-    than a walk."""
-    one = np.zeros(1, dtype=np.int64)
-    thread = threading.Thread(
-        target=walk_anchors, args=(KeyedSends.of(one, one), 1), name="dedup-walk", daemon=True
-    )
-    thread.start()
-    return thread
-
-
-@cache
-def _compiled() -> Callable[..., None]:
-    """The walk's loop, compiled on first use, once per process (numba's import is as
-    long, and the library's other paths do without it). It holds no lock on Python
-    objects (``nogil``): a walk runs beside the thread that builds the other mode."""
-    from numba import njit
-
-    @njit(nogil=True)
-    def walk(
-        segment: np.ndarray,
-        time_us: np.ndarray,
-        window_us: int,
-        accepted: np.ndarray,
-    ) -> None:
-        end = 0
-        for row in range(len(segment)):
-            if row == 0 or segment[row] != segment[row - 1] or time_us[row] >= end:
-                accepted[row] = True
-                end = time_us[row] + window_us
-
-    return walk

@@ -15,10 +15,8 @@ columns are taken once, into the answered rows and the pending ones.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, replace
-from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +26,8 @@ from dedup_lib.columns import DECIDED, K0, K1, KEYED_CONTENT, ORIGINAL_CONTENT, 
 from dedup_lib.live.state.store import ANCHOR, CLOSES
 from dedup_lib.live.state.store import K0 as S0
 from dedup_lib.live.state.store import K1 as S1
+from dedup_lib.replay.walk import NO_ANCHOR, walk_keys
+from dedup_lib.replay.walk import compile_in_background as compile_in_background  # at start
 from dedup_lib.rules.policy import ACCEPTED, DUPLICATE
 
 if TYPE_CHECKING:
@@ -133,7 +133,8 @@ def _walk(
     found = state.find(keys[starts])
     accepted = np.zeros(len(due), dtype=np.bool_)
     anchor = np.full(len(due), -1, dtype=np.int64)
-    _walk_kernel()(starts, found.held, found.closes, times, windows, accepted, anchor)
+    closes = np.where(found.held, found.closes, NO_ANCHOR)
+    walk_keys(starts, times, windows, accepted, closes=closes, anchor=anchor)
     key_of = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(due)]))
     stored = ~accepted & (anchor < 0)
     held = state.rows(found.ref[key_of[stored]], _payload_schema(rows))
@@ -261,45 +262,3 @@ def _nulls(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 def _flags(values: pa.ChunkedArray) -> np.ndarray:
     return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), np.bool_)
-
-
-@cache
-def compile_in_background() -> threading.Thread:
-    """The walk compiled in a thread of its own, once per process: started when a monitor
-    starts, so its first micro-batch finds it compiled."""
-    thread = threading.Thread(target=_walk_kernel, name="dedup-walk-compile", daemon=True)
-    thread.start()
-    return thread
-
-
-@cache
-def _walk_kernel() -> Any:
-    """The walk of each key's due sends, compiled by numba once per process."""
-    from numba import njit
-
-    @njit(nogil=True)
-    def walk(
-        starts: Any,
-        held: Any,
-        closes: Any,
-        times: Any,
-        windows: Any,
-        accepted: Any,
-        anchor: Any,
-    ) -> None:
-        rows = len(times)
-        for key in range(len(starts)):
-            stop = starts[key + 1] if key + 1 < len(starts) else rows
-            first = not held[key]
-            end = closes[key]
-            current = -1
-            for row in range(starts[key], stop):
-                if first or times[row] >= end:
-                    accepted[row] = True
-                    end = times[row] + windows[row]
-                    current = row
-                    first = False
-                else:
-                    anchor[row] = current
-
-    return walk

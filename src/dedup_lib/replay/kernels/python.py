@@ -7,13 +7,14 @@ It runs inside Spark's Python workers as a scalar iterator Arrow UDF over the fe
 needs (what tells the keys apart, time, event id, whether Spark SQL already decided the send),
 so the other columns never leave the JVM. A key is told apart by two values of any comparable
 type: the key and the entity, or, as the engine passes them, two 64-bit hashes of both. It
-depends on pyarrow and numpy only (the engine ships it to a remote cluster by value). Its
-state between batches is one anchor, never a whole key's sends, so a hot key costs time, not
-memory.
+depends on pyarrow, numpy and the walk only (the engine ships both to a remote cluster by
+value). Its state between batches is one anchor, never a whole key's sends, so a hot key
+costs time, not memory.
 
 Per group of sends with one key, every send before the head's window ends is a duplicate of
 the head, decided in bulk; only the sends after the first expiry walk the anchor chain one
-by one (docs/rules.md, section 1: the window is anchored on the accepted original).
+by one, by the library's one walk (:mod:`dedup_lib.replay.walk`, shipped by value with the
+kernel; docs/rules.md, section 1: the window is anchored on the accepted original).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from dedup_lib.replay.walk import walk_loop
 
 #: Field names of the struct the kernel returns per send: the original's time and event id for
 #: duplicates; the struct is null for sends it accepted or did not judge.
@@ -169,19 +172,20 @@ def _walk_tails(
     duplicate: np.ndarray,
     orig_ref: np.ndarray,
 ) -> None:
-    """The sends past their group's first window (``tails``), in order: each opens a new
-    window or falls in the one open (``duplicate`` and ``orig_ref`` updated in place)."""
+    """The sends past their group's first window (``tails``), walked as keys of their own by
+    :func:`~dedup_lib.replay.walk.walk_loop` (a group's first tail opens a window): each opens
+    a window or falls in the one open (``duplicate`` and ``orig_ref`` updated in place). As
+    Python lists: the loop runs interpreted here, and reads a list faster than an array."""
     if not tails.size:
         return
-    group_of = head_ref[tails].tolist()
+    group = head_ref[tails]
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    accepted, anchor = [False] * len(tails), [-1] * len(tails)
     spans = np.broadcast_to(w, (len(t),))[tails].tolist()
-    current_group, anchor_ref, anchor_t = -1, -1, 0
-    for i, g, ti, span in zip(tails.tolist(), group_of, t[tails].tolist(), spans, strict=True):
-        if g != current_group or ti >= anchor_t + span:
-            current_group, anchor_ref, anchor_t = g, i + 1, ti
-        else:
-            duplicate[i] = True
-            orig_ref[i] = anchor_ref
+    walk_loop(starts.tolist(), t[tails].tolist(), spans, accepted, [], anchor)
+    caught = ~np.array(accepted, dtype=bool)
+    duplicate[tails[caught]] = True
+    orig_ref[tails[caught]] = tails[np.array(anchor, dtype=np.int64)[caught]] + 1
 
 
 def _next_anchor(
