@@ -5,12 +5,13 @@ the writer did to the folder since, and Spark never reads a file while it is wri
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import BinaryIO
 
 from dedup_lib.live.durable import remove, replace_with
-from dedup_lib.live.landing.ledger import Chunk, Piece, file_id
+from dedup_lib.live.landing.ledger import Chunk, MovedError, Piece, open_file
+
+__all__ = ["MovedError", "chunk_path", "remove_chunks", "write_chunks"]
 
 
 def chunk_path(folder: str, seq: int, chunk: Chunk) -> str:
@@ -53,10 +54,6 @@ def remove_chunks(folder: str) -> None:
         os.rmdir(folder)
 
 
-class MovedError(OSError):
-    """A planned file is no longer where it was, nor anywhere in its folder: plan again."""
-
-
 def _copy(chunk: Chunk, target: str) -> None:
     with open(target, "wb") as out:
         for piece in chunk.pieces:
@@ -72,18 +69,5 @@ def _copy(chunk: Chunk, target: str) -> None:
 
 
 def _opened(piece: Piece) -> BinaryIO:
-    """The planned file, found by its identity: a rotation may have renamed it since, and
-    given its old name to a new file."""
-    folder = os.path.dirname(piece.path)
-    candidates = [piece.path]
-    with contextlib.suppress(FileNotFoundError):
-        candidates += [os.path.join(folder, n) for n in sorted(os.listdir(folder))]
-    for path in candidates:
-        try:
-            file = open(path, "rb")  # noqa: SIM115 (returned open)
-        except (FileNotFoundError, IsADirectoryError):
-            continue
-        if file_id(os.fstat(file.fileno())) == piece.file:
-            return file
-        file.close()
-    raise MovedError(f"{piece.path} went between planning and reading")
+    """The planned file, found by its identity wherever a rotation has moved it since."""
+    return open_file(piece.path, piece.file, in_folder=True)

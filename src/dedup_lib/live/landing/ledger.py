@@ -206,7 +206,7 @@ def plan(folder: str, known: dict[str, Seen], reading: Reading, now: float) -> P
     listed_files, said = dict(result.files), list(result.notes)
     try:
         _fill(folder, found, result, reading, now)
-    except _MovedError:
+    except MovedError:
         # A name listed now holds another file (a rotation since): plan again from a new
         # listing, never with bytes or a head read from the wrong file.
         return _aged(Plan(files=listed_files, notes=said), now)
@@ -311,7 +311,7 @@ def _with_head(path: str, fid: str, seen: Seen) -> Seen:
 
 
 def _hash(path: str, fid: str, length: int) -> str:
-    with _opened(path, fid) as file:
+    with open_file(path, fid) as file:
         return xxhash.xxh64_hexdigest(file.read(length))
 
 
@@ -436,26 +436,40 @@ def _first(path: str, fid: str, start: int, size: int, csv: bool) -> int:
 def _read(path: str, fid: str, start: int, stop: int) -> bytes:
     if stop <= start:
         return b""
-    with _opened(path, fid) as file:
+    with open_file(path, fid) as file:
         file.seek(start)
         return file.read(stop - start)
 
 
-class _MovedError(Exception):
-    """The name listed holds another file now: the listed one was renamed since."""
+class MovedError(OSError):
+    """A listed or planned file is no longer the file at its name, nor (where it was looked
+    for) anywhere in its folder: renamed or removed since. Plan again."""
 
 
-@contextlib.contextmanager
-def _opened(path: str, fid: str) -> Iterator[BinaryIO]:
-    """The file at ``path``, if it is still the file ``fid`` the listing found there."""
-    try:
-        file = open(path, "rb")  # noqa: SIM115 (closed below)
-    except FileNotFoundError as gone:
-        raise _MovedError(path) from gone
-    with file:
-        if file_id(os.fstat(file.fileno())) != fid:
-            raise _MovedError(path)
-        yield file
+def open_file(path: str, fid: str, *, in_folder: bool = False) -> BinaryIO:
+    """The file ``fid`` (:func:`file_id`), open for reading: at ``path``, or, ``in_folder``,
+    under any name in its folder (a rotation renames a file, and gives its old name to a new
+    one).
+
+    Raises
+    ------
+    MovedError
+        ``path`` holds another file or none, and (``in_folder``) no name in the folder holds it.
+    """
+    candidates = [path]
+    if in_folder:
+        folder = os.path.dirname(path)
+        with contextlib.suppress(FileNotFoundError):
+            candidates += [os.path.join(folder, n) for n in sorted(os.listdir(folder))]
+    for candidate in candidates:
+        try:
+            file = open(candidate, "rb")  # noqa: SIM115 (returned open)
+        except (FileNotFoundError, IsADirectoryError):
+            continue
+        if file_id(os.fstat(file.fileno())) == fid:
+            return file
+        file.close()
+    raise MovedError(f"{path} went between planning and reading")
 
 
 def _suffix(name: str, reading: Reading) -> str:
