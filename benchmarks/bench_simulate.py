@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from results_table import Figure, add_option, record, short_count
+
 TARGET = 2.5
 BIN = Path(sys.executable).parent
 REPLAY_ALONE = """
@@ -62,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input", type=Path, help="sends already generated (Parquet)")
     parser.add_argument("--repeat", type=int, default=2, help="rounds (default 2)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    add_option(parser)
     args = parser.parse_args(argv)
 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -94,6 +97,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         figures = {"rows": args.rows, "rounds": rounds, "ratio": ratio}
         args.json.write_text(json.dumps(figures, indent=2))
+    alone = statistics.median(a for _, a in ratios)
+    whole = statistics.median(w for w, _ in ratios)
+    times = f"replay {alone:.1f} s, simulate {whole:.1f} s (medians, {args.repeat} rounds)"
+    steps = "; ".join(f"{text[:40]} {s:.1f} s" for text, s in split)
+    figures = [
+        Figure(
+            "simulate --out / replay alone", ratio, times, f"at most {TARGET}x", ratio <= TARGET
+        ),
+        Figure("simulate's stages, the last round", None, steps),
+    ]
+    size = f"{short_count(args.rows)} sends" if args.input is None else str(args.input)
+    baseline = "the replay alone (read, parse, detect_duplicates, write), each in its own process"
+    record("make bench-simulate", size, figures, baseline=baseline, enabled=not args.no_record)
     return 0 if ratio <= TARGET else 1
 
 

@@ -53,6 +53,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from results_table import Figure, add_option, record, short_count
+
 #: The last quarter's mean against the second's, at most.
 FLAT = 1.1
 MIB = 2**20
@@ -548,6 +550,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jvm-histograms", action="store_true")
     parser.add_argument("--workdir", type=Path, help="kept after the run (default: a temp one)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    add_option(parser)
     args = parser.parse_args(argv)
 
     if args.workdir is not None:
@@ -559,7 +562,26 @@ def main(argv: list[str] | None = None) -> int:
             result = run(args, Path(tmp))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2, default=str))
-    return 0 if show(result) else 1
+    flat = show(result)
+    figures = [
+        Figure(
+            f"{name} RSS, last / second quarter",
+            result[f"{name} last / second quarter"],
+            ", ".join(f"{q[f'{name} RSS (MiB)']:,.0f}" for q in result["quarters"])
+            + " MiB by quarter",
+            f"at most {FLAT}x",
+            result[f"{name} last / second quarter"] <= FLAT,
+        )
+        for name in ("Python", "JVM")
+    ] + [
+        Figure(
+            "keys held, last quarter", None, short_count(int(result["quarters"][3]["keys held"]))
+        )
+    ]
+    size = f"{args.minutes:g} min, {args.window}"
+    baseline = "the same run's second quarter (the first holds the start and the state's filling)"
+    record("make bench-soak", size, figures, baseline=baseline, enabled=not args.no_record)
+    return 0 if flat else 1
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from pathlib import Path
 from bench_engine import floor, timed
 from dedup_lib import generate_telemetry, get_spark
 from dedup_lib.synth import day_scenario
+from results_table import Figure, add_option, record, short_count
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2, help="timed runs of each (default 2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    add_option(parser)
     args = parser.parse_args(argv)
 
     spark = get_spark("dedup-bench-synth", config={"spark.ui.enabled": "false"})
@@ -38,11 +40,14 @@ def main(argv: list[str] | None = None) -> int:
     frame = generate_telemetry(spark, args.rows, seed=args.seed, scenario=scenario)
     with tempfile.TemporaryDirectory(prefix="dedup-bench-synth-") as tmp:
         timed(lambda: generate_telemetry(spark, 100_000, scenario=scenario))  # warm-up
-        timings: dict[str, list[float]] = {"generate (no-op sink)": [], "generate to Parquet": []}
+        timings: dict[str, list[float]] = {
+            "generate to a no-op sink": [],
+            "generate to Parquet": [],
+        }
         timings["floor (shuffle + sort)"] = []
         for round_ in range(args.repeat):
             seconds = timed(lambda: frame)
-            timings["generate (no-op sink)"].append(seconds)
+            timings["generate to a no-op sink"].append(seconds)
             start = time.perf_counter()
             frame.write.mode("overwrite").parquet(f"{tmp}/sends")
             timings["generate to Parquet"].append(time.perf_counter() - start)
@@ -60,6 +65,23 @@ def main(argv: list[str] | None = None) -> int:
               f"{rows / seconds / 1e6:5.2f} M rows/s")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "timings": timings}, indent=2))
+    figures = [
+        Figure(
+            f"{name} / floor",
+            best[name] / base,
+            f"generate {best[name]:.1f} s, floor {base:.1f} s (best of {args.repeat}; "
+            f"{rows / best[name] / 1e6:.2f} M sends/s)",
+        )
+        for name in ("generate to a no-op sink", "generate to Parquet")
+    ]
+    baseline = "the floor of make bench (a shuffle and sort) over the rows written"
+    record(
+        "make bench-synth",
+        f"{short_count(args.rows)} sends",
+        figures,
+        baseline=baseline,
+        enabled=not args.no_record,
+    )
     return 0
 
 

@@ -17,7 +17,7 @@ ratios to the batch replay (median over the rounds of the ratio within a round),
 files' cost against the early ones' (the last three against the second to the fourth: the
 first carries the start), the state at the end (keys held, bytes in memory and on disk), and
 the peaks of resident memory of the driver's Python and of its JVM (the executors, in local
-mode), sampled every 0.2 s. ``--json`` writes the figures, for benchmarks/results/.
+mode), sampled every 0.2 s. ``--json`` writes every figure to a file.
 
     make bench-watch                       # 1 M and 10 M sends, PT10M and P1D, 10 files
     .venv/bin/python benchmarks/bench_watch.py --rows 200000 --files 4 --repeat 1
@@ -45,6 +45,7 @@ from bench_engine import paired
 from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
 from dedup_lib.live.watch import watch_duplicates
 from dedup_lib.synth import generate_telemetry
+from results_table import Figure, add_option, record, short_count
 
 LATENESS = "PT1M"
 WINDOWS = ("PT10M", "P1D")
@@ -249,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=10, help="files landed (default 10)")
     parser.add_argument("--repeat", type=int, default=2, help="timed rounds (default 2)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    add_option(parser)
     args = parser.parse_args(argv)
 
     spark = get_spark("dedup-bench-watch", config={"spark.ui.enabled": "false"})
@@ -269,7 +271,55 @@ def main(argv: list[str] | None = None) -> int:
         f"{'met' if ok else 'NOT met'}; P1D late files within {FLAT}x of early ones: "
         f"{'met' if flat else 'NOT met'}"
     )
+    baseline = "the batch replay of the same files (load_telemetry, detect_duplicates, no-op sink)"
+    for figures in results:
+        rows = [row for w in WINDOWS for row in _rows(w, figures, figures is results[-1])]
+        size = f"{short_count(figures['rows'])} sends"
+        record("make bench-watch", size, rows, baseline=baseline, enabled=not args.no_record)
     return 0 if ok and flat else 1
+
+
+def _rows(window: str, figures: dict, checked: bool) -> list[Figure]:
+    """A window's rows for benchmarks/README.md; ``checked``: its targets apply (the largest
+    size run)."""
+    w = figures["windows"][window]
+    batch = f"batch {w['batch replay (s)']:.1f} s"
+    fed, once = w["one at a time (s)"], w["all at once (s)"]
+
+    def within(ratio: float, limit: float) -> tuple[str, bool | None]:
+        return (f"at most {limit:g}x", ratio <= limit) if checked else ("", None)
+
+    state = w["state at the end"]
+    keys, memory, disk = state.get("keys", 0), state.get("memory", 0), state.get("disk", 0)
+    median = w["a file landed to its verdicts, median (s)"]
+    worst = w["a file landed to its verdicts, worst (s)"]
+    landed = (
+        f"median {median:.1f} s, worst {worst:.1f} s; {short_count(keys)} keys "
+        f"({memory / 1e6:,.0f} MB in memory, {disk / 1e6:,.1f} MB on disk); peak Python "
+        f"{w['peak Python (GiB)']:.1f} GiB, JVM {w['peak JVM (GiB)']:.1f} GiB"
+    )
+    late = w["late files / early files"]
+    return [
+        Figure(
+            f"{window}, one at a time / batch",
+            w["one at a time / batch"],
+            f"one at a time {fed:.1f} s, {batch}",
+            *within(w["one at a time / batch"], TARGET),
+        ),
+        Figure(
+            f"{window}, all at once / batch",
+            w["all at once / batch"],
+            f"all at once {once:.1f} s, {batch}",
+            *within(w["all at once / batch"], TARGET),
+        ),
+        Figure(
+            f"{window}, late files / early files",
+            late,
+            "the last three against the second to fourth",
+            *(within(late, FLAT) if window == "P1D" else ("", None)),
+        ),
+        Figure(f"{window}, a file landed to its verdicts; the state, peaks", None, landed),
+    ]
 
 
 if __name__ == "__main__":

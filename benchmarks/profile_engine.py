@@ -13,7 +13,7 @@ runs the floor and the engine once untimed (the JIT, the file cache), then once 
   and by what that frame belongs to (Spark's generated code, the sorter, the shuffle writer,
   hashing, the replay kernel, Parquet, compression).
 
-What it prints is the input of benchmarks/README.md's "where the time goes".
+What it prints is recorded by hand in benchmarks/history.md, "where the engine's time goes".
 
     make profile-engine                      # 10 M sends, narrow and wide
     .venv/bin/python benchmarks/profile_engine.py --rows 4000000 --shape narrow --top 25
