@@ -29,6 +29,8 @@ from dedup_lib.errors import ToolMissingError
 from dedup_lib.spark import cache_dir, is_connect, java_tool
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
@@ -79,45 +81,58 @@ def jar_path() -> Path:
     A build that failed is not tried again in this process: every later call raises the
     same error at once, instead of running ``javac`` again.
     """
+    return built_jar([SOURCE], "dedup-replay", "the JVM replay kernel")
+
+
+def built_jar(sources: Sequence[Path], prefix: str, what: str) -> Path:
+    """The jar of the classes compiled from ``sources``, named ``prefix`` and a hash of the
+    sources, compiled now if the cache lacks it; ``what`` names it in errors.
+
+    Examples
+    --------
+    >>> built_jar([SOURCE], "dedup-replay", "the JVM replay kernel") == jar_path()
+    True
+    """
     try:
-        digest = hashlib.sha256(SOURCE.read_bytes() + RELEASE.encode()).hexdigest()[:16]
-        jar = cache_dir() / f"dedup-replay-{digest}.jar"
+        code = b"".join(source.read_bytes() for source in sources)
+        digest = hashlib.sha256(code + RELEASE.encode()).hexdigest()[:16]
+        jar = cache_dir() / f"{prefix}-{digest}.jar"
         if jar.exists():
             return jar
     except (OSError, RuntimeError) as exc:
         raise JvmKernelUnavailable(
-            f"cannot read the JVM replay kernel's source {SOURCE} or cache ({exc}): set "
-            "DEDUP_LIB_CACHE to a readable, writable folder"
+            f"cannot read {what}'s source {', '.join(map(str, sources))} or cache ({exc}): "
+            "set DEDUP_LIB_CACHE to a readable, writable folder"
         ) from exc
     failed = _failed.get(jar)
     if failed is not None:
         raise failed
     try:
-        return _compile(jar)
+        return _compile(jar, sources, what)
     except JvmKernelUnavailable as exc:
         _failed[jar] = exc
         raise
 
 
-def _compile(jar: Path) -> Path:
+def _compile(jar: Path, sources: Sequence[Path], what: str) -> Path:
     javac = _javac()
     if javac is None:
         raise JvmKernelUnavailable(
-            "no `javac` on PATH or in JAVA_HOME to build the JVM replay kernel: install a JDK "
+            f"no `javac` on PATH or in JAVA_HOME to build {what}: install a JDK "
             "17+ (Debian/Ubuntu: `apt-get install openjdk-17-jdk-headless`; conda: "
             "`conda install -c conda-forge openjdk=17`), not only a runtime"
         )
     try:
         jar.parent.mkdir(parents=True, exist_ok=True)
-        return _build(javac, jar)
+        return _build(javac, jar, sources)
     except OSError as exc:
         raise JvmKernelUnavailable(
-            f"cannot write the JVM replay kernel to {jar.parent} ({exc.strerror or exc}): set "
+            f"cannot write {what} to {jar.parent} ({exc.strerror or exc}): set "
             "DEDUP_LIB_CACHE to a writable folder"
         ) from exc
 
 
-def _build(javac: str, jar: Path) -> Path:
+def _build(javac: str, jar: Path, sources: Sequence[Path]) -> Path:
     with tempfile.TemporaryDirectory(dir=jar.parent, prefix=".build-") as tmp:
         classes = Path(tmp) / "classes"
         command = [
@@ -129,7 +144,7 @@ def _build(javac: str, jar: Path) -> Path:
             str(_spark_jars() / "*"),
             "-d",
             str(classes),
-            str(SOURCE),
+            *map(str, sources),
         ]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -139,7 +154,7 @@ def _build(javac: str, jar: Path) -> Path:
             raise JvmKernelUnavailable(f"`{javac}` could not run: {exc}") from exc
         if done.returncode != 0:
             raise JvmKernelUnavailable(
-                f"`{javac}` failed on {SOURCE} (exit {done.returncode}):\n"
+                f"`{javac}` failed on {', '.join(map(str, sources))} (exit {done.returncode}):\n"
                 f"{(done.stderr or done.stdout).strip()}"
             )
         built = Path(tmp) / jar.name

@@ -1,0 +1,11 @@
+"""The live monitor's state on the executors: Spark's state store instead of the driver's
+index (docs/decisions/live-state-executors.md), in one long-running streaming query.
+
+- :mod:`~dedup_lib.live.executors.processor`: the judge, a JVM ``transformWithState``
+  processor compiled on first use, and the stream's columns.
+- :mod:`~dedup_lib.live.executors.inbox`: each ledger plan's sends staged as one Parquet file,
+  one of Spark's micro-batches.
+- :mod:`~dedup_lib.live.executors.query`: the streaming query, its verdicts written once per
+  micro-batch, and its figures.
+- :mod:`~dedup_lib.live.executors.plans`: the ledger's plans fed to the query, each once.
+"""

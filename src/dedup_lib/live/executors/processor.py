@@ -1,0 +1,116 @@
+"""The judge on the executors: ``java/LiveMonitor.java``, a ``transformWithState`` processor
+compiled on first use, applied to a stream of keyed sends.
+
+The Java source is built as the replay's kernel is (:func:`dedup_lib.replay.kernels.jvm.built_jar`:
+the JDK's ``javac``, a jar cached per user and named by a hash of its source) and loaded into
+a classic session with ``ADD JAR``, so Spark's executors fetch it. It judges by the rules the
+driver's judge keeps (:mod:`dedup_lib.live.state.judge`): each key's sends in replay order once
+the watermark passes them, against the accepted send whose window is open, ``late`` for a send
+behind the watermark it meets. Its state (the sends waiting, each key's anchor and timer) lies
+in Spark's state store, keyed by the dedup key's two hashes.
+
+Spark drops rows behind the watermark before a stateful operator sees them when the
+operator's input still has the watermark's column: the column is a copy of the send time,
+dropped again before the grouping, so every send reaches the judge and a late one is answered
+``late`` (Spark's ``numRowsDroppedByWatermark`` stays 0).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+
+from dedup_lib.columns import DECIDED, INTERNAL, K0, K1, SEND_MICROS, WINDOW, column
+from dedup_lib.replay.kernels.jvm import JvmKernelUnavailable, built_jar
+from dedup_lib.spark import is_connect
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from dedup_lib.live.intake.keyed import Keyed
+
+SOURCE = Path(__file__).with_name("java") / "LiveMonitor.java"
+CLASS_NAME = "dedup_lib.LiveMonitor"
+#: The column the watermark is set on: a copy of the send time, dropped before the judge.
+EVENT_TIME = INTERNAL + "event_time"
+#: The judge's own columns beside the verdict: the original's time (microseconds) and the
+#: watermark a late send missed (milliseconds); the original's event id keeps its name.
+ORIGINAL_MICROS = "original_micros"
+MISSED_MS = "missed_ms"
+#: Spark's RocksDB state store: state on the executors' disks, in bounded memory.
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+#: The settings the streaming query's own session runs with.
+STATE_SETTINGS = {
+    "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
+    "spark.sql.adaptive.enabled": "false",
+}
+
+
+def jar_path() -> Path:
+    """The jar holding :data:`CLASS_NAME`, compiled now if the cache lacks it.
+
+    Examples
+    --------
+    >>> jar_path().name.startswith("dedup-live-")
+    True
+    """
+    return built_jar([SOURCE], "dedup-live", "the live monitor's judge on the executors")
+
+
+def load(spark: SparkSession) -> None:
+    """The judge's jar in ``spark`` (a classic session) and its executors.
+
+    Raises
+    ------
+    JvmKernelUnavailable
+        On Spark Connect (the judge needs a plugin on the server, not built yet), or when the
+        jar cannot be built or loaded; the message says why.
+    """
+    if is_connect(spark):
+        raise JvmKernelUnavailable(
+            "the live monitor's state on the executors runs on classic Spark only for now: "
+            "Spark Connect needs a relation plugin on the server, which is not built yet"
+        )
+    jar = jar_path()
+    try:
+        spark.sql("ADD JAR '" + str(jar).replace("\\", "\\\\").replace("'", "\\'") + "'")
+    except Exception as exc:
+        raise JvmKernelUnavailable(f"the session could not load {jar}: {exc}") from exc
+
+
+def stream_columns(keyed: Keyed) -> DataFrame:
+    """The keyed sends with the columns the judge reads that the driver's judge adds itself
+    (:meth:`dedup_lib.live.intake.keyed.Keyed.completed`): the send's time in microseconds,
+    and its entity's window where one window holds for every entity."""
+    frame = keyed.frame.withColumn(SEND_MICROS, F.unix_micros(column("send_time")))
+    if keyed.window is not None:
+        frame = frame.withColumn(WINDOW, F.lit(keyed.window).cast("long"))
+    return frame
+
+
+def judged(sends: DataFrame, lateness: timedelta) -> DataFrame:
+    """The verdicts of ``sends``, a stream of keyed sends (:func:`stream_columns`), judged on
+    the executors with the watermark ``lateness`` behind the latest send time seen.
+
+    Each send comes out once: decided and late ones in the micro-batch that reads them, the
+    rest in the first micro-batch whose watermark reaches their time. The rows are the
+    sends' columns with their ``verdict``, and :data:`ORIGINAL_MICROS`,
+    ``original_event_id`` and :data:`MISSED_MS`. The jar must be loaded (:func:`load`).
+    """
+    spark = sends.sparkSession
+    delay = f"{lateness // timedelta(milliseconds=1)} milliseconds"
+    watermarked = (
+        sends.withColumn(EVENT_TIME, F.timestamp_micros(column(SEND_MICROS)))
+        .withWatermark(EVENT_TIME, delay)
+        .drop(EVENT_TIME)
+    )
+    monitor = spark._jvm.dedup_lib.LiveMonitor  # type: ignore[union-attr]
+    names = (K0, K1, SEND_MICROS, WINDOW, "event_id", DECIDED, "verdict")
+    from pyspark.sql import DataFrame
+
+    return DataFrame(monitor.apply(watermarked._jdf, *names), spark)
