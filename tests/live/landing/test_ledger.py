@@ -246,22 +246,6 @@ def test_a_micro_batch_takes_no_more_than_its_budget_and_the_rest_follows(tmp_pa
     assert all(b - a <= 100 for a, b in zip([0, *taken], taken, strict=False))
 
 
-def test_a_file_renamed_between_planning_and_copying_is_found_by_its_identity(tmp_path):
-    folder = tmp_path / "landing"
-    folder.mkdir()
-    collector = Collector(str(folder / "traces.json"), max_bytes=10_000)
-    written = lines(20, 400)
-    for line in written[:10]:
-        collector.export(line)
-    collector.flush()
-    planned = plan(str(folder), {}, Reading("json"), 0)
-    for line in written[10:]:  # rotates: the planned file is now a backup
-        collector.export(line)
-    collector.close()
-    (path,) = write_chunks(str(tmp_path / "chunks"), planned.chunks)
-    assert Path(path).read_bytes().split(b"\n")[:-1] == written[:10]
-
-
 @pytest.mark.parametrize("hidden", [".landing-1.jsonl", "_tmp.jsonl", "x.jsonl.crc"])
 def test_hidden_and_bookkeeping_names_are_not_read(tmp_path, hidden):
     folder = tmp_path / "landing"

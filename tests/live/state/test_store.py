@@ -8,7 +8,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dedup_lib.live.state.index import Index
 from dedup_lib.live.state.store import ANCHOR, CLOSES, K0, K1, KeyedState
 
 PAYLOAD = pa.schema([("event_id", pa.string()), ("content", pa.string())])
@@ -115,14 +114,3 @@ def test_a_micro_batch_costs_the_keys_it_touches_not_the_keys_held(tmp_path):
     few, many = probes(1_000), probes(1_000_000)
     assert many < 600
     assert many < 3 * few + 100
-
-
-def test_the_index_doubles_and_keeps_every_key():
-    index = Index.empty(16)
-    keys = np.arange(2000, dtype=np.int64).reshape(-1, 2) * 7919
-    index.put(keys, keys[:, 0], keys[:, 0] + 1, keys[:, 1])
-    assert index.count == 1000
-    slots = index.find(keys)
-    assert (slots >= 0).all()
-    assert (index.ref[slots] == keys[:, 1]).all()
-    assert len(index.used) >= 1000 / (2 / 3)
