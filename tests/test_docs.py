@@ -1,10 +1,13 @@
-"""The documentation site's sources: the API page lists every public name, and neither the
-README nor a page links outside the repository (``make docs`` builds the site, warnings as
+"""The documentation site's sources: the API page lists every public name, neither the README
+nor a page links outside the repository, the layout page names every module and each
+package's docstring what the package holds (``make docs`` builds the site, warnings as
 errors; ``make test`` runs it)."""
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import re
 from pathlib import Path
 
@@ -12,6 +15,7 @@ import dedup_lib
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
+SRC = ROOT / "src" / "dedup_lib"
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
@@ -57,3 +61,41 @@ def test_the_layout_page_names_every_module() -> None:
     ]
     assert len(listed) == len(set(listed))
     assert sorted(listed) == sorted(modules)
+
+
+def _named(doc: str, package: str, held: list[str]) -> tuple[set[str], list[str]]:
+    """What of ``held`` (the package's modules and subpackages) ``doc`` names, each by a
+    ``:mod:`` role (its full name, or ``.name``) or as a literal of its name alone; and the
+    modules it names by a ``:mod:`` role that do not exist."""
+    named, unknown = set(), []
+    for ref in re.findall(r":mod:`~?([\w.]+)`", doc):
+        full = package + ref if ref.startswith(".") else ref
+        try:
+            found = importlib.util.find_spec(full)
+        except ModuleNotFoundError:
+            found = None
+        if found is None:
+            unknown.append(ref)
+        elif full.startswith(f"{package}."):
+            named.add(full.removeprefix(f"{package}.").split(".")[0])
+    named |= {name for name in re.findall(r"``(\w+)``", doc) if name in held}
+    return named, unknown
+
+
+def test_each_package_docstring_names_what_the_package_holds() -> None:
+    """Each subpackage's ``__init__`` docstring names every module and subpackage it holds,
+    and no module that is not there."""
+    wrong = []
+    for init in sorted(SRC.rglob("__init__.py")):
+        folder = init.parent
+        if folder == SRC or "resources" in folder.parts:
+            continue
+        package = ".".join(("dedup_lib", *folder.relative_to(SRC).parts))
+        held = [p.stem for p in folder.glob("*.py") if p.name != "__init__.py"]
+        held += [p.name for p in folder.iterdir() if (p / "__init__.py").is_file()]
+        named, unknown = _named(ast.get_docstring(ast.parse(init.read_text())) or "", package, held)
+        wrong += [
+            f"{package}'s docstring does not name {name}" for name in held if name not in named
+        ]
+        wrong += [f"{package}'s docstring names {ref}, which does not exist" for ref in unknown]
+    assert wrong == []

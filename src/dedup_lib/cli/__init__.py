@@ -3,7 +3,11 @@
 what the broker kept),
 ``explore`` (the window explorer as a web page, served by Voilà), ``rules`` (the monitor's
 alerting rules for a scrape job and runbooks), ``notebooks`` (the workbench's notebooks into
-a folder) and ``doctor`` (what this machine has for the workbench).
+a folder) and ``doctor`` (what this machine has for the workbench), one module each. Beside
+them: :mod:`~dedup_lib.cli.options` (the options, checked before Spark starts),
+:mod:`~dedup_lib.cli.terminal` (what the commands print, and the Spark session they run on),
+:mod:`~dedup_lib.cli.failures` (the one line an error becomes) and
+:mod:`~dedup_lib.cli.journal` (what ``watch`` prints as it runs, as text or JSON lines).
 
 Errors are one line on stderr, escaped, and a non-zero exit: 2 for a wrong command line
 (argparse's usage line), 1 for anything else: input the job cannot use (any

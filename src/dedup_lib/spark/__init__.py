@@ -1,7 +1,8 @@
 """Spark for the library: sessions (:mod:`~dedup_lib.spark.session`), Java
 (:mod:`~dedup_lib.spark.java`), Spark's log (:mod:`~dedup_lib.spark.logs`), Spark Connect
-(:mod:`~dedup_lib.spark.connect`), Spark's exceptions (:mod:`~dedup_lib.spark.failures`) and
-DataFrame helpers (:mod:`~dedup_lib.spark.frames`).
+(:mod:`~dedup_lib.spark.connect`), Spark's exceptions (:mod:`~dedup_lib.spark.failures`),
+DataFrame helpers (:mod:`~dedup_lib.spark.frames`) and the driver JVM's options
+(:mod:`~dedup_lib.spark.jvm_options`).
 
 Everything else in ``dedup_lib`` takes a ``SparkSession`` and uses only the DataFrame API,
 so the same code runs on a classic local session and on a Spark Connect server. Spark's own

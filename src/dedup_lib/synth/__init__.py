@@ -19,8 +19,9 @@ Ground truth columns: ``sender``, ``logical_id`` (the message the sender meant),
 (the same for every send of one logical message, different between messages).
 
 The parts: :mod:`~dedup_lib.synth.scenario` (senders, outages, the shipped scenarios),
-:mod:`~dedup_lib.synth.plan` (what is decided before Spark runs) and
-:mod:`~dedup_lib.synth.frame` (the sends, in Spark SQL).
+:mod:`~dedup_lib.synth.plan` (what is decided before Spark runs),
+:mod:`~dedup_lib.synth.frame` (the sends, in Spark SQL) and :mod:`~dedup_lib.synth.exports`
+(the sends written in the structured formats the loader reads).
 """
 
 from __future__ import annotations

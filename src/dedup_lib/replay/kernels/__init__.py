@@ -1,4 +1,9 @@
-"""What walks each key's sends after the sort: a Java function (the default) or Arrow in Python."""
+"""What walks each key's sends after the sort: a Java function (the default) or Arrow in Python.
+
+- :mod:`~dedup_lib.replay.kernels.jvm`: ``java/Replay.java``, compiled on first use and
+  registered as a Spark function per session.
+- :mod:`~dedup_lib.replay.kernels.python`: one pass over the sorted sends, in Arrow batches.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,13 @@
 """Canonical telemetry written in the structured formats the loader reads (OTLP traces,
 Application Insights exports, Service Bus Explorer exports): how the samples and the tests
 make such files. The readers, in :mod:`dedup_lib.telemetry.formats`, only read.
+
+- :mod:`~dedup_lib.synth.exports.otlp`: OTLP JSON Lines, as the Python SDK traces sends.
+- :mod:`~dedup_lib.synth.exports.app_insights`: Application Insights dependency rows.
+- :mod:`~dedup_lib.synth.exports.sb_explorer`: what a broker kept, as Service Bus Explorer
+  saves messages.
+- :mod:`~dedup_lib.synth.exports.single_file`: one local file written piece by piece, for the
+  formats whose file is one document.
 """
 
 from __future__ import annotations

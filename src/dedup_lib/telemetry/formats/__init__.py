@@ -3,7 +3,12 @@ exports, Service Bus Explorer exports): each turns Spark's raw read of its files
 per message, in canonical column names, which :func:`dedup_lib.load_telemetry` then judges and
 tallies like any other file.
 
-A format module provides a :class:`RecordFormat`; :data:`RECORD_FORMATS` lists them by name.
+A format module provides a :class:`RecordFormat`; :data:`RECORD_FORMATS` lists them by name:
+:mod:`~dedup_lib.telemetry.formats.otlp` (the Collector's OTLP JSON Lines),
+:mod:`~dedup_lib.telemetry.formats.app_insights` (Application Insights and Log Analytics
+dependency exports, their two shapes one table by
+:mod:`~dedup_lib.telemetry.formats.insights_table`) and
+:mod:`~dedup_lib.telemetry.formats.sb_explorer` (Service Bus Explorer message exports).
 Readers only read: the writers of these formats, for the samples and the tests, are
 :mod:`dedup_lib.synth.exports`.
 """
