@@ -23,8 +23,12 @@ class DedupLibError(Exception):
     >>> try:
     ...     DedupPolicy("ten minutes")
     ... except DedupLibError as error:
-    ...     print(type(error).__name__, isinstance(error, ValueError))
-    InputError True
+    ...     caught = error
+    >>> caught
+    InputError("window: cannot read 'ten minutes'; expected an ISO 8601 duration (PT10M,
+    P7D), shorthand (90s, 10m, 2h, 7d), a TimeSpan (0:10:00) or seconds")
+    >>> isinstance(caught, ValueError)
+    True
     """
 
 

@@ -130,13 +130,23 @@ def missed_resends(result: DataFrame, content: str | Sequence[str] | None = None
     Returns
     -------
     DataFrame
-        One row per missed resend: its ``miss_cause`` (:data:`MISS_CAUSES`: no MessageId,
-        detection off on the entity, a new MessageId for the same content, the same
-        MessageId under another partition key, or a resend after the window), the earlier
-        copy that was delivered (``previous_event_id``, ``previous_send_time``,
-        ``previous_message_id``), the ``delay`` after it in seconds, and for a resend after
-        the window ``caught_from``: the shortest window, in seconds, from which on every
-        window catches it. The content key itself is the ``content`` column.
+        One row per missed resend:
+
+        - ``event_id``
+        - ``entity``
+        - ``send_time``
+        - ``message_id``
+        - ``miss_cause``: one of :data:`MISS_CAUSES`: no MessageId, detection off on the
+          entity, a new MessageId for the same content, the same MessageId under another
+          partition key, or a resend after the window
+        - ``delay``: after the earlier copy that was delivered, in seconds
+        - ``caught_from``: for a resend after the window, the shortest window, in
+          seconds, from which on every window catches it
+        - ``previous_event_id``: the earlier copy's, and so the next two
+        - ``previous_send_time``
+        - ``previous_message_id``
+        - ``content``: the content key
+        - the input's other columns
 
     Raises
     ------
@@ -263,8 +273,18 @@ def collisions(result: DataFrame, content: str | Sequence[str] | None = None) ->
     Returns
     -------
     DataFrame
-        One row per lost send with its ``id_pattern`` (:func:`id_pattern`), the original
-        (``original_event_id``, ``original_send_time``) and both contents.
+        One row per lost send:
+
+        - ``event_id``
+        - ``entity``
+        - ``send_time``
+        - ``message_id``
+        - ``id_pattern``: :func:`id_pattern`
+        - ``original_event_id``: the accepted send that caught it, and so the next
+        - ``original_send_time``
+        - ``content``: the lost send's content key
+        - ``original_content``: the original's
+        - the input's other columns
 
     Raises
     ------
@@ -273,13 +293,26 @@ def collisions(result: DataFrame, content: str | Sequence[str] | None = None) ->
 
     Examples
     --------
-    >>> from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
-    >>> from dedup_lib import sample_path
-    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
-    >>> from dedup_lib import collisions
+    A retry (2), and a new message sent under a MessageId already used (3):
+
+    >>> from datetime import datetime, timezone
+    >>> from dedup_lib import DedupPolicy, collisions, detect_duplicates, get_spark
+    >>> def at(minute, second=0):
+    ...     return datetime(2026, 11, 3, 20, minute, second, tzinfo=timezone.utc)
+    >>> sends = get_spark().createDataFrame(
+    ...     [(1, "orders", "order-1", at(0), "a"), (2, "orders", "order-1", at(0, 30), "a"),
+    ...      (3, "orders", "order-1", at(4), "b")],
+    ...     "event_id long, entity string, message_id string, send_time timestamp, "
+    ...     "payload_hash string")
     >>> lost = collisions(detect_duplicates(sends, DedupPolicy("PT10M")))
-    >>> lost.count()  # no two messages share a MessageId in this sample
-    0
+    >>> lost.select("event_id", "id_pattern", "original_event_id", "content",
+    ...             "original_content").show()
+    +--------+----------+-----------------+-------+----------------+
+    |event_id|id_pattern|original_event_id|content|original_content|
+    +--------+----------+-----------------+-------+----------------+
+    |       3|   order-#|                1|      b|               a|
+    +--------+----------+-----------------+-------+----------------+
+    <BLANKLINE>
     """
     _check_result(result, "collisions")
     keyed = result.withColumn(CONTENT, content_key(result, content)).withColumn(

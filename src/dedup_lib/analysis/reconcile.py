@@ -333,16 +333,26 @@ def reconcile(
 
     Examples
     --------
-    >>> from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
-    >>> from dedup_lib import reconcile, sample_path, shipped_with
-    >>> spark = get_spark()
-    >>> path = sample_path("incident.parquet")
-    >>> result = detect_duplicates(load_telemetry(spark, path).valid, DedupPolicy("PT1M"))
-    >>> export = shipped_with(path, "kept")
-    >>> kept = load_telemetry(spark, export, format="sb-explorer").valid
+    Replayed at one minute, the retry at 0:30 is a duplicate; the broker kept it, so its
+    window is shorter:
+
+    >>> from datetime import datetime, timezone
+    >>> from dedup_lib import DedupPolicy, detect_duplicates, get_spark, reconcile
+    >>> def at(minute, second=0):
+    ...     return datetime(2026, 11, 3, 20, minute, second, tzinfo=timezone.utc)
+    >>> columns = "event_id long, entity string, message_id string, send_time timestamp"
+    >>> sends = get_spark().createDataFrame(
+    ...     [(1, "orders", "order-1", at(0)), (2, "orders", "order-1", at(0, 30)),
+    ...      (3, "orders", "order-2", at(2))], columns)
+    >>> result = detect_duplicates(sends, DedupPolicy("PT1M"))
+    >>> kept = get_spark().createDataFrame(
+    ...     [(11, "orders", "order-1", at(0, 1)), (12, "orders", "order-1", at(0, 31)),
+    ...      (13, "orders", "order-2", at(2, 1))], columns)
     >>> checked = reconcile(result, kept, DedupPolicy("PT1M"), entity="orders")
     >>> checked.counts()
-    {...}
+    {'kept': 3, 'explained': 2, 'contradictions': 1, 'unexplained': 0,
+     'contradicted_duplicates': 1, 'contradicted_rejections': 0, 'originals_kept': 1,
+     'pairs': 1, 'accepted': 2, 'not_kept': 0}
     """
     policy = _policy(policy)
     tol = parse_tolerance(tolerance)

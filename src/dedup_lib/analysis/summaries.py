@@ -45,10 +45,17 @@ def summarize(result: DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        One row per entity and ``(all)``: ``sends``, ``accepted``, ``duplicates``,
-        ``rejected``, ``without_message_id`` (sends without MessageId), ``not_checked``
-        (accepted unchecked: detection is off on the entity) and ``share_caught``, the
-        share of judged sends (accepted or duplicate) the broker dropped as duplicates.
+        One row per entity, then ``(all)``:
+
+        - ``entity``
+        - ``sends``
+        - ``accepted``
+        - ``duplicates``
+        - ``rejected``
+        - ``without_message_id``: sends without MessageId
+        - ``not_checked``: accepted unchecked (detection is off on the entity)
+        - ``share_caught``: the share of judged sends (accepted or duplicate) the broker
+          dropped as duplicates
 
     Raises
     ------
@@ -198,14 +205,27 @@ def sends_over_time(df: DataFrame, bucket: str = "PT1M") -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        ``entity``, ``time`` (the bucket's start, UTC) and ``sends``.
+        One row per entity and bucket with a send:
+
+        - ``entity``
+        - ``time``: the bucket's start, UTC
+        - ``sends``
 
     Examples
     --------
-    >>> from dedup_lib import get_spark, load_telemetry, sample_path, sends_over_time
-    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
-    >>> sends_over_time(sends, "PT1H").columns.tolist()
-    ['entity', 'time', 'sends']
+    >>> from datetime import datetime, timezone
+    >>> from dedup_lib import get_spark, sends_over_time
+    >>> def at(minute):
+    ...     return datetime(2026, 11, 3, 20, minute, tzinfo=timezone.utc)
+    >>> sends = get_spark().createDataFrame(
+    ...     [("orders", "order-1", at(1)), ("orders", "order-2", at(4)),
+    ...      ("orders", "order-3", at(12)), ("payments", "pay-1", at(3))],
+    ...     "entity string, message_id string, send_time timestamp")
+    >>> print(sends_over_time(sends, "PT5M").to_string(index=False))
+      entity                      time  sends
+      orders 2026-11-03 20:00:00+00:00      2
+      orders 2026-11-03 20:10:00+00:00      1
+    payments 2026-11-03 20:00:00+00:00      1
     """
     seconds = bucket_seconds(bucket)
     start = F.timestamp_seconds(F.floor(F.unix_seconds(F.col("send_time")) / seconds) * seconds)
@@ -229,16 +249,40 @@ def id_quality(df: DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        ``sends``, ``without_message_id`` (null or empty) and its share, ``guid_like``
-        (ids shaped like a GUID) and its share, ``distinct_ids`` and ``sends_per_id`` (well
-        above 1: ids are reused).
+        One row per entity, then ``(all)``:
+
+        - ``entity``
+        - ``sends``
+        - ``without_message_id``: sends whose MessageId is null or empty
+        - ``share_without_id``: their share of the sends
+        - ``guid_like``: sends whose id is shaped like a GUID
+        - ``share_guid_like``: their share of the sends
+        - ``distinct_ids``: per entity (the total counts entity and id pairs)
+        - ``sends_per_id``: well above 1, ids are reused
 
     Examples
     --------
-    >>> from dedup_lib import get_spark, id_quality, load_telemetry, sample_path
-    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
-    >>> id_quality(sends)["entity"].tolist()[-1]
-    '(all)'
+    ``order-1`` sent three times, a send without MessageId, and GUIDs:
+
+    >>> from datetime import datetime, timezone
+    >>> from dedup_lib import get_spark, id_quality
+    >>> now = datetime(2026, 11, 3, 20, 0, tzinfo=timezone.utc)
+    >>> guid = "7f3c2a9e-5b1d-4e8a-9c6f-2d4b8a1e3f5c"
+    >>> sends = get_spark().createDataFrame(
+    ...     [("orders", "order-1", now), ("orders", "order-1", now), ("orders", "order-1", now),
+    ...      ("orders", None, now), ("payments", guid, now), ("payments", guid.upper(), now)],
+    ...     "entity string, message_id string, send_time timestamp")
+    >>> table = id_quality(sends)
+    >>> print(table[["entity", "sends", "without_message_id", "guid_like"]].to_string(index=False))
+      entity  sends  without_message_id  guid_like
+      orders      4                   1          0
+    payments      2                   0          2
+       (all)      6                   1          2
+    >>> print(table[["entity", "distinct_ids", "sends_per_id"]].to_string(index=False))
+      entity  distinct_ids  sends_per_id
+      orders             1         3.000
+    payments             2         1.000
+       (all)             3         1.667
     """
     mid = F.col("message_id").cast("string")
     missing = mid.isNull() | (mid == "")

@@ -58,19 +58,44 @@ def by_content(
     Returns
     -------
     DataFrame
-        The :func:`dedup_lib.detect_duplicates` columns (by MessageId), plus
-        ``content_verdict``, ``content_reason``, ``content_original_send_time`` and
-        ``content_original_event_id``. Sends refused for their MessageId stay refused.
+        Every input row once; sends refused for their MessageId stay refused:
+
+        - the input's other columns
+        - ``verdict``: by MessageId, as :func:`dedup_lib.detect_duplicates` gives it, and
+          so the next four
+        - ``reason``
+        - ``dedup_key``
+        - ``original_send_time``
+        - ``original_event_id``
+        - ``content_verdict``: by content, and so the next three
+        - ``content_reason``
+        - ``content_original_send_time``
+        - ``content_original_event_id``
 
     Examples
     --------
-    >>> from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
-    >>> from dedup_lib import sample_path
-    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
-    >>> from dedup_lib import by_content
+    A retry, a resend under a new MessageId (3) and a new message under a reused one (4):
+
+    >>> from datetime import datetime, timezone
+    >>> from dedup_lib import DedupPolicy, by_content, get_spark
+    >>> def at(minute, second=0):
+    ...     return datetime(2026, 11, 3, 20, minute, second, tzinfo=timezone.utc)
+    >>> sends = get_spark().createDataFrame(
+    ...     [(1, "orders", "order-1", at(0), "a"), (2, "orders", "order-1", at(0, 30), "a"),
+    ...      (3, "orders", "order-2", at(5), "a"), (4, "orders", "order-1", at(6), "b")],
+    ...     "event_id long, entity string, message_id string, send_time timestamp, "
+    ...     "payload_hash string")
     >>> judged = by_content(sends, DedupPolicy("PT10M"))
-    >>> judged.where("verdict != content_verdict").count()
-    206
+    >>> judged.orderBy("event_id").select("event_id", "verdict", "content_verdict").show()
+    +--------+---------+---------------+
+    |event_id|  verdict|content_verdict|
+    +--------+---------+---------------+
+    |       1| accepted|       accepted|
+    |       2|duplicate|      duplicate|
+    |       3| accepted|      duplicate|
+    |       4|duplicate|       accepted|
+    +--------+---------+---------------+
+    <BLANKLINE>
     """
     by_id = detect_duplicates(df, policy)
     saved = {c: f"__byid_{c}" for c in (*OUTPUT_COLUMNS, "message_id")}
@@ -150,18 +175,32 @@ def count_sweep(
     Returns
     -------
     pandas.DataFrame
-        One row per capacity: ``capacity``, ``ids_held`` at the peak (summed over
-        entities), ``duplicates`` dropped, and with ground truth ``resends_caught``,
-        ``extra_deliveries`` and ``messages_lost``.
+        One row per capacity:
+
+        - ``capacity``
+        - ``ids_held``: at the peak, summed over entities
+        - ``duplicates``: dropped
+        - ``resends_caught``: with ground truth only, as the next two
+        - ``extra_deliveries``
+        - ``messages_lost``
 
     Examples
     --------
-    >>> from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
-    >>> from dedup_lib import sample_path
-    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
-    >>> from dedup_lib import count_sweep
-    >>> count_sweep(sends, capacities=(100, 1000))["capacity"].tolist()
-    [100, 1000]
+    ``order-1`` sent again after ``order-2``: a history of one id has forgotten it, one
+    of two has not:
+
+    >>> from datetime import datetime, timezone
+    >>> from dedup_lib import count_sweep, get_spark
+    >>> def at(minute):
+    ...     return datetime(2026, 11, 3, 20, minute, tzinfo=timezone.utc)
+    >>> sends = get_spark().createDataFrame(
+    ...     [(1, "orders", "order-1", at(0)), (2, "orders", "order-1", at(1)),
+    ...      (3, "orders", "order-2", at(2)), (4, "orders", "order-1", at(3))],
+    ...     "event_id long, entity string, message_id string, send_time timestamp")
+    >>> print(count_sweep(sends, capacities=(1, 2)).to_string(index=False))
+     capacity  ids_held  duplicates
+            1         1           1
+            2         2           2
     """
     answers = by_counts(df, capacities, partitioning)
     judged = answers.judged.persist()

@@ -180,9 +180,11 @@ class Watch:
         Returns
         -------
         pandas.DataFrame
-            One row per sample (histogram buckets left out): ``metric`` (the Prometheus
-            name, as ``dedup_sends_judged_total``), ``labels`` (``entity=orders,
-            verdict=accepted``), ``value``.
+            One row per sample (histogram buckets left out):
+
+            - ``metric``: the Prometheus name, as ``dedup_sends_judged_total``
+            - ``labels``: as ``entity=orders, verdict=accepted``
+            - ``value``
 
         Examples
         --------

@@ -70,10 +70,14 @@ def detect_duplicates(
     Returns
     -------
     DataFrame
-        Every input row once, its columns untouched, plus ``verdict`` (``accepted``,
-        ``duplicate``, ``rejected``), ``reason`` (why rejected, or a warning such as a
-        missing MessageId), ``dedup_key``, and for a duplicate ``original_send_time`` and
-        ``original_event_id`` (the anchor that caught it).
+        Every input row once, its columns untouched:
+
+        - the input's other columns
+        - ``verdict``: ``accepted``, ``duplicate`` or ``rejected``
+        - ``reason``: why rejected, or a warning such as a missing MessageId
+        - ``dedup_key``
+        - ``original_send_time``: for a duplicate, the anchor that caught it
+        - ``original_event_id``: the same anchor's
 
     Raises
     ------
@@ -83,12 +87,29 @@ def detect_duplicates(
 
     Examples
     --------
-    >>> from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
-    >>> from dedup_lib import sample_path
-    >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
+    A retry within the window, the same id after it, and a send without MessageId:
+
+    >>> from datetime import datetime, timezone
+    >>> from dedup_lib import DedupPolicy, detect_duplicates, get_spark
+    >>> def at(minute, second=0):
+    ...     return datetime(2026, 11, 3, 20, minute, second, tzinfo=timezone.utc)
+    >>> sends = get_spark().createDataFrame(
+    ...     [(1, "orders", "order-1", at(0)), (2, "orders", "order-1", at(0, 30)),
+    ...      (3, "orders", "order-1", at(11)), (4, "orders", None, at(12))],
+    ...     "event_id long, entity string, message_id string, send_time timestamp")
     >>> result = detect_duplicates(sends, DedupPolicy("PT10M"))
-    >>> sorted(tuple(r) for r in result.groupBy("verdict").count().collect())
-    [('accepted', 26768), ('duplicate', 3104)]
+    >>> result.orderBy("event_id").select("event_id", "verdict", "original_event_id").show()
+    +--------+---------+-----------------+
+    |event_id|  verdict|original_event_id|
+    +--------+---------+-----------------+
+    |       1| accepted|             NULL|
+    |       2|duplicate|                1|
+    |       3| accepted|             NULL|
+    |       4| accepted|             NULL|
+    +--------+---------+-----------------+
+    <BLANKLINE>
+    >>> print(result.where("event_id = 4").first().reason)
+    no MessageId: the service assigns a unique one, so duplicate detection cannot protect it
     """
     if kernel not in KERNELS:
         raise InputError(f"kernel: expected one of {', '.join(KERNELS)}, got {kernel!r}")

@@ -114,7 +114,8 @@ class DedupPolicy:
     >>> DedupPolicy("PT5S")
     Traceback (most recent call last):
     ...
-    dedup_lib.errors.InputError: ...
+    dedup_lib.errors.InputError: The value supplied must be between 00:00:20 and 7.00:00:00
+    (got 5s); pass bounds='none' for a what-if window outside them
     >>> DedupPolicy("PT5S", bounds="emulator").window
     datetime.timedelta(seconds=5)
     """

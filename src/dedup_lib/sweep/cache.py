@@ -99,8 +99,8 @@ class ReplayCache:
     >>> cache = ReplayCache.build(sends)
     >>> int(cache.summarize("PT10M").iloc[-1]["duplicates"])
     3104
-    >>> int(cache.summarize("PT1H").iloc[-1]["duplicates"]) >= 3104
-    True
+    >>> int(cache.summarize("PT1H").iloc[-1]["duplicates"])
+    3104
     """
 
     def __init__(
@@ -168,10 +168,13 @@ class ReplayCache:
         With ``cache`` from the class's example, which this method built: the held sends of
         the incident sample, each key's together in replay order.
 
-        >>> cache.partitioning, len(cache.repeated)
-        (False, 5371)
+        >>> cache.partitioning
+        False
+        >>> cache.repeated["entity"].value_counts().to_dict()
+        {'orders': 5062, 'payments': 309}
         >>> list(cache.repeated.columns)
-        ['entity', 'key', 'time_us', 'event_id', 'pos', 'logical_id', 'attempt', 'segment', ...]
+        ['entity', 'key', 'time_us', 'event_id', 'pos', 'logical_id', 'attempt', 'segment',
+         'accepted_elsewhere']
         """
         compile_in_background()
         c = collect(df, partitioning, carry, bucket)
@@ -207,8 +210,8 @@ class ReplayCache:
         With ``cache`` from the class's example:
 
         >>> anchors = cache.anchors("PT10M")
-        >>> len(anchors.accepted), int((~anchors.accepted).sum())
-        (5371, 3104)
+        >>> int(anchors.accepted.sum()), int((~anchors.accepted).sum())
+        (2267, 3104)
         >>> cache.anchors(600) is anchors
         True
         """

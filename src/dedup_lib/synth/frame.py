@@ -180,17 +180,44 @@ def generate_telemetry(
     Returns
     -------
     DataFrame
-        The :data:`SYNTH_COLUMNS`; ``event_id`` is unique and orders the attempts of a
-        message.
+        One row per send, the :data:`SYNTH_COLUMNS`:
+
+        - ``event_id``: unique; orders the attempts of a message
+        - ``entity``
+        - ``message_id``
+        - ``send_time``: ISO 8601 text, as a send log writes it
+        - ``partition_key``
+        - ``session_id``
+        - ``scheduled_enqueue_time``
+        - ``batch_id``
+        - ``sender``: the application that sent it
+        - ``logical_id``: the message (ground truth), and so the next two
+        - ``attempt``: 1 for its first send
+        - ``cause``: why it was sent (``first``, a retry, a restart's resend, a replay)
+        - ``payload_hash``: the content
 
     Examples
     --------
+    About five sends per entity kind: nine here, each its message's first attempt:
+
     >>> from dedup_lib import generate_telemetry, get_spark
-    >>> sends = generate_telemetry(get_spark(), 1000, seed=1)
-    >>> sends.count() == generate_telemetry(get_spark(), 1000, seed=1).count()
-    True
-    >>> {"logical_id", "attempt", "message_id"} <= set(sends.columns)
-    True
+    >>> sends = generate_telemetry(get_spark(), 5, seed=1)
+    >>> shown = sends.select("event_id", "entity", "message_id", "logical_id", "attempt")
+    >>> shown.orderBy("event_id").show(truncate=False)
+    +--------+-------------+------------------------------------+----------+-------+
+    |event_id|entity       |message_id                          |logical_id|attempt|
+    +--------+-------------+------------------------------------+----------+-------+
+    |0       |orders       |1.2026/order                        |0         |1      |
+    |4       |payments     |1.2026/payment                      |1         |1      |
+    |8       |notifications|a6a6831c-4f7d-45ab-a705-58af4ed744e6|2         |1      |
+    |12      |inventory    |stock/0                             |3         |1      |
+    |20      |orders       |00000000-0000-0000-0000-000000000000|5         |1      |
+    |24      |audit        |NULL                                |6         |1      |
+    |28      |payments     |1.2026/refund                       |7         |1      |
+    |32      |orders       |1.2026/shipment                     |8         |1      |
+    |36      |payments     |1.2026/payout                       |9         |1      |
+    +--------+-------------+------------------------------------+----------+-------+
+    <BLANKLINE>
     """
     plan = plan_telemetry(rows, seed, scenario)
     return _frame(spark, plan, partitions)

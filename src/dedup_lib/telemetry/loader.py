@@ -299,12 +299,28 @@ def load_telemetry(
 
     Examples
     --------
-    >>> from dedup_lib import get_spark, load_telemetry, sample_path
-    >>> loaded = load_telemetry(get_spark(), sample_path("incident.parquet"))
+    A CSV file with the Azure SDK's names, a time as epoch milliseconds and one that does
+    not read:
+
+    >>> from dedup_lib import get_spark, load_telemetry
+    >>> with open("sends.csv", "w") as file:
+    ...     _ = file.write("EntityPath,MessageId,EnqueuedTimeUtc\\n"
+    ...                    "orders,order-1,2026-11-03T20:00:00Z\\n"
+    ...                    "orders,order-1,1793736030000\\n"
+    ...                    "orders,order-2,yesterday\\n")
+    >>> loaded = load_telemetry(get_spark(), "sends.csv")
     >>> loaded.counts()
-    {'read': 29872, 'valid': 29872, 'quarantined': 0, 'skipped': 0}
-    >>> loaded.valid.select("entity", "message_id").first()
-    Row(entity='orders', message_id='...')
+    {'read': 3, 'valid': 2, 'quarantined': 1, 'skipped': 0}
+    >>> loaded.valid.select("entity", "message_id", "send_time").show()
+    +------+----------+-------------------+
+    |entity|message_id|          send_time|
+    +------+----------+-------------------+
+    |orders|   order-1|2026-11-03 20:00:00|
+    |orders|   order-1|2026-11-03 20:00:30|
+    +------+----------+-------------------+
+    <BLANKLINE>
+    >>> print(loaded.quarantine.first().reason)
+    unparseable send_time: 'yesterday'
     """
     opened = open_input(spark, os.fspath(path), format, mapping, entity)
     return _counted(opened, keep_source_file)

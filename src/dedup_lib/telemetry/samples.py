@@ -39,9 +39,14 @@ def sample_path(name: str) -> str:
 
     Examples
     --------
+    The path is under the installed package (here relative to it):
+
+    >>> from pathlib import Path
+    >>> import dedup_lib
     >>> from dedup_lib import sample_path
-    >>> sample_path("incident.parquet")
-    '.../samples/incident.parquet'
+    >>> package = Path(dedup_lib.__file__).parent
+    >>> Path(sample_path("incident.parquet")).relative_to(package).as_posix()
+    'resources/samples/incident.parquet'
     """
     entry = SAMPLES / name
     if not entry.is_file():
@@ -84,11 +89,19 @@ def notebook_input(given: PathText | None, sample: str) -> str:
 
     Examples
     --------
+    >>> import os
+    >>> from pathlib import Path
+    >>> import dedup_lib
     >>> from dedup_lib import notebook_input
     >>> notebook_input("sends.parquet", "day.parquet")
     'sends.parquet'
-    >>> notebook_input(None, "day.parquet")  # doctest: +SKIP
-    '.../samples/day.parquet'
+    >>> os.environ["DEDUP_INPUT"] = "landing/"  # as make lab INPUT=landing/ sets it
+    >>> notebook_input(None, "day.parquet")
+    'landing/'
+    >>> del os.environ["DEDUP_INPUT"]
+    >>> package = Path(dedup_lib.__file__).parent
+    >>> Path(notebook_input(None, "day.parquet")).relative_to(package).as_posix()
+    'resources/samples/day.parquet'
     """
     return os.fspath(given or os.environ.get(INPUT_VARIABLE) or sample_path(sample))
 
@@ -121,9 +134,13 @@ def shipped_with(path: PathText, what: str) -> str | None:
 
     Examples
     --------
+    >>> from pathlib import Path
+    >>> import dedup_lib
     >>> from dedup_lib import sample_path, shipped_with
-    >>> shipped_with(sample_path("incident.parquet"), "kept")
-    '...incident-kept...'
+    >>> package = Path(dedup_lib.__file__).parent
+    >>> kept = shipped_with(sample_path("incident.parquet"), "kept")
+    >>> Path(kept).relative_to(package).as_posix()
+    'resources/samples/incident-kept/orders.json.gz'
     >>> shipped_with("my-sends.parquet", "kept") is None
     True
     """

@@ -88,7 +88,7 @@ class Incident:
     >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
     >>> incident = Incident(sends, DedupPolicy("PT10M"), entity="orders")
     >>> incident.title
-    'Incident postmortem: ...orders...'
+    'Incident postmortem: orders, window PT10M, 2026-11-03 20:00 to 2026-11-03 22:59 UTC'
     """
 
     df: DataFrame
@@ -185,8 +185,10 @@ class Incident:
         diagnostics that the later sections reuse):
 
         >>> heading = incident.heading()
-        >>> heading, heading.metadata["dedup_lib"]["title"] == incident.title
-        (Section(sentence), True)
+        >>> heading.metadata["dedup_lib"]["title"]
+        'Incident postmortem: orders, window PT10M, 2026-11-03 20:00 to 2026-11-03 22:59 UTC'
+        >>> heading.sentences[0].splitlines()[2:] == incident.summary().splitlines()
+        True
         """
         heading = escape(self.title, "markdown", limit=None)
         return Section(
@@ -214,7 +216,10 @@ class Incident:
         >>> print(incident.summary())
         On orders from 2026-11-03 20:00 to 2026-11-03 22:59 UTC, replayed at the window
         `PT10M` (10 minutes) with partitioning disabled, **0 resends reached consumers
-        again** ... and **0 messages were lost** ...
+        again** (sends whose content had already been delivered) and **0 messages were
+        lost** (dropped as duplicates of a different message that reused their id). None of
+        those resends came after the window, so no longer window would have prevented
+        them: they had a new MessageId, none, or another partition key.
         """
         start, end = self._span
         where = escape(self._where, "markdown", limit=None)

@@ -52,8 +52,10 @@ class LiveMonitor:
     >>> monitor = LiveMonitor()
     >>> watch = monitor.start(get_spark(), "landing", DedupPolicy("PT10M"), "PT1M",
     ...                       out="verdicts", checkpoint="ck", once=True)
-    >>> monitor.status.value
-    'Micro-batch 0 at ...: 29,719 sends judged, 3,101 duplicates, 0 late, 203 alerts; ...'
+    >>> import re
+    >>> print(re.sub("[0-9]{2}:[0-9]{2}:[0-9]{2}", "hh:mm:ss", monitor.status.value))
+    Micro-batch 0 at hh:mm:ss: 29,719 sends judged, 3,101 duplicates, 0 late, 203 alerts;
+    state 1,489 keys, 2.6 MiB in memory, 88.5 KiB on disk; 153 waiting.
 
     The methods' examples go on with this ``monitor`` and ``watch``; :meth:`stop` ends it.
     """
@@ -213,8 +215,14 @@ class LiveMonitor:
         Returns
         -------
         pandas.DataFrame
-            ``kind`` (``collision``, ``resend`` or ``rejected``), ``entity``, ``dedup_key``,
-            ``send_time``, ``original_send_time`` and ``why``, in words.
+            One row per alert:
+
+            - ``kind``: ``collision``, ``resend`` or ``rejected``
+            - ``entity``
+            - ``dedup_key``
+            - ``send_time``
+            - ``original_send_time``
+            - ``why``: in words
 
         Examples
         --------
@@ -222,8 +230,13 @@ class LiveMonitor:
         whose sender gives every attempt a new MessageId.
 
         >>> alerts = monitor.alerts()
-        >>> len(alerts), alerts["kind"].unique().tolist(), alerts["entity"].unique().tolist()
-        (20, ['resend'], ['notifications'])
+        >>> alerts.groupby(["kind", "entity"]).size().to_dict()
+        {('resend', 'notifications'): 20}
+        >>> alerts.loc[0, "dedup_key"], str(alerts.loc[0, "send_time"])
+        ('69183372-0b54-4c03-acf4-ac564cebac41', '2026-11-03 21:02:56.455902+00:00')
+        >>> print(alerts.loc[0, "why"])
+        the same content was accepted 1.491 s before (MessageId
+        0a78219d-7a75-4a98-aebe-cafb429e57e1): it reached consumers again
         """
         table = pd.DataFrame(self._alerts[-self.shown :][::-1], columns=ALERT_COLUMNS)
         return table.reset_index(drop=True)
@@ -241,8 +254,9 @@ class LiveMonitor:
         --------
         With ``monitor`` from the class's example (the sample has content):
 
-        >>> monitor.latest()
-        Section(table)
+        >>> latest = monitor.latest()
+        >>> latest.sentences, latest.tables[0].equals(monitor.alerts())
+        ([], True)
         """
         if self.refused is not None:
             return Section.of(f"Not watching: {escape(self.refused, 'markdown', limit=None)}")
@@ -288,8 +302,9 @@ class LiveMonitor:
         --------
         With ``monitor`` from the class's example:
 
-        >>> len(monitor.view().children)
-        4
+        >>> view = monitor.view()
+        >>> view.children == (monitor.status, monitor.note, monitor.charts, monitor.table)
+        True
         """
         return widgets.VBox([self.status, self.note, self.charts, self.table])
 
@@ -314,8 +329,9 @@ class LiveMonitor:
         With ``monitor`` from the class's example:
 
         >>> monitor.stop()
-        >>> monitor.status.value.endswith("Stopped.")
-        True
+        >>> print(re.sub("[0-9]{2}:[0-9]{2}:[0-9]{2}", "hh:mm:ss", monitor.status.value))
+        Micro-batch 0 at hh:mm:ss: 29,719 sends judged, 3,101 duplicates, 0 late, 203 alerts;
+        state 1,489 keys, 2.6 MiB in memory, 88.5 KiB on disk; 153 waiting. Stopped.
         """
         if after:
             time.sleep(after)

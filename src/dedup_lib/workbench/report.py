@@ -187,12 +187,26 @@ def run_postmortem(
 
     Examples
     --------
-    The postmortem takes about a minute; ``tests/test_wheel.py`` runs it from an installed
-    wheel and checks the report.
+    The workbench's postmortem takes about a minute (``tests/test_wheel.py`` runs it from
+    an installed wheel and checks the report); here a notebook of two cells shows what
+    any notebook run receives and where its report lands:
 
-    >>> from dedup_lib import run_postmortem, sample_path
-    >>> run_postmortem(sample_path("incident.parquet"), window="PT10M")  # doctest: +SKIP
-    PosixPath('reports/postmortem-incident-all-PT10M.html')
+    >>> import re
+    >>> from pathlib import Path
+    >>> import nbformat
+    >>> from dedup_lib import run_postmortem
+    >>> _ = Path("sends.csv").write_text("message_id,send_time\\norder-1,2026-11-03T20:00:00Z\\n")
+    >>> parameters = nbformat.v4.new_code_cell("INPUT = WINDOW = None")
+    >>> parameters.metadata["tags"] = ["parameters"]
+    >>> shown = nbformat.v4.new_code_cell("import os; print(os.path.basename(INPUT), WINDOW)")
+    >>> notebook = nbformat.v4.new_notebook(cells=[parameters, shown])
+    >>> notebook.metadata["language_info"] = {"name": "python"}
+    >>> nbformat.write(notebook, "tiny.ipynb")
+    >>> report = run_postmortem("sends.csv", window="PT1H", notebook=Path("tiny.ipynb"))
+    >>> report.relative_to(Path.cwd())
+    PosixPath('reports/postmortem-sends-PT1H.html')
+    >>> re.findall("sends.csv [A-Z0-9]+", report.read_text())
+    ['sends.csv PT1H']
     """
     input = os.fspath(input)
     source = Path(input).resolve()

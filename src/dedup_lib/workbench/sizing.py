@@ -80,8 +80,11 @@ class WindowSizing:
     >>> from dedup_lib import sample_path
     >>> sends = load_telemetry(get_spark(), sample_path("incident.parquet")).valid
     >>> sizing = WindowSizing({False: ReplayCache.build(sends)}, target=0.99)
-    >>> len(sizing.sweeps[False])
-    50
+    >>> sweep = sizing.sweeps[False]
+    >>> sweep["window_s"].iloc[[0, -1]].tolist()  # fifty windows, from 20 s to 7 days
+    [20.0, 604800.0]
+    >>> sweep.loc[sweep["window_s"].isin([20.0, 604800.0]), "duplicates"].tolist()
+    [2707, 3104]
 
     The methods' examples go on with this ``sizing``.
     """

@@ -61,8 +61,8 @@ def land_in_steps(
     >>> from dedup_lib import land_in_steps, sample_path
     >>> feed = land_in_steps(sample_path("incident.parquet"), "landing", files=3, every=0.1)
     >>> feed.join()
-    >>> len(os.listdir("landing"))
-    3
+    >>> sorted(os.listdir("landing"))
+    ['incident-0000.parquet', 'incident-0001.parquet', 'incident-0002.parquet']
     """
     source, folder = os.fspath(source), os.fspath(folder)
     if not os.path.exists(source):
