@@ -142,7 +142,7 @@ public final class LiveMonitor {
             while (rows.hasNext()) {
                 Row r = rows.next();
                 boolean known = !r.isNullAt(iMicros);
-                boolean decided = r.isNullAt(iDecided) || r.getBoolean(iDecided);
+                boolean decided = !r.isNullAt(iDecided) && r.getBoolean(iDecided);
                 if (known && r.getLong(iMicros) <= w) {
                     out.add(answer(r, "late", null, null, wMs));
                 } else if (decided || !known) {

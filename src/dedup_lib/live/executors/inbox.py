@@ -1,0 +1,104 @@
+"""Each ledger plan's keyed sends staged as one Parquet file in the checkpoint, the streaming
+query's input: one file is one of Spark's micro-batches (``maxFilesPerTrigger`` 1).
+
+The ledger still decides which bytes of which landed file are finished; its plan's sends are
+keyed by Spark and written here, under a temporary name, then renamed in as
+``plan-N.parquet`` with a modification time after the file before it (Spark's file source takes
+files in that order, by the millisecond), and ``staged.json`` records ``N``. Spark's file
+source reads each path once, whatever happens after: a plan staged again after a crash between
+the rename and the record is a file Spark has either read already (and skips: same path) or
+not yet (and reads, once). The stream's columns are those of the first file staged
+(``schema.json``); a later plan's are cast to them, missing ones null.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dedup_lib.columns import column
+from dedup_lib.live.durable import read_json, write_json
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class Inbox:
+    """The staged plans under ``root`` (a folder of the checkpoint).
+
+    Examples
+    --------
+    >>> Inbox("/tmp/ck/executors").file(3)
+    '/tmp/ck/executors/inbox/plan-0000000003.parquet'
+    """
+
+    root: str
+
+    @property
+    def folder(self) -> str:
+        """The folder Spark's file source reads."""
+        return os.path.join(self.root, "inbox")
+
+    def file(self, batch: int) -> str:
+        """Plan ``batch``'s file."""
+        return os.path.join(self.folder, f"plan-{batch:010d}.parquet")
+
+    @property
+    def staged(self) -> int:
+        """The last plan staged whole (-1: none)."""
+        return int(self._record().get("plan", -1))
+
+    @property
+    def schema(self) -> T.StructType | None:
+        """The stream's columns: the first staged file's (None before it)."""
+        path = os.path.join(self.root, "schema.json")
+        if not os.path.exists(path):
+            return None
+        parsed = T.StructType.fromJson(read_json(path))
+        return parsed
+
+    def stage(self, batch: int, sends: DataFrame) -> str:
+        """Plan ``batch``'s keyed ``sends`` written (one Spark job) and put in place as one
+        file; its path."""
+        schema = self.schema
+        if schema is None:
+            schema = sends.schema
+            write_json(os.path.join(self.root, "schema.json"), json.loads(schema.json()))
+        work = os.path.join(self.root, "staging", f"plan-{batch:010d}")
+        _conformed(sends, schema).coalesce(1).write.mode("overwrite").parquet(work)
+        parts = sorted(glob.glob(os.path.join(work, "part-*.parquet")))
+        target = self.file(batch)
+        os.makedirs(self.folder, exist_ok=True)
+        after = int(self._record().get("mtime_ns", 0))
+        mtime = after
+        for part in parts:  # coalesced: one file
+            mtime = max(time.time_ns(), after + 1_000_000)
+            os.utime(part, ns=(mtime, mtime))
+            os.replace(part, target)
+        shutil.rmtree(work, ignore_errors=True)
+        write_json(os.path.join(self.root, "staged.json"), {"plan": batch, "mtime_ns": mtime})
+        return target
+
+    def _record(self) -> dict[str, int]:
+        path = os.path.join(self.root, "staged.json")
+        return dict(read_json(path)) if os.path.exists(path) else {}
+
+
+def _conformed(sends: DataFrame, schema: T.StructType) -> DataFrame:
+    """``sends`` with exactly ``schema``'s columns, cast to its types (missing ones null)."""
+    have = set(sends.columns)
+    return sends.select(
+        *(
+            (column(f.name) if f.name in have else F.lit(None)).cast(f.dataType).alias(f.name)
+            for f in schema.fields
+        )
+    )

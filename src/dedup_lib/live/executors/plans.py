@@ -1,0 +1,100 @@
+"""The ledger's plans fed to the streaming query, each once, as in the driver's mode: the ledger
+plans what is new in the landing folder, the chunks are copied into the checkpoint and the plan
+is recorded (``plans/plan-N.json``); then Spark keys the plan's sends and stages them
+(:mod:`~dedup_lib.live.executors.inbox`), after which the plan is the query's, and its chunks
+and the records before it go.
+
+A restart stages again the plan recorded after the last one staged, from its own chunks, and
+plans the next from the ledger that plan left (docs/decisions/live-state-executors.md, the
+table of crashes).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+from dedup_lib.live.checkpoint import PlanRecord
+from dedup_lib.live.durable import read_json, remove
+from dedup_lib.live.landing import ledger
+from dedup_lib.live.landing.chunks import MovedError, remove_chunks, write_chunks
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pyspark.sql import DataFrame
+
+    from dedup_lib.live.checkpoint import Folders
+    from dedup_lib.live.executors.query import ExecutorsQuery
+    from dedup_lib.live.landing.ledger import Reading, Seen
+
+class PlanFeed:
+    """The plans of the folder ``landing`` (read as ``reading``) fed to ``query``, recorded
+    in ``folders``' checkpoint; ``keyed`` turns a plan into its keyed sends, a Spark frame
+    (its chunks read, loaded and keyed, with
+    :func:`~dedup_lib.live.executors.processor.stream_columns`), never rows in the driver."""
+
+    def __init__(
+        self,
+        landing: str,
+        reading: Reading,
+        folders: Folders,
+        query: ExecutorsQuery,
+        keyed: Callable[[PlanRecord], DataFrame],
+    ) -> None:
+        self.landing, self.reading, self.folders = landing, reading, folders
+        self.query, self.keyed = query, keyed
+        self.batch = query.next_plan
+        plans = dict(folders.records("plans"))
+        before, redo = plans.get(self.batch - 1), plans.get(self.batch)
+        self.files: dict[str, Seen] = (
+            PlanRecord.from_json(read_json(before)).files if before else {}
+        )
+        self.redo = PlanRecord.from_json(read_json(redo)) if redo else None
+        #: Whether the ledger left new records for the next plan.
+        self.more = False
+
+    def step(self) -> PlanRecord | None:
+        """Plan one micro-batch and stage it; None when nothing new has landed."""
+        recorded, self.redo = self.redo, None
+        if recorded is None:
+            recorded = self._plan()
+            if recorded is None:
+                return None
+        self.query.feed(recorded.batch, self.keyed(recorded))
+        self._staged(recorded)
+        return recorded
+
+    def _plan(self) -> PlanRecord | None:
+        """What is new, copied into the checkpoint and recorded; None when nothing is."""
+        planned = ledger.plan(self.landing, self.files, self.reading, time.time())
+        if not planned.chunks:
+            self.files, self.more = planned.files, False
+            return None
+        folder = os.path.join(self.folders.chunks, f"{self.batch:010d}")
+        try:
+            paths = write_chunks(folder, planned.chunks)
+        except MovedError:
+            remove_chunks(folder)
+            self.more = True
+            return None
+        self.more = planned.more
+        names = zip(paths, planned.chunks, strict=True)
+        recorded = PlanRecord(
+            self.batch,
+            paths,
+            {os.path.basename(path): chunk.name for path, chunk in names},
+            planned.files,
+            [note.kind for note in planned.notes],
+        )
+        recorded.write(self.folders)
+        return recorded
+
+    def _staged(self, recorded: PlanRecord) -> None:
+        """After the plan is the query's: its chunks and the records before it gone."""
+        remove_chunks(os.path.join(self.folders.chunks, f"{recorded.batch:010d}"))
+        for number, path in self.folders.records("plans"):
+            if number < recorded.batch:
+                remove(path)
+        self.files, self.batch = recorded.files, recorded.batch + 1

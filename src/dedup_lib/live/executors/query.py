@@ -1,0 +1,187 @@
+"""The monitor's one long-running streaming query with its state on the executors: the staged
+plans (:mod:`~dedup_lib.live.executors.inbox`) read one file per micro-batch, judged by the
+processor (:mod:`~dedup_lib.live.executors.processor`) in Spark's RocksDB state store, and each
+micro-batch's verdicts written by ``foreachBatch`` as ``batch-N/`` (Spark's batch id) in the
+verdicts folder: written under a hidden name and renamed over any a run of the same
+micro-batch left, so a micro-batch Spark runs again replaces its verdicts, never adds them
+twice.
+
+Nothing on the driver holds the keys: Spark's driver plans each micro-batch and the
+executors hold and judge the state. The query runs in a session of its own (sharing the
+Spark context), whose settings are :data:`~dedup_lib.live.executors.processor.STATE_SETTINGS`;
+Spark keeps its own checkpoint (offsets, commits, state) in ``spark/`` beside the inbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+
+from dedup_lib.columns import INTERNAL, column
+from dedup_lib.live.executors.inbox import Inbox
+from dedup_lib.live.executors.processor import (
+    MISSED_MS,
+    ORIGINAL_MICROS,
+    STATE_SETTINGS,
+    judged,
+    load,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+
+def verdict_folder(out: str, batch: int) -> str:
+    """Where Spark's micro-batch ``batch`` writes its verdicts in ``out``.
+
+    Examples
+    --------
+    >>> verdict_folder("verdicts", 12)
+    'verdicts/batch-0000000012'
+    """
+    return os.path.join(out, f"batch-{batch:010d}")
+
+
+def write_verdicts(answered: DataFrame, batch: int, out: str) -> None:
+    """Micro-batch ``batch``'s judged rows as the driver's monitor writes verdicts (the sends'
+    columns without the monitor's own, ``original_send_time``, ``original_event_id``,
+    ``missed_watermark``), replacing any an earlier run of it wrote: one Spark job."""
+    kept = [c for c in answered.columns if not c.startswith(INTERNAL)]
+    kept = [c for c in kept if c not in (ORIGINAL_MICROS, "original_event_id", MISSED_MS)]
+    verdicts = answered.select(
+        *(column(c) for c in kept),
+        F.timestamp_micros(column(ORIGINAL_MICROS)).alias("original_send_time"),
+        column("original_event_id"),
+        F.timestamp_millis(column(MISSED_MS)).alias("missed_watermark"),
+    )
+    target = verdict_folder(out, batch)
+    partial = os.path.join(out, f".batch-{batch:010d}.part")
+    verdicts.write.mode("overwrite").parquet(partial)
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(partial, target)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What one of Spark's micro-batches did: sends read, rows in the state store after it,
+    rows Spark dropped behind the watermark, timers fired, and its watermark."""
+
+    batch: int
+    sends: int
+    state_rows: int
+    dropped: int
+    timers: int
+    watermark: str | None
+
+    @classmethod
+    def of(cls, progress: dict[str, Any]) -> Figures:
+        """The figures of one ``StreamingQueryProgress`` (as JSON)."""
+        state = (progress.get("stateOperators") or [{}])[0]
+        return cls(
+            int(progress["batchId"]),
+            int(progress.get("numInputRows", 0)),
+            int(state.get("numRowsTotal", 0)),
+            int(state.get("numRowsDroppedByWatermark", 0)),
+            int(state.get("customMetrics", {}).get("numExpiredTimers", 0)),
+            progress.get("eventTime", {}).get("watermark"),
+        )
+
+
+class ExecutorsQuery:
+    """The streaming query over the plans staged under ``root`` (a folder of the
+    checkpoint), verdicts to ``out``, judged with ``lateness``.
+
+    It starts with the first plan staged (the stream takes that file's columns), or at once
+    on a checkpoint that has one; ``trigger`` is Spark's processing-time interval (each
+    trigger looks for a new file, and a micro-batch without one fires the timers the last
+    watermark made due); ``partitions`` is the state store's number of partitions, fixed by
+    the first start of a checkpoint (default: the session's shuffle partitions).
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        root: str,
+        out: str,
+        lateness: timedelta,
+        *,
+        trigger: str = "1 second",
+        partitions: int | None = None,
+    ) -> None:
+        self.spark, self.root, self.out, self.lateness = spark, root, out, lateness
+        self.trigger, self.partitions = trigger, partitions
+        self.inbox = Inbox(root)
+        self.query: StreamingQuery | None = None
+        load(spark)
+        if self.inbox.schema is not None:
+            self._start()
+
+    @property
+    def next_plan(self) -> int:
+        """The plan to stage next: the one after the last staged whole."""
+        return self.inbox.staged + 1
+
+    def feed(self, batch: int, sends: DataFrame) -> None:
+        """Plan ``batch``'s keyed sends (:func:`~dedup_lib.live.executors.processor.stream_columns`)
+        staged for the query, which starts with the first."""
+        self.inbox.stage(batch, sends)
+        if self.query is None:
+            self._start()
+
+    def settle(self) -> None:
+        """Wait until the query has read every staged plan and fired the timers their
+        watermark made due. (Twice: a trigger that looked before the last file landed may
+        answer the first wait.)"""
+        if self.query is not None:
+            self.query.processAllAvailable()
+            self.query.processAllAvailable()
+
+    def figures(self) -> list[Figures]:
+        """The figures of the micro-batches this query ran, oldest first."""
+        if self.query is None:
+            return []
+        return [Figures.of(json.loads(p.json)) for p in self.query.recentProgress]
+
+    def stop(self) -> None:
+        """Stop the query between micro-batches; its checkpoint goes on at the next start."""
+        if self.query is not None:
+            self.query.stop()
+            self.query = None
+
+    def _start(self) -> None:
+        schema = self.inbox.schema
+        if schema is None:
+            return
+        session = self.spark.newSession()
+        settings = dict(STATE_SETTINGS)
+        if self.partitions is not None:
+            settings["spark.sql.shuffle.partitions"] = str(self.partitions)
+        for key, value in settings.items():
+            session.conf.set(key, value)
+        sends = (
+            session.readStream.schema(schema)
+            .option("maxFilesPerTrigger", 1)
+            .parquet(self.inbox.folder)
+        )
+        out = self.out
+        os.makedirs(out, exist_ok=True)
+
+        def write(answered: DataFrame, batch: int) -> None:
+            write_verdicts(answered, batch, out)
+
+        self.query = (
+            judged(sends, self.lateness)
+            .writeStream.outputMode("append")
+            .foreachBatch(write)
+            .option("checkpointLocation", os.path.join(self.root, "spark"))
+            .trigger(processingTime=self.trigger)
+            .queryName(f"dedup-watch-{os.path.basename(os.path.dirname(self.root)) or 'state'}")
+            .start()
+        )
