@@ -1,0 +1,108 @@
+"""The judge on the executors, on a hand-made stream: the batch replay's verdicts for every
+send judged (window edges, ties by event id, rejected and id-less sends, an anchor from an
+earlier micro-batch), ``late`` for a send behind the watermark with Spark dropping none, and
+each anchor let go once its window closes (the state's rows fall)."""
+
+from __future__ import annotations
+
+import zipfile
+from datetime import timedelta
+
+import pytest
+
+from dedup_lib import DedupPolicy
+from dedup_lib.live.executors import processor
+from dedup_lib.testing import Message
+from executors_kit import answers, replayed, run, start, verdicts
+from replay_kit import at, frame
+
+pytestmark = pytest.mark.spark
+
+POLICY = DedupPolicy("PT20S")
+LATENESS = timedelta(seconds=2)
+
+
+def test_the_jar_is_built_once_and_holds_the_judge():
+    jar = processor.jar_path()
+    with zipfile.ZipFile(jar) as archive:
+        assert "dedup_lib/LiveMonitor.class" in archive.namelist()
+    assert processor.jar_path() == jar
+
+
+def _plans(spark):
+    """Four plans: the watermark after each is 28 s, 58 s, 98 s and 9,998 s past T0."""
+    plan0 = [
+        Message("a", at(0), event_id=1),
+        Message("a", at(10), event_id=2),  # duplicate of 1
+        Message("a", at(20), event_id=3),  # at anchor + window exactly: accepted
+        Message("c", at(1), event_id=5),
+        Message("c", at(1), event_id=4),  # same time: the lower event id is the original
+        Message("r", at(2), partition_key="p", session_id="s", event_id=6),  # rejected
+        Message(None, at(3), event_id=7),  # no MessageId: accepted, unprotected
+        Message("clock", at(30), event_id=8),
+    ]
+    plan1 = [
+        Message("b", at(27), event_id=10),  # behind the watermark (28 s): late
+        Message("a", at(25), event_id=11),  # late, although a's anchor would catch it
+        Message("a", at(35), event_id=12),  # duplicate of 3, an anchor judged before
+        Message("e", at(28.0005), event_id=13),  # half a millisecond after the watermark
+        Message("f", at(40), event_id=14),
+        Message("clock", at(60), event_id=15),
+    ]
+    plan2 = [
+        Message("f", at(59), event_id=20),  # duplicate of 14, an anchor from the state
+        Message("e", at(58.0005), event_id=21),  # 13's window closed at 48.0005 s: accepted
+        Message("a", at(58.5), event_id=22),  # after the watermark by half a second
+        Message("clock", at(100), event_id=23),
+    ]
+    flush = [Message("clock", at(10_000), event_id=99)]
+    return [frame(spark, plan) for plan in (plan0, plan1, plan2, flush)]
+
+
+@pytest.fixture(scope="module")
+def stream(spark, tmp_path_factory):
+    """The four plans through one query: its plans, answers, rows and figures."""
+    root = str(tmp_path_factory.mktemp("hand"))
+    plans = _plans(spark)
+    query = start(spark, root, LATENESS)
+    try:
+        run(query, plans, POLICY)
+        figures = query.figures()
+    finally:
+        query.stop()
+    rows = verdicts(spark, root)
+    return plans, answers(rows), {r["event_id"]: r for r in rows}, figures
+
+
+def test_hand_stream_gives_the_batch_replays_verdicts(stream):
+    plans, got, _, _ = stream
+    late = {k for k, v in got.items() if v[1] == "late"}
+    assert late == {10, 11}
+    on_time = plans[0].union(plans[1].where("event_id not in (10, 11)")).union(plans[2])
+    expected = replayed(on_time.union(plans[3]), POLICY)
+    del expected[99]  # after the last watermark: still waiting
+    assert {k: v for k, v in got.items() if k not in late} == expected
+    assert got[12][1:3] == ("duplicate", 3)
+    assert got[20][1:3] == ("duplicate", 14)
+    assert got[21][1] == "accepted"
+    assert got[6][1] == "rejected"
+    assert 99 not in got
+
+
+def test_late_send_is_answered_and_spark_drops_none(stream):
+    _, _, rows, figures = stream
+    assert rows[10]["verdict"] == "late"
+    assert rows[10]["missed_watermark"] == at(28).replace(tzinfo=None)
+    assert rows[10]["original_send_time"] is None
+    assert rows[12]["missed_watermark"] is None
+    assert sum(f.dropped for f in figures) == 0
+    assert sum(f.sends for f in figures) == 19
+
+
+def test_anchors_are_let_go_when_their_windows_close(stream):
+    *_, figures = stream
+    held = [f.state_rows for f in figures]
+    assert any(f.timers for f in figures)
+    # At the end only the last send waits: its row, its timer and the timer's value.
+    assert max(held) > 6
+    assert held[-1] <= 3
