@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -43,6 +44,7 @@ from pyspark.sql import functions as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import paired
 from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
+from dedup_lib.live.options import ReadOptions, WatchOptions, WriteOptions
 from dedup_lib.live.watch import watch_duplicates
 from dedup_lib.synth import generate_telemetry
 from results_table import Figure, add_option, record, short_count
@@ -174,8 +176,7 @@ def one_at_a_time(
                 landing,
                 DedupPolicy(window),
                 LATENESS,
-                **_outputs(scratch),
-                trigger=0.5,
+                **_outputs(scratch, trigger=0.5),
                 on_batch=committed,
             )
         if not judged.wait(3600):
@@ -187,11 +188,15 @@ def one_at_a_time(
     return total, costs, state
 
 
-def _outputs(scratch: str) -> dict[str, str]:
+def _outputs(scratch: str, trigger: float = 5.0) -> dict[str, Any]:
+    """The monitor's folders and options: alerts written, a micro-batch every ``trigger``."""
+    alerts = os.path.join(scratch, "alerts.jsonl")
     return {
         "out": os.path.join(scratch, "out"),
         "checkpoint": os.path.join(scratch, "ck"),
-        "alerts": os.path.join(scratch, "alerts.jsonl"),
+        "options": WatchOptions(
+            reading=ReadOptions(trigger=trigger), writing=WriteOptions(alerts=alerts)
+        ),
     }
 
 

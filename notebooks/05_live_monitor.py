@@ -66,7 +66,7 @@ if SOURCE is None:
 # `WORK/verdicts` (Parquet, a file per micro-batch).
 
 # %%
-from dedup_lib import DedupPolicy, LiveMonitor
+from dedup_lib import DedupPolicy, JudgeOptions, LiveMonitor, ReadOptions, WatchOptions
 
 monitor = LiveMonitor()
 monitor.start(
@@ -76,10 +76,10 @@ monitor.start(
     LATENESS,
     out=os.path.join(WORK, "verdicts"),
     checkpoint=os.path.join(WORK, "checkpoint"),
-    content=CONTENT,
-    format=FORMAT,
-    mapping=MAPPING,
-    trigger="2 seconds",
+    options=WatchOptions(
+        reading=ReadOptions(format=FORMAT, mapping=MAPPING, trigger="2 seconds"),
+        judging=JudgeOptions(content=CONTENT),
+    ),
 )
 monitor.view()
 

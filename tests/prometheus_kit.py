@@ -200,13 +200,18 @@ def watch_the_day_sample(spark: Any, folder: Path) -> Any:
     different messages collide), alerts in ``folder/alerts.jsonl``."""
     from dedup_lib import DedupPolicy, sample_path
     from dedup_lib.live.landing.feed import land_in_steps
+    from dedup_lib.live.options import ReadOptions, ServeOptions, WatchOptions, WriteOptions
     from dedup_lib.live.watch import watch_duplicates
 
     land_in_steps(sample_path("day.parquet"), str(folder / "landing"), files=6, every=1.0)
+    options = WatchOptions(
+        reading=ReadOptions(trigger=0.5),
+        writing=WriteOptions(alerts=str(folder / "alerts.jsonl")),
+        serving=ServeOptions(metrics="127.0.0.1:0"),
+    )
     return watch_duplicates(
         spark, str(folder / "landing"), DedupPolicy("PT10M"), "PT1M", out=str(folder / "out"),
-        checkpoint=str(folder / "ck"), alerts=str(folder / "alerts.jsonl"), trigger=0.5,
-        metrics="127.0.0.1:0",
+        checkpoint=str(folder / "ck"), options=options,
     )  # fmt: skip
 
 

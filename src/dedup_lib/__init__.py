@@ -24,6 +24,14 @@ if TYPE_CHECKING:
     from dedup_lib.analysis.whatif import by_content, count_sweep
     from dedup_lib.errors import DedupLibError
     from dedup_lib.live.landing.feed import land_in_steps
+    from dedup_lib.live.options import (
+        JudgeOptions,
+        ReadOptions,
+        ServeOptions,
+        StateOptions,
+        WatchOptions,
+        WriteOptions,
+    )
     from dedup_lib.live.watch import Watch, watch_duplicates
     from dedup_lib.recorder import record_sends
     from dedup_lib.replay.engine import detect_duplicates
@@ -39,7 +47,7 @@ if TYPE_CHECKING:
     from dedup_lib.workbench.explorer import WindowExplorer
     from dedup_lib.workbench.incident import Incident
     from dedup_lib.workbench.monitor import LiveMonitor
-    from dedup_lib.workbench.report import run_postmortem
+    from dedup_lib.workbench.report import KeptExport, PostmortemOptions, run_postmortem
     from dedup_lib.workbench.sizing import WindowSizing
     from dedup_lib.workbench.style import styled
 
@@ -71,6 +79,12 @@ _WHERE: dict[str, str] = {
     # As sends land: the live monitor
     "watch_duplicates": "dedup_lib.live.watch",
     "Watch": "dedup_lib.live.watch",
+    "WatchOptions": "dedup_lib.live.options",
+    "ReadOptions": "dedup_lib.live.options",
+    "JudgeOptions": "dedup_lib.live.options",
+    "WriteOptions": "dedup_lib.live.options",
+    "ServeOptions": "dedup_lib.live.options",
+    "StateOptions": "dedup_lib.live.options",
     "land_in_steps": "dedup_lib.live.landing.feed",
     "LiveMonitor": "dedup_lib.workbench.monitor",
     # Against the broker
@@ -82,6 +96,8 @@ _WHERE: dict[str, str] = {
     "styled": "dedup_lib.workbench.style",
     "escape": "dedup_lib.text",
     "run_postmortem": "dedup_lib.workbench.report",
+    "PostmortemOptions": "dedup_lib.workbench.report",
+    "KeptExport": "dedup_lib.workbench.report",
     # Synthetic telemetry, and recording sends
     "generate_telemetry": "dedup_lib.synth",
     "record_sends": "dedup_lib.recorder",
@@ -99,11 +115,19 @@ __all__ = [
     "DedupPolicy",
     "Evidence",
     "Incident",
+    "JudgeOptions",
+    "KeptExport",
     "LiveMonitor",
+    "PostmortemOptions",
+    "ReadOptions",
     "ReplayCache",
+    "ServeOptions",
+    "StateOptions",
     "Watch",
+    "WatchOptions",
     "WindowExplorer",
     "WindowSizing",
+    "WriteOptions",
     "__version__",
     "by_content",
     "charts",

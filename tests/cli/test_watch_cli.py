@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -63,7 +65,7 @@ def test_watch_prints_what_the_read_did_before_the_first_line(monkeypatch, capsy
     def watching(spark, source, *args, on_batch, on_note, **kwargs):
         on_note("<i>land</i>: a note")
         on_batch("a line")
-        return live.Watch(notes=("<i>land</i>: a note",))
+        return SimpleNamespace(metrics_address=None, loaded=Counter())
 
     monkeypatch.setattr(live, "watch_duplicates", watching)
     (tmp_path / "land").mkdir()

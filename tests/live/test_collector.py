@@ -19,6 +19,7 @@ import yaml
 
 from collector_kit import Collector
 from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, sample_path
+from dedup_lib.live.options import ReadOptions, WatchOptions
 from dedup_lib.live.watch import watch_duplicates
 from dedup_lib.spark import to_pandas
 
@@ -95,8 +96,9 @@ def test_a_rotating_collector_is_read_once_while_it_writes(spark, tmp_path):
     folders = {"out": str(tmp_path / "out"), "checkpoint": str(tmp_path / "ck")}
     notes: list[str] = []
     feed.start()
+    every = WatchOptions(reading=ReadOptions(trigger=0.3))
     watch = watch_duplicates(
-        spark, str(landing), POLICY, "PT1M", trigger=0.3, on_note=notes.append, **folders
+        spark, str(landing), POLICY, "PT1M", options=every, on_note=notes.append, **folders
     )
     expected = load_telemetry(spark, str(whole)).counts()
     try:

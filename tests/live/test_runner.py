@@ -13,6 +13,7 @@ import pytest
 from dedup_lib import DedupPolicy, sample_path
 from dedup_lib.live import checkpoint, runner
 from dedup_lib.live.landing.feed import _steps
+from dedup_lib.live.options import WatchOptions, WriteOptions
 from dedup_lib.live.output.sink import AlertsFile
 from dedup_lib.live.state.store import KeyedState
 from dedup_lib.live.watch import watch_duplicates
@@ -31,11 +32,11 @@ def run(spark, tmp: Path, crash=None) -> tuple[pd.DataFrame, list[dict]]:
     landing = tmp / "landing"
     steps = _steps(sample_path("incident.parquet"), str(landing), FILES)
     landing.mkdir(parents=True)
+    writing = WriteOptions(alerts=str(tmp / "alerts.jsonl"), quarantine=str(tmp / "refused"))
     outputs = {
         "out": str(tmp / "out"),
         "checkpoint": str(tmp / "ck"),
-        "alerts": str(tmp / "alerts.jsonl"),
-        "quarantine": str(tmp / "refused"),
+        "options": WatchOptions(writing=writing),
     }
     for i, step in enumerate(steps):
         step()

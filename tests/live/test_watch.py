@@ -27,6 +27,7 @@ from dedup_lib import (
     load_telemetry,
     sample_path,
 )
+from dedup_lib.live.options import ReadOptions, WatchOptions, WriteOptions
 from dedup_lib.live.watch import watch_duplicates
 from dedup_lib.spark import to_pandas
 
@@ -131,15 +132,23 @@ def test_stream_gives_batch_verdicts(spark, sends, tmp_path, name):
     landing.mkdir()
     alerts = tmp_path / "alerts.jsonl"
     # the folders as pathlib.Path, the crashed run's as text: either names the same folder
-    folders = {"out": tmp_path / "out", "checkpoint": tmp_path / "ck", "alerts": alerts}
+    folders = {"out": tmp_path / "out", "checkpoint": tmp_path / "ck"}
+    options = WatchOptions(writing=WriteOptions(alerts=alerts))
     unit = UNITS[name]
     for i in range(FILES):
         land(sends[file_of == i], landing, i, unit)
         if name == "one window" and i == 2:
-            crash_once(spark, landing, policy, folders)
+            crash_once(spark, landing, policy, folders, options)
         told: list[str] = []
         watch = watch_duplicates(
-            spark, landing, policy, "PT2M", once=True, on_note=told.append, **folders
+            spark,
+            landing,
+            policy,
+            "PT2M",
+            once=True,
+            options=options,
+            on_note=told.append,
+            **folders,
         )
         assert told == list(watch.notes)
         assert len(told) == (unit == "ns"), told
@@ -210,8 +219,9 @@ def test_on_spark_connect_lines_reach_the_caller_and_a_restart_resumes(spark, tm
     folders = {"out": str(tmp_path / "out"), "checkpoint": str(tmp_path / "ck")}
     land(sends.iloc[:half], landing, 0)
     seen: list = []
+    every = WatchOptions(reading=ReadOptions(trigger="1 second"))
     watch = watch_duplicates(
-        spark, str(landing), policy, "PT1M", trigger="1 second", on_batch=seen.append, **folders
+        spark, str(landing), policy, "PT1M", options=every, on_batch=seen.append, **folders
     )
     try:
         deadline = time.monotonic() + 120
@@ -241,7 +251,7 @@ def test_on_spark_connect_lines_reach_the_caller_and_a_restart_resumes(spark, tm
     assert len(got) > half
 
 
-def crash_once(spark, landing: Path, policy, folders: dict[str, Path]) -> None:
+def crash_once(spark, landing: Path, policy, folders: dict[str, Path], options) -> None:
     """A run that dies after writing a micro-batch's verdicts, before Spark records it: the
     next run does that micro-batch again and must not write it twice."""
 
@@ -251,4 +261,6 @@ def crash_once(spark, landing: Path, policy, folders: dict[str, Path]) -> None:
 
     as_text = {name: str(path) for name, path in folders.items()}
     with pytest.raises(RuntimeError, match="killed mid-stream"):
-        watch_duplicates(spark, str(landing), policy, "PT2M", once=True, on_batch=die, **as_text)
+        watch_duplicates(
+            spark, str(landing), policy, "PT2M", once=True, options=options, on_batch=die, **as_text
+        )

@@ -65,15 +65,15 @@ def test_load_entity_policies_reads_several_files(tmp_path):
         "arm.json",
     )
     cli = write(tmp_path, [az("audit")], "az.json")
-    assert load_entity_policies(arm, cli) == {"orders": DedupPolicy(), "audit": None}
-    assert load_entity_policies() == {}
+    assert load_entity_policies([arm, cli]) == {"orders": DedupPolicy(), "audit": None}
+    assert load_entity_policies([]) == {}
 
 
 def test_samples_of_one_deployment_agree_and_of_two_do_not():
     arm, cli = sample_path("entities-arm.json"), sample_path("entities-az.json")
-    assert load_entity_policies(arm, cli) == PRODUCTION
+    assert load_entity_policies([arm, cli]) == PRODUCTION
     with raises("entity 'orders'", "10m", "5m", "entities-emulator.json", "ambiguous"):
-        load_entity_policies(arm, sample_path("entities-emulator.json"))
+        load_entity_policies([arm, sample_path("entities-emulator.json")])
 
 
 def test_day_parquet_entities_all_have_settings():

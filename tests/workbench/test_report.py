@@ -6,6 +6,7 @@ proves both that the wheel alone runs it and what it says."""
 
 from __future__ import annotations
 
+import html
 from html.parser import HTMLParser
 
 import pytest
@@ -20,6 +21,39 @@ def test_postmortem_command_names_a_missing_input(capsys, tmp_path):
     sample = sample_path("incident.parquet")
     assert main(["postmortem", sample, "--kept", str(tmp_path / "none.json"), "--quiet"]) == 1
     assert "none.json does not exist" in capsys.readouterr().err
+
+
+def test_the_postmortem_options_reach_the_notebook_as_its_parameters(tmp_path, monkeypatch):
+    """``PostmortemOptions`` (and ``KeptExport``) reach the notebook as the parameters the
+    command line's flags set: a notebook of two cells prints what it received."""
+    import nbformat
+
+    from dedup_lib import KeptExport, PostmortemOptions, run_postmortem
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sends.csv").write_text("Id,send_time\norder-1,2026-11-03T20:00:00Z\n")
+    (tmp_path / "kept.json").write_text("[]")
+    names = ["WINDOW", "ENTITY", "FORMAT", "MAPPING", "CONTENT", "KEPT_FORMAT"]
+    parameters = nbformat.v4.new_code_cell(" = ".join([*names, "KEPT = None"]))
+    parameters.metadata["tags"] = ["parameters"]
+    shown = nbformat.v4.new_code_cell(
+        "import os; print(repr((" + ", ".join(names) + ", os.path.basename(KEPT))))"
+    )
+    notebook = nbformat.v4.new_notebook(cells=[parameters, shown])
+    notebook.metadata["language_info"] = {"name": "python"}
+    nbformat.write(notebook, "tiny.ipynb")
+    options = PostmortemOptions(
+        format="csv",
+        mapping={"Id": "message_id"},
+        content=("payload_hash",),
+        kept=KeptExport(tmp_path / "kept.json", "sb-explorer"),
+    )
+    report = run_postmortem(
+        "sends.csv", window="PT1H", entity="orders", notebook=tmp_path / "tiny.ipynb",
+        options=options,
+    )  # fmt: skip
+    said = "('PT1H', 'orders', 'csv', {'Id': 'message_id'}, ['payload_hash'], 'sb-explorer', "
+    assert said in html.unescape(report.read_text())
 
 
 def test_sample_path_lists_the_samples():

@@ -22,7 +22,7 @@ from dedup_lib.errors import printable
 
 
 def run(args: argparse.Namespace) -> int:
-    from dedup_lib.workbench.report import run_postmortem
+    from dedup_lib.workbench.report import KeptExport, PostmortemOptions, run_postmortem
 
     progress = Progress(args.quiet)
     existing_input(args.input, args)
@@ -42,11 +42,12 @@ def run(args: argparse.Namespace) -> int:
         start=args.start,
         end=args.end,
         out_dir=args.out_dir,
-        kept=args.kept,
-        kept_format=args.kept_format,
-        format=args.format,
-        mapping=mapping,
-        content=content,
+        options=PostmortemOptions(
+            format=args.format,
+            mapping=mapping,
+            content=content,
+            kept=KeptExport(args.kept, args.kept_format) if args.kept is not None else None,
+        ),
     )
     progress.step("done")
     print(printable(str(report)))

@@ -46,7 +46,7 @@ examples:
 
 def _policies(args: argparse.Namespace) -> DedupPolicy | dict[str, DedupPolicy | None]:
     if args.entities:
-        return load_entity_policies(*args.entities)
+        return load_entity_policies(args.entities)
     return window_policy(args.window, partitioning=args.partitioning, bounds=args.bounds)
 
 

@@ -28,6 +28,7 @@ from dedup_lib.rules.policy import Policies
 from dedup_lib.settings.load import load_entity_policies
 
 if TYPE_CHECKING:
+    from dedup_lib.live.options import WatchOptions
     from dedup_lib.live.watch import Watch
 
 WATCH_EXAMPLES = """\
@@ -61,7 +62,7 @@ def _seconds(text: str) -> float:
 
 def _policy(args: argparse.Namespace) -> Policies:
     if args.entities:
-        return load_entity_policies(*args.entities)
+        return load_entity_policies(args.entities)
     return window_policy(args.window, partitioning=args.partitioning, bounds=args.bounds)
 
 
@@ -112,18 +113,8 @@ def _watch(args: argparse.Namespace, journal: Journal) -> int:
         args.lateness,
         out=args.out,
         checkpoint=args.checkpoint,
-        quarantine=args.quarantine,
-        alerts=args.alerts,
-        resend_horizon=args.resend_horizon,
-        content=content,
-        format=args.format,
-        mapping=mapping,
-        entity=args.entity,
         once=args.once,
-        trigger=args.every,
-        settle=args.settle,
-        exclude=args.exclude,
-        metrics=args.metrics,
+        options=_options(args, content, mapping),
         on_batch=journal.batch,
         on_note=journal.note,
     )
@@ -140,6 +131,33 @@ def _watch(args: argparse.Namespace, journal: Journal) -> int:
         + f"; verdicts in {printable(args.out)}"
     )
     return 0
+
+
+def _options(
+    args: argparse.Namespace, content: list[str] | None, mapping: dict[str, str]
+) -> WatchOptions:
+    """The monitor's options from the command line, by concern."""
+    from dedup_lib.live.options import (
+        JudgeOptions,
+        ReadOptions,
+        ServeOptions,
+        WatchOptions,
+        WriteOptions,
+    )
+
+    return WatchOptions(
+        reading=ReadOptions(
+            format=args.format,
+            mapping=mapping,
+            entity=args.entity,
+            trigger=args.every,
+            settle=args.settle,
+            exclude=tuple(args.exclude),
+        ),
+        judging=JudgeOptions(content=content, resend_horizon=args.resend_horizon),
+        writing=WriteOptions(quarantine=args.quarantine, alerts=args.alerts),
+        serving=ServeOptions(metrics=args.metrics),
+    )
 
 
 def _run_until_stopped(watch: Watch, journal: Journal) -> None:

@@ -15,7 +15,7 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -25,6 +25,7 @@ from dedup_lib.analysis.evidence import Evidence
 from dedup_lib.errors import InputError
 from dedup_lib.live.checkpoint import Folders, Settings
 from dedup_lib.live.landing.ledger import Reading
+from dedup_lib.live.options import WatchOptions, WriteOptions
 from dedup_lib.live.output.lines import BatchLine
 from dedup_lib.live.runner import Runner
 from dedup_lib.live.service.metrics import Metrics
@@ -36,8 +37,6 @@ from dedup_lib.telemetry.files import PathText
 from dedup_lib.telemetry.landing import open_landing
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-
     from pyspark.sql import SparkSession
 
 
@@ -47,10 +46,14 @@ KEPT_LINES = 100
 KEPT_LOADS = 1000
 
 
-@dataclass
-class Watch:
-    """A running (or, with ``once``, finished) live monitor, as
-    :func:`dedup_lib.watch_duplicates` returns it.
+class Progress:
+    """What a monitor learns after it is built, as its micro-batches commit: their lines,
+    their loads' counts, and what stopped it. The one part of a :class:`Watch` that changes.
+
+    Parameters
+    ----------
+    on_batch : callable, optional
+        Called with each micro-batch's line as it is committed.
 
     Attributes
     ----------
@@ -63,12 +66,80 @@ class Watch:
     loaded : collections.Counter
         Those counts added up over every micro-batch this process ran, and
         ``micro_batches``, how many it ran.
+    error : BaseException or None
+        What stopped the monitor by itself, if it failed.
+    """
+
+    def __init__(self, on_batch: Callable[[BatchLine], None] | None = None) -> None:
+        self.lines: deque[BatchLine] = deque(maxlen=KEPT_LINES)
+        self.loads: deque[dict[str, int]] = deque(maxlen=KEPT_LOADS)
+        self.loaded: Counter[str] = Counter()
+        self.error: BaseException | None = None
+        self._on_batch = on_batch
+
+    def committed(self, line: BatchLine) -> None:
+        """A micro-batch's line, kept and passed on to ``on_batch``."""
+        self.lines.append(line)
+        if self._on_batch is not None:
+            self._on_batch(line)
+
+    def read(self, counts: dict[str, int]) -> None:
+        """A micro-batch's load counts, kept and added up."""
+        self.loads.append(counts)
+        self.loaded.update(counts)
+        self.loaded["micro_batches"] += 1
+
+
+class Loop:
+    """The thread that runs a micro-batch every ``every`` seconds (sooner while files wait)
+    until ``stopping`` is set (:meth:`Watch.stop`); a failure is kept in ``progress``."""
+
+    def __init__(self, runner: Runner, pulse: Pulse, progress: Progress, every: float) -> None:
+        self.runner, self.pulse, self.progress, self.every = runner, pulse, progress, every
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="dedup-watch", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            while not self.stopping.is_set():
+                started = time.monotonic()
+                self.runner.step()
+                self.pulse.beat()
+                if not self.runner.more:
+                    self.stopping.wait(max(0.0, self.every - (time.monotonic() - started)))
+        except BaseException as failure:
+            self.progress.error = self.pulse.error = failure
+        finally:
+            self.pulse.stopped = True
+
+
+@dataclass(frozen=True)
+class Watch:
+    """A running (or, with ``once``, finished) live monitor, as
+    :func:`dedup_lib.watch_duplicates` returns it, built whole: what it learns later is in
+    its :class:`Progress`.
+
+    Attributes
+    ----------
+    runner : Runner
+        Its micro-batches (:mod:`dedup_lib.live.runner`).
+    columns : tuple of str
+        The columns of the sends.
+    content : tuple of str
+        Those compared as content (none: no collision alerts).
     notes : tuple of str
         What the folder held that the monitor refuses or cannot read exactly.
-    error : BaseException or None
-        What stopped the monitor, raised again by :meth:`wait`.
+    metrics : Metrics
+        The counters and gauges (:meth:`counters`).
     metrics_address : tuple of (str, int) or None
         Where ``/metrics`` is served.
+    pulse : Pulse
+        The loop's turns, as ``/-/healthy`` and systemd's watchdog see them.
+    progress : Progress
+        The micro-batches' lines and loads, and what stopped the monitor; read as
+        :attr:`lines`, :attr:`loads`, :attr:`loaded`, :attr:`error`.
+    loop : Loop or None
+        The thread running the micro-batches (None with ``once``).
 
     Examples
     --------
@@ -76,42 +147,54 @@ class Watch:
     second, until the first is committed:
 
     >>> import os, shutil, threading
-    >>> from dedup_lib import DedupPolicy, get_spark, sample_path, watch_duplicates
+    >>> from dedup_lib import DedupPolicy, ReadOptions, WatchOptions, get_spark, sample_path
+    >>> from dedup_lib import watch_duplicates
     >>> os.makedirs("landing", exist_ok=True)
     >>> _ = shutil.copy(sample_path("incident.parquet"), "landing/")
     >>> committed = threading.Event()
     >>> watch = watch_duplicates(get_spark(), "landing", DedupPolicy("PT10M"), out="verdicts",
-    ...                          checkpoint="ck", trigger=0.5, on_batch=lambda _: committed.set())
+    ...                          checkpoint="ck", on_batch=lambda _: committed.set(),
+    ...                          options=WatchOptions(reading=ReadOptions(trigger=0.5)))
     >>> committed.wait(timeout=120), watch.active
     (True, True)
 
     The methods' examples go on with this ``watch``; :meth:`stop` ends it.
     """
 
-    runner: Runner | None = None
-    #: The columns of the sends, and those compared as content (none: no collision alerts).
-    columns: list[str] = field(default_factory=list)
-    content: list[str] = field(default_factory=list)
-    lines: deque[BatchLine] = field(default_factory=lambda: deque(maxlen=KEPT_LINES))
-    loads: deque[dict[str, int]] = field(default_factory=lambda: deque(maxlen=KEPT_LOADS))
-    loaded: Counter[str] = field(default_factory=Counter)
-    #: What reading the folder did that the user should know (as ``LoadedTelemetry.notes``).
-    notes: tuple[str, ...] = ()
-    #: Why the monitor stopped by itself, if it failed.
-    error: BaseException | None = None
-    on_batch: Callable[[BatchLine], None] | None = None
-    #: The counters and gauges (:meth:`counters`), and where ``/metrics`` is served.
-    metrics: Metrics | None = None
-    metrics_address: tuple[str, int] | None = None
-    #: The loop's turns, as ``/-/healthy`` and systemd's watchdog see them.
-    pulse: Pulse = field(default_factory=lambda: Pulse(5.0))
-    _thread: threading.Thread | None = None
-    _stop: threading.Event = field(default_factory=threading.Event)
+    runner: Runner
+    columns: tuple[str, ...]
+    content: tuple[str, ...]
+    notes: tuple[str, ...]
+    metrics: Metrics
+    metrics_address: tuple[str, int] | None
+    pulse: Pulse
+    progress: Progress
+    loop: Loop | None = None
+
+    @property
+    def lines(self) -> deque[BatchLine]:
+        """deque of BatchLine: The latest micro-batches' lines (:attr:`Progress.lines`)."""
+        return self.progress.lines
+
+    @property
+    def loads(self) -> deque[dict[str, int]]:
+        """deque of dict: The latest micro-batches' load counts (:attr:`Progress.loads`)."""
+        return self.progress.loads
+
+    @property
+    def loaded(self) -> Counter[str]:
+        """collections.Counter: The load counts added up, and ``micro_batches``."""
+        return self.progress.loaded
+
+    @property
+    def error(self) -> BaseException | None:
+        """BaseException or None: What stopped the monitor by itself, raised by :meth:`wait`."""
+        return self.progress.error
 
     @property
     def active(self) -> bool:
         """bool: Whether micro-batches still run (False once stopped, or with ``once``)."""
-        return self._thread is not None and self._thread.is_alive()
+        return self.loop is not None and self.loop.thread.is_alive()
 
     def stop(self, timeout: float = 60) -> None:
         """Stop between two micro-batches, and stop serving ``/metrics``.
@@ -137,13 +220,13 @@ class Watch:
         >>> watch.active
         False
         """
-        self._stop.set()
+        if self.loop is not None:
+            self.loop.stopping.set()
         self.pulse.notifier.stopping()
         try:
             self.wait(timeout)
         finally:
-            if self.metrics is not None:
-                self.metrics.close()
+            self.metrics.close()
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait until the monitor stops: by :meth:`stop`, or by a failure, raised here.
@@ -169,8 +252,8 @@ class Watch:
         >>> watch.error is None
         True
         """
-        if self._thread is not None:
-            self._thread.join(timeout)
+        if self.loop is not None:
+            self.loop.thread.join(timeout)
         if self.error is not None:
             raise self.error
 
@@ -196,46 +279,7 @@ class Watch:
         >>> int(judged["value"].sum())
         29719
         """
-        if self.metrics is None:
-            return pd.DataFrame(columns=["metric", "labels", "value"])
         return self.metrics.table()
-
-    def _start(self, every: float | None) -> None:
-        """Run what has landed now (``every`` None), or start a micro-batch every ``every``
-        seconds in a thread of its own."""
-        assert self.runner is not None
-        if every is None:
-            while self.runner.step() is not None or self.runner.more:
-                pass
-            return
-        self._thread = threading.Thread(
-            target=self._run, args=(every,), name="dedup-watch", daemon=True
-        )
-        self._thread.start()
-
-    def _loaded(self, counts: dict[str, int]) -> None:
-        self.loads.append(counts)
-        self.loaded.update(counts)
-        self.loaded["micro_batches"] += 1
-
-    def _keep(self, line: BatchLine) -> None:
-        self.lines.append(line)
-        if self.on_batch is not None:
-            self.on_batch(line)
-
-    def _run(self, every: float) -> None:
-        assert self.runner is not None
-        try:
-            while not self._stop.is_set():
-                started = time.monotonic()
-                self.runner.step()
-                self.pulse.beat()
-                if not self.runner.more:
-                    self._stop.wait(max(0.0, every - (time.monotonic() - started)))
-        except BaseException as failure:
-            self.error = self.pulse.error = failure
-        finally:
-            self.pulse.stopped = True
 
 
 def watch_duplicates(
@@ -244,20 +288,10 @@ def watch_duplicates(
     policy: Policies | None = None,
     lateness: timedelta | str = "PT1M",
     *,
-    resend_horizon: timedelta | str = "PT1H",
     out: PathText,
     checkpoint: PathText,
-    quarantine: PathText | None = None,
-    alerts: PathText | None = None,
-    content: Sequence[str] | str | None = None,
-    format: str | None = None,
-    mapping: Mapping[str, str] | None = None,
-    entity: str | None = None,
     once: bool = False,
-    trigger: float | str = "5 seconds",
-    settle: timedelta | str = "PT5S",
-    exclude: Sequence[str] = (),
-    metrics: str | None = None,
+    options: WatchOptions | None = None,
     on_batch: Callable[[BatchLine], None] | None = None,
     on_note: Callable[[str], None] | None = None,
 ) -> Watch:
@@ -277,12 +311,9 @@ def watch_duplicates(
     source : str or os.PathLike
         The landing folder (read flat, hidden and bookkeeping names skipped).
     policy : DedupPolicy or Mapping[str, DedupPolicy | None], optional
-        As :func:`dedup_lib.detect_duplicates` takes it.
+        As :func:`dedup_lib.detect_duplicates` takes it (None: ``DedupPolicy()``).
     lateness : timedelta or str, default "PT1M"
         How far behind the latest send time a send may land and still be judged.
-    resend_horizon : timedelta or str, default "PT1H"
-        How far back an accepted copy of the same content makes an accepted send a resend
-        that reached consumers again (an alert).
     out : str or os.PathLike
         Folder of the verdicts: Parquet, one file per micro-batch, the input's columns and
         ``verdict``, ``reason``, ``dedup_key``, ``original_send_time``,
@@ -290,31 +321,17 @@ def watch_duplicates(
     checkpoint : str or os.PathLike
         Folder of the monitor's progress and state: a restart with it goes on, each send
         judged once. Started with other settings, it is refused.
-    quarantine : str or os.PathLike, optional
-        Folder of the rows the load refuses, with their reason (default: ``out`` +
-        ``-quarantine``).
-    alerts : str or os.PathLike, optional
-        A file of JSON lines: one per collision (a different message, by ``content``,
-        dropped as a duplicate), per resend that reached consumers again and per rejected
-        send.
-    content : sequence of str or str, optional
-        The columns that tell one message's content from another's (default: those of
-        :class:`dedup_lib.Evidence` found).
-    format, mapping, entity : optional
-        As :func:`dedup_lib.load_telemetry` takes them.
     once : bool, default False
-        Judge what is there, then stop.
-    trigger : float or str, default "5 seconds"
-        Seconds between micro-batches, or ``"500 milliseconds"``.
-    settle : timedelta or str, default "PT5S"
-        How long a text file must stay unchanged for a last record without its newline to
-        count as whole.
-    exclude : sequence of str, default ()
-        Glob patterns of names never read (a writer's file in progress).
-    metrics : str, optional
-        ``HOST:PORT`` (port 0: any free one) where the Prometheus text format is served at
-        ``/metrics``, with ``/-/healthy`` and ``/-/ready``, until :meth:`Watch.stop`
-        (:mod:`dedup_lib.live.service.metrics`, :mod:`dedup_lib.live.service.exposition`).
+        Judge what is there, then stop; otherwise a micro-batch every
+        ``options.reading.trigger`` in a thread of its own, until :meth:`Watch.stop`.
+    options : WatchOptions, optional
+        The rest, by concern (None: every default): how the folder is read
+        (:class:`~dedup_lib.ReadOptions`: ``format``, ``mapping``, ``entity``, ``trigger``,
+        ``settle``, ``exclude``), the content compared and the resend horizon
+        (:class:`~dedup_lib.JudgeOptions`), the quarantine folder and the alerts file
+        (:class:`~dedup_lib.WriteOptions`), the metrics' address
+        (:class:`~dedup_lib.ServeOptions`), where the state is kept
+        (:class:`~dedup_lib.StateOptions`).
     on_batch : callable, optional
         Called with each micro-batch's line as it is committed.
     on_note : callable, optional
@@ -337,53 +354,78 @@ def watch_duplicates(
 
     Examples
     --------
+    The incident sample judged once, its rejected sends appended to an alerts file:
+
     >>> import os, shutil
-    >>> from dedup_lib import DedupPolicy, get_spark, sample_path, watch_duplicates
+    >>> from dedup_lib import DedupPolicy, WatchOptions, WriteOptions, get_spark, sample_path
+    >>> from dedup_lib import watch_duplicates
     >>> os.makedirs("landing", exist_ok=True)
     >>> _ = shutil.copy(sample_path("incident.parquet"), "landing/")
+    >>> options = WatchOptions(writing=WriteOptions(alerts="alerts.jsonl"))
     >>> watch = watch_duplicates(get_spark(), "landing", DedupPolicy("PT10M"), "PT1M",
-    ...                          out="verdicts", checkpoint="ck", once=True)
+    ...                          out="verdicts", checkpoint="ck", once=True, options=options)
     >>> watch.wait()
     >>> sum(load["read"] for load in watch.loads)
     29872
+    >>> with open("alerts.jsonl") as alerts:
+    ...     len(alerts.readlines())
+    203
     """
-    landing = open_landing(spark, os.fspath(source), format, mapping, entity=entity)
+    options = options if options is not None else WatchOptions()
+    reading, judging, writing = options.reading, options.judging, options.writing
+    if options.state.mode != "driver":
+        raise InputError(f"state: expected 'driver', got {options.state.mode!r}")
+    landing = open_landing(
+        spark, os.fspath(source), reading.format, reading.mapping, entity=reading.entity
+    )
     index.compile_in_background()
     judge.compile_in_background()
     columns = landing.valid_columns().schema.names
-    wanted = list(Evidence.of(columns, content).content)
-    horizon = parse_window(resend_horizon) if wanted else None
-    reading = Reading(landing.format, parse_window(settle).total_seconds(), exclude=tuple(exclude))
-    policy = check_policies(policy if policy is not None else DedupPolicy())
-    settings = Settings(policy, parse_window(lateness), horizon, wanted, reading)
-    # Absolute from here on: Spark resolves a relative path against its JVM's folder, and
-    # the process may change its own while the monitor runs.
-    quarantine = quarantine or f"{os.fspath(out).rstrip('/')}-quarantine"
-    where = os.path.abspath
-    folders = Folders(
-        where(out), where(checkpoint), where(quarantine), None if alerts is None else where(alerts)
+    wanted = list(Evidence.of(columns, judging.content).content)
+    horizon = parse_window(judging.resend_horizon) if wanted else None
+    read = Reading(
+        landing.format, parse_window(reading.settle).total_seconds(), exclude=tuple(reading.exclude)
     )
-    every = _seconds(trigger)
-    watch = Watch(columns=columns, content=wanted, notes=landing.notes, on_batch=on_batch)
-    watch.pulse = Pulse(every)
+    policy = check_policies(policy if policy is not None else DedupPolicy())
+    settings = Settings(policy, parse_window(lateness), horizon, wanted, read)
+    folders = _folders(out, checkpoint, writing)
+    every = _seconds(reading.trigger)
     say = on_note or (lambda _: None)
-    for note in watch.notes:
+    for note in landing.notes:
         say(note)
+    pulse, progress = Pulse(every), Progress(on_batch)
     reserved = () if isinstance(policy, DedupPolicy) else sorted(policy)
-    watch.metrics = Metrics(settings.lateness.total_seconds(), every, reserved)
-    watch.metrics.alive = watch.pulse.health
-    if metrics is not None:
-        # Served from the start: /-/ready answers 503 while the state is restored.
-        watch.metrics_address = watch.metrics.serve(metrics)
-    tell = (watch._keep, watch._loaded, say)
+    metrics = Metrics(settings.lateness.total_seconds(), every, reserved)
+    metrics.alive = pulse.health
+    # Served from the start: /-/ready answers 503 while the state is restored.
+    served = options.serving.metrics
+    address = metrics.serve(served) if served is not None else None
     try:
-        with restoring(watch.pulse):
-            watch.runner = Runner(landing, settings, folders, tell, watch.metrics)
-        watch._start(None if once else every)
+        with restoring(pulse):
+            runner = Runner(
+                landing, settings, folders, (progress.committed, progress.read, say), metrics
+            )
+        loop = None if once else Loop(runner, pulse, progress, every)
+        if loop is None:
+            while runner.step() is not None or runner.more:
+                pass
+        found = (tuple(columns), tuple(wanted), landing.notes)
+        watch = Watch(runner, *found, metrics, address, pulse, progress, loop)
+        if loop is not None:
+            loop.thread.start()
     except BaseException:
-        watch.metrics.close()
+        metrics.close()
         raise
     return watch
+
+
+def _folders(out: PathText, checkpoint: PathText, writing: WriteOptions) -> Folders:
+    """The monitor's folders, absolute: Spark resolves a relative path against its JVM's
+    folder, and the process may change its own while the monitor runs."""
+    where = os.path.abspath
+    quarantine = writing.quarantine or f"{os.fspath(out).rstrip('/')}-quarantine"
+    alerts = None if writing.alerts is None else where(writing.alerts)
+    return Folders(where(out), where(checkpoint), where(quarantine), alerts)
 
 
 _TRIGGER = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|seconds?)?\s*$")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import codecs
 import json
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +134,9 @@ _JSON_TYPES = {
 }
 
 
-def load_entity_policies(*paths: str | Path) -> dict[str, DedupPolicy | None]:
+def load_entity_policies(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+) -> dict[str, DedupPolicy | None]:
     """The duplicate-detection policy of each entity, from exports of their settings.
 
     Each file is read with :func:`load_entity_settings` (an ARM template or export, ``az
@@ -142,8 +145,8 @@ def load_entity_policies(*paths: str | Path) -> dict[str, DedupPolicy | None]:
 
     Parameters
     ----------
-    *paths : str or Path
-        The settings files; one entity in several files must agree.
+    paths : str, os.PathLike, or an iterable of them
+        The settings file, or files; one entity in several files must agree.
 
     Returns
     -------
@@ -167,7 +170,10 @@ def load_entity_policies(*paths: str | Path) -> dict[str, DedupPolicy | None]:
     >>> policies["audit"] is None  # detection off on the entity
     True
     """
-    return entity_policies(entity for path in paths for entity in load_entity_settings(path))
+    several = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    return entity_policies(
+        entity for path in several for entity in load_entity_settings(os.fspath(path))
+    )
 
 
 def _reader(doc: Any) -> _Reader | None:

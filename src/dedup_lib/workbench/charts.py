@@ -101,10 +101,16 @@ def _duration_axis(low: float, high: float, title: str) -> dict[str, Any]:
 
 
 def window_marker(
-    fig: go.Figure, window_s: float, *, log: bool = True, label: str | None = "top", **where: int
+    fig: go.Figure,
+    window_s: float,
+    *,
+    log: bool = True,
+    label: str | None = "top",
+    row: int | None = None,
+    col: int | None = None,
 ) -> None:
     """A dashed vertical line at the window, labelled with it at ``label`` (a plotly annotation
-    position; ``None``: no label)."""
+    position; ``None``: no label), in the subplot at ``row`` and ``col`` (None: every one)."""
     x = math.log10(window_s) if log else window_s
     annotation: dict[str, str] = {}
     if label:
@@ -113,6 +119,7 @@ def window_marker(
             "annotation_position": label,
             "annotation_bgcolor": "rgba(255,255,255,0.8)",
         }
+    where = {name: at for name, at in (("row", row), ("col", col)) if at is not None}
     fig.add_vline(x=x, line_dash="dash", line_color="black", **annotation, **where)
 
 

@@ -244,7 +244,7 @@ def entity_settings(df: DataFrame, paths: str | Path | Sequence[str | Path] | No
             "JSON), the output of `az servicebus queue show` / `topic show`, or the "
             "emulator's `Config.json`, to replay each entity with its own."
         )
-    policies = load_entity_policies(*paths)
+    policies = load_entity_policies(paths)
     described = sorted(
         (name, "detection off" if p is None else p.describe()) for name, p in policies.items()
     )

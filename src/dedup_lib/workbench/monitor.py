@@ -22,9 +22,13 @@ from dedup_lib.workbench.section import Section
 from dedup_lib.workbench.style import styled
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from plotly import graph_objects as go
     from pyspark.sql import SparkSession
 
+    from dedup_lib.live.options import WatchOptions
+    from dedup_lib.rules.policy import Policies
     from dedup_lib.telemetry.files import PathText
 
 #: The alerts' columns, as the table shows them.
@@ -76,7 +80,17 @@ class LiveMonitor:
         self._drawn = threading.Event()
 
     def start(
-        self, spark: SparkSession, source: PathText, *args: Any, wait: float = 120, **kwargs: Any
+        self,
+        spark: SparkSession,
+        source: PathText,
+        policy: Policies | None = None,
+        lateness: timedelta | str = "PT1M",
+        *,
+        out: PathText,
+        checkpoint: PathText,
+        once: bool = False,
+        options: WatchOptions | None = None,
+        wait: float = 120,
     ) -> Watch | None:
         """Start :func:`dedup_lib.watch_duplicates` on ``source``, each micro-batch drawn here.
 
@@ -89,9 +103,8 @@ class LiveMonitor:
             A classic or Spark Connect session.
         source : str or os.PathLike
             The landing folder.
-        *args, **kwargs
-            The other arguments of :func:`dedup_lib.watch_duplicates` (``policy``,
-            ``lateness``, ``out``, ``checkpoint``, ``once``, ...); its ``on_batch`` is
+        policy, lateness, out, checkpoint, once, options
+            As :func:`dedup_lib.watch_duplicates` takes them; its ``on_batch`` is
             :meth:`update`.
         wait : float, default 120
             Seconds to wait at most for the first verdicts.
@@ -121,7 +134,17 @@ class LiveMonitor:
         self.status.value = f"Watching {escape(source)}: waiting for the first micro-batch."
         self._drawn.clear()
         try:
-            self.watch = watch_duplicates(spark, source, *args, on_batch=self.update, **kwargs)
+            self.watch = watch_duplicates(
+                spark,
+                source,
+                policy,
+                lateness,
+                out=out,
+                checkpoint=checkpoint,
+                once=once,
+                options=options,
+                on_batch=self.update,
+            )
         except InputError as refused:
             self.refused = str(refused)
             self.status.value = f"Not watching: {escape(self.refused, limit=None)}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from dataclasses import dataclass
 from importlib.resources import as_file, files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,6 +21,7 @@ from dedup_lib.spark import log_error, output_to, spark_log_path, spark_message
 from dedup_lib.workbench import csp
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
     from importlib.resources.abc import Traversable
 
     from dedup_lib.telemetry.files import PathText
@@ -130,6 +132,60 @@ def _without_cdn(html: str) -> str:
     return re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", html)
 
 
+@dataclass(frozen=True)
+class KeptExport:
+    """An export of what the broker kept (Service Bus Explorer's), for the postmortem to
+    check its replay against (:func:`dedup_lib.reconcile`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The export: a file or folder.
+    format : str, optional
+        Its format (None: recognised from its content).
+
+    Examples
+    --------
+    >>> from dedup_lib import KeptExport
+    >>> KeptExport("incident-kept/orders.json.gz")
+    KeptExport(path='incident-kept/orders.json.gz', format=None)
+    """
+
+    path: PathText
+    format: str | None = None
+
+
+@dataclass(frozen=True)
+class PostmortemOptions:
+    """How :func:`dedup_lib.run_postmortem` reads the telemetry, and what it checks its
+    replay against.
+
+    Parameters
+    ----------
+    format : str, optional
+        The telemetry's format, as :func:`dedup_lib.load_telemetry` takes it (None:
+        recognised).
+    mapping : Mapping[str, str], optional
+        Your column names to the canonical ones (``{"Id": "message_id"}``).
+    content : sequence of str, optional
+        The columns that say what a message carries (None: ``payload_hash``, if any).
+    kept : KeptExport, optional
+        What the broker kept, to check the replay against (None: no check).
+
+    Examples
+    --------
+    >>> from dedup_lib import KeptExport, PostmortemOptions
+    >>> options = PostmortemOptions(content=["payload_hash"], kept=KeptExport("kept.json"))
+    >>> options.kept.path, options.format
+    ('kept.json', None)
+    """
+
+    format: str | None = None
+    mapping: Mapping[str, str] | None = None
+    content: Sequence[str] | None = None
+    kept: KeptExport | None = None
+
+
 def run_postmortem(
     input: PathText,
     *,
@@ -139,12 +195,8 @@ def run_postmortem(
     start: str | None = None,
     end: str | None = None,
     out_dir: PathText = "reports",
-    kept: PathText | None = None,
-    kept_format: str | None = None,
     notebook: Traversable | Path = POSTMORTEM,
-    format: str | None = None,
-    mapping: dict[str, str] | None = None,
-    content: list[str] | None = None,
+    options: PostmortemOptions | None = None,
 ) -> Path:
     """Run the postmortem notebook headless and write its HTML report.
 
@@ -162,17 +214,11 @@ def run_postmortem(
         The incident's span (ISO 8601, UTC without offset).
     out_dir : str or os.PathLike, default "reports"
         Where the report is written.
-    kept : str or os.PathLike, optional
-        An export of what the broker kept (Service Bus Explorer), to check the replay
-        against (:func:`dedup_lib.reconcile`).
-    kept_format : str, optional
-        The export's format, guessed when omitted.
     notebook : Traversable or Path, optional
         The notebook run (default: the workbench's notebook 04, shipped in the package).
-    format, mapping : optional
-        As :func:`dedup_lib.load_telemetry` takes them.
-    content : list of str, optional
-        The columns that say what a message carries (default: ``payload_hash``, if any).
+    options : PostmortemOptions, optional
+        How the telemetry is read (``format``, ``mapping``, ``content``) and the export of
+        what the broker kept to check the replay against (``kept``); None: every default.
 
     Returns
     -------
@@ -208,13 +254,15 @@ def run_postmortem(
     >>> re.findall("sends.csv [A-Z0-9]+", report.read_text())
     ['sends.csv PT1H']
     """
+    options = options if options is not None else PostmortemOptions()
     input = os.fspath(input)
     source = Path(input).resolve()
     if not source.exists():
         raise MissingFileError(f"postmortem: {input} does not exist")
-    kept_path = Path(kept).resolve() if kept is not None else None
-    if kept_path is not None and not kept_path.exists():
-        raise MissingFileError(f"postmortem: {kept} does not exist")
+    kept = options.kept
+    kept_path = Path(kept.path).resolve() if kept is not None else None
+    if kept is not None and kept_path is not None and not kept_path.exists():
+        raise MissingFileError(f"postmortem: {os.fspath(kept.path)} does not exist")
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     stem = re.sub(r"[^\w.-]+", "-", source.name.split(".")[0])
@@ -229,10 +277,10 @@ def run_postmortem(
         "END": end,
         "EMBED_CHARTS": True,
         "KEPT": str(kept_path) if kept_path is not None else None,
-        "KEPT_FORMAT": kept_format,
-        "FORMAT": format,
-        "MAPPING": mapping,
-        "CONTENT": content,
+        "KEPT_FORMAT": kept.format if kept is not None else None,
+        "FORMAT": options.format,
+        "MAPPING": dict(options.mapping) if options.mapping is not None else None,
+        "CONTENT": list(options.content) if options.content is not None else None,
     }
     executed = out / f"{name}.ipynb"
     _execute(notebook, executed, parameters, input)

@@ -17,6 +17,7 @@ import pytest
 
 from dedup_lib import DedupPolicy, sample_path
 from dedup_lib.live.landing.ledger import NOTE_KINDS
+from dedup_lib.live.options import ReadOptions, ServeOptions, WatchOptions, WriteOptions
 from dedup_lib.live.output.labels import ENTITIES, INVALID, OTHER, EntityLabels
 from dedup_lib.live.output.lines import StateSize
 from dedup_lib.live.output.totals import Totals
@@ -44,16 +45,16 @@ def land(folder: Path, parts: int, first: int = 0) -> None:
 def test_the_counters_say_what_the_files_hold_across_a_restart(spark, tmp_path):
     landing = tmp_path / "landing"
     landing.mkdir()
+    alerts = str(tmp_path / "alerts.jsonl")
+    options = WatchOptions(writing=WriteOptions(alerts=alerts), serving=ServeOptions("127.0.0.1:0"))
     outputs = {"out": str(tmp_path / "out"), "checkpoint": str(tmp_path / "ck"),
-               "alerts": str(tmp_path / "alerts.jsonl")}  # fmt: skip
+               "options": options}  # fmt: skip
     policy = DedupPolicy("PT10M")
     land(landing, 2)
-    first = watch_duplicates(spark, str(landing), policy, "PT1M", once=True, metrics="127.0.0.1:0",
-                             **outputs)  # fmt: skip
+    first = watch_duplicates(spark, str(landing), policy, "PT1M", once=True, **outputs)
     first.stop()
     land(landing, 2, first=2)
-    watch = watch_duplicates(spark, str(landing), policy, "PT1M", once=True, metrics="127.0.0.1:0",
-                             **outputs)  # fmt: skip
+    watch = watch_duplicates(spark, str(landing), policy, "PT1M", once=True, **outputs)
     try:
         samples = scrape(watch.metrics_address)
     finally:
@@ -65,9 +66,7 @@ def test_the_counters_say_what_the_files_hold_across_a_restart(spark, tmp_path):
     for category, count in categories.items():
         assert summed(samples, "dedup_quarantined_rows_total", reason=category) == count
     assert summed(samples, "dedup_quarantined_rows_total") == len(refused) > 0
-    alerts = pd.DataFrame(
-        json.loads(line) for line in Path(outputs["alerts"]).read_text().splitlines()
-    )
+    alerts = pd.DataFrame(json.loads(line) for line in Path(alerts).read_text().splitlines())
     verdicts["entity"] = verdicts["entity"].replace(HOSTILE, INVALID)
     alerts = alerts.assign(entity=alerts["entity"].replace(HOSTILE, INVALID))
     for (entity, verdict), count in verdicts.groupby(["entity", "verdict"]).size().items():
@@ -204,7 +203,9 @@ def test_a_real_prometheus_sees_a_new_entity_s_first_micro_batch(spark, tmp_path
     pq.write_table(others, landing / "others.parquet", coerce_timestamps="us")
     watch = watch_duplicates(
         spark, landing, DedupPolicy("PT10M"), "PT1M", out=tmp_path / "out",
-        checkpoint=tmp_path / "ck", trigger=0.5, metrics="127.0.0.1:0",
+        checkpoint=tmp_path / "ck", options=WatchOptions(
+            reading=ReadOptions(trigger=0.5), serving=ServeOptions(metrics="127.0.0.1:0")
+        ),
     )  # fmt: skip
     host, port = watch.metrics_address
     (tmp_path / "prometheus").mkdir()

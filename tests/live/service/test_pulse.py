@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 from dedup_lib import DedupPolicy, sample_path
+from dedup_lib.live.options import ReadOptions, ServeOptions, WatchOptions
 from dedup_lib.live.runner import Runner
 from dedup_lib.live.service import pulse as service
 from dedup_lib.live.service.pulse import Pulse
@@ -88,6 +89,11 @@ def first_run(spark, folders: dict[str, str]) -> Path:
     return landing
 
 
+def every(trigger: float, metrics: str) -> WatchOptions:
+    """A micro-batch every ``trigger`` seconds, metrics served at ``metrics``."""
+    return WatchOptions(reading=ReadOptions(trigger=trigger), serving=ServeOptions(metrics))
+
+
 def test_restoring_then_ready_then_a_watchdog_ping_per_turn_until_the_loop_blocks(
     spark, tmp_path, monkeypatch
 ):
@@ -111,7 +117,7 @@ def test_restoring_then_ready_then_a_watchdog_ping_per_turn_until_the_loop_block
 
     def start() -> None:
         started["watch"] = watch_duplicates(
-            spark, landing, DedupPolicy("PT10M"), trigger=0.1, metrics=f"127.0.0.1:{port}",
+            spark, landing, DedupPolicy("PT10M"), options=every(0.1, f"127.0.0.1:{port}"),
             **folders,
         )  # fmt: skip
 
@@ -190,7 +196,10 @@ def test_a_file_removed_before_it_was_read_whole_is_counted_as_data_lost(spark, 
     port = free_port()
     watch = watch_duplicates(
         spark, landing, DedupPolicy("PT10M"), out=tmp_path / "out", checkpoint=tmp_path / "ck",
-        format="otlp", trigger=0.2, settle="PT3S", metrics=f"127.0.0.1:{port}",
+        options=WatchOptions(
+            reading=ReadOptions(format="otlp", trigger=0.2, settle="PT3S"),
+            serving=ServeOptions(metrics=f"127.0.0.1:{port}"),
+        ),
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
@@ -237,7 +246,7 @@ def test_a_hung_loop_pages_as_stalled_in_a_real_prometheus(spark, tmp_path, monk
     landing = first_run(spark, folders)
     blocked, unblocked = block_steps(monkeypatch)
     watch = watch_duplicates(
-        spark, landing, DedupPolicy("PT10M"), trigger=0.2, metrics="127.0.0.1:0", **folders
+        spark, landing, DedupPolicy("PT10M"), options=every(0.2, "127.0.0.1:0"), **folders
     )
     host, port = watch.metrics_address
     (tmp_path / "prometheus").mkdir()
