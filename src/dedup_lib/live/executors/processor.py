@@ -56,8 +56,8 @@ def jar_path() -> Path:
 
     Examples
     --------
-    >>> jar_path().name.startswith("dedup-live-")
-    True
+    >>> jar_path().name[:11]
+    'dedup-live-'
     """
     return built_jar([SOURCE], "dedup-live", "the live monitor's judge on the executors")
 
