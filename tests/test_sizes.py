@@ -9,6 +9,8 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "dedup_lib"
 MODULE, CLASS, FUNCTION = 500, 250, 60
+#: The most parameters a public function or a command's entry point takes (issue 72).
+PARAMETERS = 12
 
 
 def _code_lines(node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -42,3 +44,53 @@ def _sizes() -> list[str]:
 
 def test_no_room_is_over_its_size() -> None:
     assert _sizes() == []
+
+
+def test_no_public_door_is_wider_than_twelve_parameters() -> None:
+    """Public functions (``dedup_lib.__all__``: its functions, its classes' constructors and
+    public methods, its modules' functions) and the commands' entry points (every public
+    function of ``dedup_lib.cli``'s modules) take at most 12 parameters, none as ``*args`` or
+    ``**kwargs``: more options than that are a record (``WatchOptions``, ``PostmortemOptions``)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import dedup_lib
+    import dedup_lib.cli
+
+    def own(module: object) -> list[tuple[str, object]]:
+        name = getattr(module, "__name__", "")
+        return [
+            (n, f)
+            for n, f in vars(module).items()
+            if not n.startswith("_") and inspect.isfunction(f) and f.__module__ == name
+        ]
+
+    doors: list[tuple[str, object]] = []
+    for name in (n for n in dedup_lib.__all__ if n != "__version__"):
+        obj = getattr(dedup_lib, name)
+        if inspect.ismodule(obj):
+            doors += [(f"{name}.{n}", f) for n, f in own(obj)]
+        elif inspect.isclass(obj):
+            init = next(k.__dict__["__init__"] for k in obj.__mro__ if "__init__" in k.__dict__)
+            if inspect.isfunction(init) and init.__module__.startswith("dedup_lib"):
+                doors.append((name, init))
+            for member, value in vars(obj).items():
+                function = getattr(value, "__func__", value)
+                if not member.startswith("_") and inspect.isfunction(function):
+                    doors.append((f"{name}.{member}", function))
+        else:
+            doors.append((name, obj))
+    for info in pkgutil.iter_modules(dedup_lib.cli.__path__):
+        module = importlib.import_module(f"dedup_lib.cli.{info.name}")
+        doors += [(f"dedup_lib.cli.{info.name}.{n}", f) for n, f in own(module)]
+    assert len(doors) > 100
+    wide = []
+    for name, door in doors:
+        taken = [
+            p for p in inspect.signature(door).parameters.values() if p.name not in ("self", "cls")
+        ]
+        spread = [p.name for p in taken if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if len(taken) > PARAMETERS or spread:
+            wide.append(f"{name}: {len(taken)} parameters" + (f", *{spread}" if spread else ""))
+    assert wide == []
