@@ -17,6 +17,7 @@ from dedup_lib.errors import InputError
 from dedup_lib.synth.exports import write_otlp
 from dedup_lib.telemetry.formats import RECORD_FORMATS
 from dedup_lib.telemetry.formats.otlp import OTLP
+from dedup_lib.telemetry.schema import CANONICAL_COLUMNS
 from dedup_lib.telemetry.write import write_telemetry
 from telemetry.load_kit import assert_reasons_counted_alike
 
@@ -508,14 +509,7 @@ def test_written_traces_replay_exactly_like_the_same_sends_from_parquet(
     quarantined = {r[0] for r in otlp.quarantine.select("event_id").collect()}
     assert quarantined == {r[0] for r in parquet.quarantine.select("event_id").collect()}
 
-    columns = [
-        "message_id",
-        "send_time",
-        "entity",
-        "partition_key",
-        "session_id",
-        "scheduled_enqueue_time",
-    ]
+    columns = [c for c in CANONICAL_COLUMNS if c not in ("event_id", "batch_id")]
     verdicts = ["verdict", "reason", "dedup_key", "original_event_id", "original_send_time"]
     policy = DedupPolicy("PT10M", partitioning=True)
     want = detect_duplicates(parquet.valid, policy).select("event_id", *columns, *verdicts)
