@@ -16,11 +16,9 @@ from pyspark.sql import functions as F
 
 from dedup_lib import DedupPolicy, load_telemetry, sample_path
 from dedup_lib.live.checkpoint import Folders
-from dedup_lib.live.executors.plans import PlanFeed
+from dedup_lib.live.executors.plans import PlanFeed, run_plans
 from dedup_lib.live.landing.ledger import Reading
 from executors_kit import answers, keyed, replayed, start, verdicts
-
-pytestmark = pytest.mark.spark
 
 POLICY = DedupPolicy("PT10M", partitioning=False)
 LATENESS = timedelta(minutes=1)
@@ -60,6 +58,7 @@ def _land(frame, landing: str, name: str) -> None:
     shutil.rmtree(work)
 
 
+@pytest.mark.spark
 def test_plans_after_a_crash_answer_each_send_once(spark, tmp_path):
     sends, late, files = _slice(spark)
     landing = str(tmp_path / "landing")
@@ -114,3 +113,37 @@ def test_plans_after_a_crash_answer_each_send_once(spark, tmp_path):
     assert sum(v[1] == "duplicate" for v in expected.values()) > 50
     assert after[0].batch > before[-1].batch
     assert sum(f.dropped for f in [*before, *after]) == 0
+
+
+class _Feed:
+    """A feed whose ledger finds ``landed`` plans, one step each (None: nothing new), and
+    says ``more`` while the budget left some behind."""
+
+    def __init__(self, landed):
+        self.landed, self.more, self.settled = list(landed), False, 0
+        self.query = self
+
+    def step(self):
+        found = self.landed.pop(0) if self.landed else None
+        self.more = found == "budget"
+        return None if found in (None, "budget") else found
+
+    def settle(self):
+        self.settled += 1
+
+
+def test_once_feeds_until_nothing_is_left_then_settles():
+    feed = _Feed([0, "budget", 1, None, 2])
+    assert run_plans(feed, once=True, sleep=pytest.fail) == 2
+    assert feed.settled == 1
+    assert feed.landed == [2]
+
+
+def test_watching_polls_until_stopped():
+    feed = _Feed([0, None, None, 1])
+    naps = []
+    stop = iter([False] * 4 + [True])
+    staged = run_plans(feed, once=False, poll=0.5, stopping=lambda: next(stop), sleep=naps.append)
+    assert staged == 2
+    assert naps == [0.5, 0.5]
+    assert feed.settled == 0

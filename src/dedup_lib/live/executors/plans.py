@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from dedup_lib.live.executors.query import ExecutorsQuery
     from dedup_lib.live.landing.ledger import Reading, Seen
 
+
 class PlanFeed:
     """The plans of the folder ``landing`` (read as ``reading``) fed to ``query``, recorded
     in ``folders``' checkpoint; ``keyed`` turns a plan into its keyed sends, a Spark frame
@@ -98,3 +99,40 @@ class PlanFeed:
             if number < recorded.batch:
                 remove(path)
         self.files, self.batch = recorded.files, recorded.batch + 1
+
+
+def run_plans(
+    feed: PlanFeed,
+    *,
+    once: bool,
+    poll: float = 1.0,
+    stopping: Callable[[], bool] = lambda: False,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Feed plans until ``stopping()`` says so, looking every ``poll`` seconds when nothing
+    new has landed; with ``once``, until nothing is left, then wait for the query to answer
+    what the last watermark made due. The number of plans staged.
+
+    Examples
+    --------
+    >>> class Query:
+    ...     def settle(self):
+    ...         print("settled")
+    >>> class Feed:  # two plans landed, then nothing
+    ...     more, query, plans = False, Query(), [0, 1]
+    ...     def step(self):
+    ...         return self.plans.pop(0) if self.plans else None
+    >>> run_plans(Feed(), once=True)
+    settled
+    2
+    """
+    staged = 0
+    while not stopping():
+        if feed.step() is not None:
+            staged += 1
+        elif not feed.more:
+            if once:
+                feed.query.settle()
+                return staged
+            sleep(poll)
+    return staged
