@@ -32,13 +32,12 @@ from test_examples import _documented, _is_method, _members, _public_classes, _t
 
 #: What a Returns item that is not a column stands for: the input's columns carried along.
 CARRIED = "<the input's other columns>"
-#: Calls whose printed value stands in for the value itself.
-STAND_INS = {"len", "type"}
 
 
 # -- examples that hide their values ---------------------------------------------------------
 
-
+#: Calls whose printed value stands in for the value itself (and ``.count()``).
+STAND_INS = {"len", "type"}
 #: Calls whose value is shown as it is, so a stand-in inside them still stands in.
 SHOWN_AS_IS = {"print", "int", "float", "str", "bool", "round", "repr"}
 
