@@ -76,3 +76,25 @@ def number_rows(
         no_id=fixed_sends("no_id").astype("int64"),
         rejected=fixed_sends("rejected").astype("int64"),
     )
+
+
+def distinct_per_segment(segment: np.ndarray, values: pd.Series) -> np.ndarray:
+    """How many distinct ``values`` each segment (0, 1, 2, ... down the rows) holds: pairs
+    numbered and hashed, not sorted."""
+    if len(segment) == 0:
+        return np.zeros(0, dtype=np.int64)
+    codes, distinct = pd.factorize(values, use_na_sentinel=False)
+    pairs = pd.unique(segment * max(len(distinct), 1) + codes)
+    return np.bincount(pairs // max(len(distinct), 1), minlength=int(segment[-1]) + 1)
+
+
+def most(score: np.ndarray, n: int) -> np.ndarray:
+    """The positions of the ``n`` highest ``score``, and of those tied with the last of them
+    up to ``n`` more (first in the rows' order): enough to order the ties by name, never
+    every key (a window that drops nothing ties them all)."""
+    count = min(n, len(score))
+    if count == 0:
+        return np.arange(0)
+    threshold = np.partition(score, -count)[-count]
+    above = np.flatnonzero(score > threshold)
+    return np.concatenate([above, np.flatnonzero(score == threshold)[:n]])

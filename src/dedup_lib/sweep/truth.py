@@ -280,3 +280,19 @@ def _per_entity_once(singles: pd.DataFrame, fewer: pd.DataFrame, lost: pd.Series
         }
     )
     return table.reset_index(drop=True)
+
+
+def truth_columns(truth: pd.Series, catchable: int) -> dict[str, float]:
+    """The ground-truth columns of a sweep row, from the total row of
+    :meth:`ReplayCache.ground_truth_summary` and the resends any window can catch."""
+    resends = int(truth["resends"])
+    caught = truth["resends_caught"]
+    return {
+        "resends": resends,
+        "catchable_resends": catchable,
+        "resends_caught": int(caught),
+        "share_catchable_caught": caught / catchable if catchable else float("nan"),
+        "share_resends_caught": caught / resends if resends else float("nan"),
+        "extra_deliveries": int(truth["extra_deliveries"]),
+        "messages_lost": int(truth["messages_lost"]),
+    }

@@ -20,8 +20,9 @@ import pandas as pd
 from dedup_lib.analysis.summaries import SUMMARY_COLUMNS
 from dedup_lib.analysis.totals import ALL_ENTITIES, NO_ENTITY, with_total
 from dedup_lib.errors import InputError
+from dedup_lib.sweep.codes import distinct_per_segment, most
 from dedup_lib.sweep.grid import to_micros, window_grid
-from dedup_lib.sweep.truth import truth_table
+from dedup_lib.sweep.truth import truth_columns, truth_table
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -33,33 +34,19 @@ if TYPE_CHECKING:
 
 class Cache(Protocol):
     """What the views read of a :class:`~dedup_lib.sweep.cache.ReplayCache`: its public
-    surface, nothing else."""
+    surface (its attributes of those names), nothing else."""
+
+    repeated: pd.DataFrame
+    keyed: KeyedSends
 
     @property
-    def repeated(self) -> pd.DataFrame:
-        """pandas.DataFrame: The held sends, each key's together in replay order."""
-
+    def has_ground_truth(self) -> bool: ...
     @property
-    def keyed(self) -> KeyedSends:
-        """KeyedSends: The held sends laid out for walks (``segment``, ``time_us``)."""
-
+    def codes(self) -> Codes: ...
     @property
-    def has_ground_truth(self) -> bool:
-        """bool: Whether the input had ground truth (``logical_id``, ``attempt``)."""
-
-    @property
-    def codes(self) -> Codes:
-        """Codes: The held sends numbered by entity, key and time bucket."""
-
-    @property
-    def truth(self) -> TruthCodes:
-        """TruthCodes: The held sends numbered by message (ground truth)."""
-
-    def anchors(self, window: timedelta | float | str) -> Anchors:
-        """Anchors: The verdicts of the held sends at ``window``."""
-
-    def cell_duplicates(self, micros: int) -> np.ndarray:
-        """numpy.ndarray: The held sends dropped at ``micros``, per entity and time bucket."""
+    def truth(self) -> TruthCodes: ...
+    def anchors(self, window: timedelta | float | str) -> Anchors: ...
+    def cell_duplicates(self, micros: int) -> np.ndarray: ...
 
 
 class CacheViews:
@@ -286,7 +273,7 @@ class CacheViews:
         if entity not in (None, ALL_ENTITIES):
             code = c.names.index(entity) if entity in c.names else -1
             eligible = np.flatnonzero(c.segment_entity == code)
-        rows = _most(duplicates[eligible] * (int(sends.max()) + 1) + sends[eligible], n)
+        rows = most(duplicates[eligible] * (int(sends.max()) + 1) + sends[eligible], n)
         rows = eligible[rows]
         names = np.asarray(c.names, dtype=object)
         table = pd.DataFrame(
@@ -359,7 +346,7 @@ class CacheViews:
     @cached_property
     def _messages_per_segment(self) -> np.ndarray:
         """How many messages each repeated key carries (ground truth), computed once."""
-        return _distinct_per_segment(self.cache.keyed.segment, self.cache.repeated["logical_id"])
+        return distinct_per_segment(self.cache.keyed.segment, self.cache.repeated["logical_id"])
 
     def _resend_delays(self, columns: Sequence[str] | None) -> pd.DataFrame:
         segment, time = self.cache.keyed.segment, self.cache.keyed.time_us
@@ -482,7 +469,7 @@ class CacheViews:
             if self.cache.has_ground_truth:
                 truth = self.ground_truth_summary(micros / 1e6).iloc[-1]
                 catchable = int(self.cache.truth.resend.sum())
-                row |= _truth_columns(truth, catchable)
+                row |= truth_columns(truth, catchable)
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -493,41 +480,3 @@ class CacheViews:
         if held.shape[1] == 0:
             return 0
         return int(held.sum(axis=0)[int(first[first >= 0].min()) :].max())
-
-
-def _distinct_per_segment(segment: np.ndarray, values: pd.Series) -> np.ndarray:
-    """How many distinct ``values`` each segment (0, 1, 2, ... down the rows) holds: pairs
-    numbered and hashed, not sorted."""
-    if len(segment) == 0:
-        return np.zeros(0, dtype=np.int64)
-    codes, distinct = pd.factorize(values, use_na_sentinel=False)
-    pairs = pd.unique(segment * max(len(distinct), 1) + codes)
-    return np.bincount(pairs // max(len(distinct), 1), minlength=int(segment[-1]) + 1)
-
-
-def _truth_columns(truth: pd.Series, catchable: int) -> dict[str, float]:
-    """The ground-truth columns of a sweep row, from the total row of
-    :meth:`ReplayCache.ground_truth_summary` and the resends any window can catch."""
-    resends = int(truth["resends"])
-    caught = truth["resends_caught"]
-    return {
-        "resends": resends,
-        "catchable_resends": catchable,
-        "resends_caught": int(caught),
-        "share_catchable_caught": caught / catchable if catchable else float("nan"),
-        "share_resends_caught": caught / resends if resends else float("nan"),
-        "extra_deliveries": int(truth["extra_deliveries"]),
-        "messages_lost": int(truth["messages_lost"]),
-    }
-
-
-def _most(score: np.ndarray, n: int) -> np.ndarray:
-    """The positions of the ``n`` highest ``score``, and of those tied with the last of them
-    up to ``n`` more (first in the cache's order): enough to order the ties by name, never
-    every key (a window that drops nothing ties them all)."""
-    most = min(n, len(score))
-    if most == 0:
-        return np.arange(0)
-    threshold = np.partition(score, -most)[-most]
-    above = np.flatnonzero(score > threshold)
-    return np.concatenate([above, np.flatnonzero(score == threshold)[:n]])
