@@ -93,4 +93,4 @@ def test_no_public_door_is_wider_than_twelve_parameters() -> None:
         spread = [p.name for p in taken if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         if len(taken) > PARAMETERS or spread:
             wide.append(f"{name}: {len(taken)} parameters" + (f", *{spread}" if spread else ""))
-    assert wide == []
+    assert wide == [], "\n".join(wide)
