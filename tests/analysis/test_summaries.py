@@ -8,8 +8,6 @@ import pytest
 
 from dedup_lib import DedupPolicy, detect_duplicates, id_quality, sends_over_time, summarize
 from dedup_lib.analysis.summaries import ground_truth_summary, has_ground_truth, most_reused_ids
-from dedup_lib.analysis.totals import bucket_seconds
-from dedup_lib.errors import InputError
 from dedup_lib.testing import Message
 from replay_kit import at, frame
 
@@ -118,14 +116,3 @@ def test_id_quality_and_most_reused_ids(spark):
     assert list(top.sends) == [2, 1]
     over_time = sends_over_time(df, bucket="PT1M")
     assert over_time.groupby("entity").sends.sum().to_dict() == {"q": 5, "r": 1}
-
-
-@pytest.mark.parametrize(("bucket", "seconds"), [("PT1M", 60), ("10m", 600), ("1d", 86_400)])
-def test_bucket_seconds(bucket: str, seconds: int) -> None:
-    assert bucket_seconds(bucket) == seconds
-
-
-@pytest.mark.parametrize("bucket", ["0", "PT0S", "0.5s", "-5"])
-def test_a_bucket_under_a_second_is_refused_before_spark(bucket: str) -> None:
-    with pytest.raises(InputError, match="bucket"):
-        bucket_seconds(bucket)

@@ -8,13 +8,10 @@ import io
 from pathlib import Path
 from types import SimpleNamespace
 
-import pandas as pd
 import pytest
 
 from dedup_lib.cli import main
-from dedup_lib.cli.terminal import text_table
 from dedup_lib.errors import InputError
-from dedup_lib.spark import spark_message
 from dedup_lib.workbench.report import ReportError, cell_error
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
@@ -156,15 +153,6 @@ def test_hostile_text_in_an_error_is_escaped(no_spark, capsys):
     assert "\\x1b]0;pwned\\x07\\x1b[2J.parquet does not exist" in line
 
 
-def test_hostile_text_in_a_table_is_escaped():
-    table = pd.DataFrame({"entity": [HOSTILE, "orders"], "message_id": ["a\nb", HOSTILE]})
-    shown = text_table(table)
-    assert "\x1b" not in shown
-    assert "\x07" not in shown
-    assert "\\x1b]0;pwned\\x07\\x1b[2J" in shown
-    assert len(shown.splitlines()) == 3
-
-
 def test_a_bug_is_one_line_with_its_traceback_in_the_log(monkeypatch, capsys, log_dir):
     def broken(*args: object, **kwargs: object) -> None:
         raise ZeroDivisionError(f"division by zero\n{HOSTILE}")
@@ -191,15 +179,6 @@ def test_a_spark_error_is_its_first_line_and_where_the_log_is(monkeypatch, capsy
     line = _one_line(capsys)
     assert line.startswith("dedup-lib simulate: error: Java gateway process exited")
     assert line.endswith(f"(Spark's log: {log_dir / 'spark.log'})")
-
-
-def test_spark_message_drops_the_py4j_and_java_prefixes():
-    text = (
-        "An error occurred while calling o42.parquet.\n"
-        ": org.apache.spark.SparkException: [FAILED_READ_FILE] cannot read\n"
-        "\tat org.apache.spark.sql.errors.QueryExecutionErrors$.x(Q.scala:1)"
-    )
-    assert spark_message(text) == "cannot read"
 
 
 def test_a_library_error_in_a_notebook_cell_is_raised_again_as_itself(log_dir):

@@ -1,4 +1,9 @@
-"""get_spark's Java check: a clear message where Java 17+ is missing."""
+"""spark.session: the session as the library starts it: its settings (Arrow batches, no call
+sites, the driver's result size, the JVM's tuning), the local cores its master gives, where
+its JVM listens, and what Spark's status store keeps of finished work (issue 70: the live
+monitor runs a query every few seconds for weeks, and Spark's defaults, 1,000 SQL queries
+with their plans, 1,000 jobs and stages, 100,000 tasks, every read's file listing until
+250 MB of them, grew its JVM's heap for hours: benchmarks/bench_soak.py)."""
 
 from __future__ import annotations
 
@@ -6,60 +11,7 @@ import os
 
 import pytest
 
-from dedup_lib.spark import JavaNotFoundError, check_java, java_version
-from fakes import fake_java
-
-
-@pytest.mark.parametrize(
-    ("banner", "major"),
-    [
-        ('openjdk version "17.0.15" 2025-04-15', 17),
-        ('openjdk version "21" 2023-09-19', 21),
-        ('java version "1.8.0_392"', 8),
-        ('openjdk version "11.0.2" 2019-01-15', 11),
-    ],
-)
-def test_java_version_reads_the_banner(tmp_path, banner, major):
-    assert java_version(str(fake_java(tmp_path, banner) / "bin" / "java")) == major
-
-
-def test_old_java_is_refused_with_what_to_do(tmp_path, monkeypatch):
-    monkeypatch.setenv("JAVA_HOME", str(fake_java(tmp_path, 'openjdk version "11.0.2"')))
-    with pytest.raises(JavaNotFoundError, match=r"needs Java 17\+.*is Java 11.*openjdk"):
-        check_java()
-
-
-def test_missing_java_is_refused_with_what_to_do(tmp_path, monkeypatch):
-    monkeypatch.delenv("JAVA_HOME", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(JavaNotFoundError, match=r"no `java` on PATH or JAVA_HOME.*SPARK_REMOTE"):
-        check_java()
-
-
-def test_this_machine_has_java_17_or_newer():
-    assert check_java() >= 17, os.environ.get("JAVA_HOME")
-
-
-@pytest.mark.spark  # starts Spark in a child process
-def test_a_child_of_a_local_connect_run_still_gets_classic_spark():
-    """Kernels started by a test run that holds a local Connect server inherit its variables."""
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "SPARK_CONNECT_MODE_ENABLED": "1", "SPARK_LOCAL_REMOTE": "1"}
-    env.pop("SPARK_REMOTE", None)
-    code = (
-        "from dedup_lib import get_spark\n"
-        "from dedup_lib.spark import is_connect\n"
-        "spark = get_spark(master='local[1]', config={'spark.ui.enabled': 'false'})\n"
-        "print(is_connect(spark), spark.range(3).count())\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == ["False", "3"]
+from dedup_lib.spark.session import LOCAL_DEFAULTS
 
 
 @pytest.mark.connect
@@ -81,51 +33,6 @@ def test_the_session_does_not_record_the_call_site_of_every_column(spark):
 
     assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
     assert not is_debugging_enabled()
-
-
-@pytest.mark.spark  # starts Spark in a child process
-@pytest.mark.parametrize(
-    ("name", "content"),
-    [("bad.parquet", bytes(range(100))), ("sends.csv.gz", b"message_id,send_time\nnot gzip\n")],
-)
-def test_spark_logs_to_its_file_and_the_terminal_gets_one_line(tmp_path, name, content):
-    """A corrupt input makes Spark log an executor's ERROR with its Java trace, and the JVM
-    prints its own warnings: all of it goes to the log, the terminal gets our line."""
-    import subprocess
-    import sys
-
-    data = tmp_path / name
-    data.write_bytes(content)
-    log_dir = tmp_path / "log"
-    env = {**os.environ, "DEDUP_LOG_DIR": str(log_dir), "DEDUP_DRIVER_MEMORY": "1g"}
-    env.pop("SPARK_REMOTE", None)
-    argv = [sys.executable, "-m", "dedup_lib", "simulate", str(data), "--master", "local[1]"]
-    out = subprocess.run(
-        [*argv, "--quiet"], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path
-    )
-    assert out.returncode == 1
-    assert out.stdout == ""
-    lines = out.stderr.splitlines()
-    assert len(lines) == 1, out.stderr[-3000:]
-    assert lines[0].startswith("dedup-lib simulate: error: load_telemetry: ")
-    assert lines[0].endswith(f"(Spark's log: {log_dir / 'spark.log'})")
-    for java in ("at org.apache", "ERROR", "WARN", "log4j", "Exception"):
-        assert java not in out.stderr
-    log = (log_dir / "spark.log").read_text()
-    assert " ERROR " in log
-    assert "\tat org.apache.spark" in log
-
-
-def test_the_driver_jvm_is_told_where_to_log_and_keeps_its_own_options(tmp_path):
-    from dedup_lib.spark.logs import LOG4J2_PROPERTIES, _log_settings
-
-    log = tmp_path / "a folder" / "spark.log"
-    settings = _log_settings(log, {"spark.driver.extraJavaOptions": "-Xss4m"})
-    options = settings["spark.driver.extraJavaOptions"]
-    assert options.startswith("-Xss4m ")
-    assert f'"-Ddedup.spark.log={log}"' in options
-    assert f'"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES}"' in options
-    assert "appender.file.fileName = ${sys:dedup.spark.log}" in LOG4J2_PROPERTIES.read_text()
 
 
 def test_the_driver_jvm_is_tuned_unless_the_user_chose_a_collector(monkeypatch):
@@ -151,51 +58,6 @@ def test_the_local_jvm_of_the_test_session_was_tuned(spark):
         pytest.skip("a Connect session's JVM settings are the server's")
     options = spark.conf.get("spark.driver.extraJavaOptions")
     assert all(option in options for option in JVM_TUNING), options
-
-
-@pytest.mark.connect
-def test_hashed_keeps_every_row_in_the_sessions_shuffle_partitions(spark):
-    """Hashed by a key before counting by it: every row kept, each key in one partition, and
-    as many partitions as the session shuffles to, even where adaptive execution would merge
-    a repartition of so few rows into one."""
-    from pyspark.sql import functions as F
-
-    from dedup_lib.spark import hashed
-
-    rows = spark.range(2_000).select((F.col("id") % 500).alias("k"))
-    where = F.spark_partition_id().alias("p")
-    before = spark.conf.get("spark.sql.adaptive.enabled")
-    spark.conf.set("spark.sql.adaptive.enabled", "true")
-    try:
-        placed = hashed(rows, "k").select("k", where).toPandas()
-        merged = rows.repartition("k").select(where).distinct().count()
-    finally:
-        spark.conf.set("spark.sql.adaptive.enabled", before)
-    partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    assert len(placed) == 2_000
-    assert placed.groupby("k")["p"].nunique().max() == 1
-    assert placed["p"].nunique() == partitions > merged
-
-
-@pytest.mark.connect
-def test_to_pandas_tables_write_to_parquet_on_classic_and_connect(spark, tmp_path):
-    """A Spark Connect client leaves the plan's metrics in ``attrs``, which pandas writes as
-    JSON into Parquet metadata: a table from the library must write as any other."""
-    import pandas as pd
-    from pyspark.sql import functions as F
-
-    from dedup_lib.analysis.summaries import summarize
-    from dedup_lib.spark import to_pandas
-
-    table = to_pandas(spark.range(3).select(F.col("id").alias("n")))
-    assert table.attrs == {}
-    table.to_parquet(tmp_path / "n.parquet")
-    assert pd.read_parquet(tmp_path / "n.parquet")["n"].tolist() == [0, 1, 2]
-
-    verdicts = spark.createDataFrame(
-        [("orders", "accepted", None)], "entity string, verdict string, reason string"
-    )
-    summarize(verdicts).to_parquet(tmp_path / "summary.parquet")
 
 
 class _Conf:
@@ -342,3 +204,37 @@ def test_the_jvm_environment_is_set_while_it_starts_and_restored_after(unset):
         assert os.environ["SPARK_LOCAL_HOSTNAME"] == "x"
     assert "SPARK_LOCAL_IP" not in os.environ
     assert os.environ["SPARK_LOCAL_HOSTNAME"] == "mine"
+
+
+BOUNDS = {
+    "spark.sql.ui.retainedExecutions": 100,
+    "spark.ui.retainedJobs": 100,
+    "spark.ui.retainedStages": 100,
+    "spark.ui.retainedTasks": 10_000,
+    # Seconds a read's listing stays in the shared file status cache (no later read uses it).
+    "spark.sql.metadataCacheTTLSeconds": 300,
+}
+
+
+def test_the_defaults_bound_what_the_status_store_keeps():
+    for key, bound in BOUNDS.items():
+        assert 0 < int(LOCAL_DEFAULTS[key]) <= bound, key
+
+
+@pytest.mark.spark
+def test_a_session_keeps_the_latest_queries_only(spark):
+    """The settings reach the running JVM, and its SQL store drops the oldest queries."""
+    from dedup_lib.spark import is_connect
+
+    if is_connect(spark):
+        pytest.skip("a Connect server keeps its own settings")
+    conf = spark.sparkContext.getConf()
+    for key, bound in BOUNDS.items():
+        assert 0 < int(conf.get(key)) <= bound, key
+    store = spark._jsparkSession.sharedState().statusStore()
+    retained = BOUNDS["spark.sql.ui.retainedExecutions"]
+    for _ in range(retained + 20 - min(store.executionsCount(), retained)):
+        spark.range(1).collect()
+    # The listener trims on its own thread, as queries end: the count settles at the bound.
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+    assert store.executionsCount() <= retained

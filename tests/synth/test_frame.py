@@ -1,5 +1,7 @@
-"""The generator: its statistics follow its parameters, its ground truth is consistent, and
-the same seed gives the same rows on any number of partitions."""
+"""synth.frame, the generator (``generate_telemetry``): its statistics follow its parameters,
+its ground truth is consistent, and the same seed gives the same rows on any number of
+partitions. Its scenarios' checks are tests/synth/test_scenario.py's, its plans
+tests/synth/test_plan.py's."""
 
 from __future__ import annotations
 
@@ -21,12 +23,9 @@ from dedup_lib.synth import (
     REPLAY,
     RESTART_RESEND,
     SYNTH_COLUMNS,
-    Outage,
     Scenario,
     Sender,
-    day_scenario,
     generate_telemetry,
-    incident_scenario,
     plan_telemetry,
 )
 from dedup_lib.telemetry.write import write_telemetry
@@ -360,57 +359,3 @@ def test_same_seed_same_rows_on_any_partitioning(spark: object) -> None:
     one = rows(1)
     pd.testing.assert_frame_equal(one, rows(7))
     assert not one.equals(rows(1, seed=6))
-
-
-def test_day_and_incident_scenarios_plan_about_the_rows_asked() -> None:
-    for scenario, rows in ((day_scenario(), 200_000), (incident_scenario(), 30_000)):
-        plan = plan_telemetry(rows, 0, scenario)
-        assert plan.logical_messages < rows
-    incident = plan_telemetry(30_000, 0, incident_scenario())
-    orders = next(p for p in incident.senders if p.sender.name == "orders-api")
-    crashes = [at for cause, at, _ in orders.events if cause == RESTART_RESEND]
-    outage = incident_scenario().outages[0]
-    inside = [
-        incident_scenario().offset(outage.start) <= at < incident_scenario().offset(outage.end)
-        for at in crashes
-    ]
-    assert len(crashes) == 12
-    assert all(inside)
-
-
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        ({"ack_loss": 1.0}, "ack_loss 1.0 must be in [0, 1)"),
-        ({"id_policy": "uuid"}, "id_policy 'uuid' is not one of"),
-        ({"entities": ()}, "entities must be one or more names"),
-        ({"unacked": 0}, "unacked must be at least 1"),
-        ({"share": 0}, "share must be positive"),
-        ({"resend_rekey_share": 0.5}, "need sessions or partition keys"),
-        ({"retry_rekey_share": 2.0}, "retry_rekey_share 2.0 must be in [0, 1]"),
-    ],
-)
-def test_bad_sender_settings_are_named(change: dict[str, object], message: str) -> None:
-    settings: dict[str, object] = {"name": "s", "entities": ("q",), **change}
-    with pytest.raises(
-        ValueError,
-        match=f"Sender 's': .*{message.replace('[', '.').replace(')', '.').replace('(', '.')}",
-    ):
-        Sender(**settings)  # type: ignore[arg-type]
-
-
-def test_bad_scenarios_are_named() -> None:
-    a = Sender("a", ("q",), kind="x")
-    with pytest.raises(ValueError, match="sender names must be unique"):
-        Scenario(START, timedelta(days=1), (a, a))
-    with pytest.raises(ValueError, match="distinct kinds"):
-        Scenario(START, timedelta(days=1), (a, Sender("b", ("q",), kind="x")))
-    with pytest.raises(ValueError, match="unknown senders"):
-        Scenario(
-            START,
-            timedelta(days=1),
-            (a,),
-            outages=(Outage(START, START + timedelta(hours=1), senders=("nobody",)),),
-        )
-    with pytest.raises(ValueError, match="rows must be at least 1"):
-        plan_telemetry(0)
