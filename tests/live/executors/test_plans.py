@@ -111,7 +111,9 @@ def test_plans_after_a_crash_answer_each_send_once(spark, tmp_path):
     assert {k: v for k, v in got.items() if k not in late_ids and k != -1} == expected
     assert -1 not in got
     assert sum(v[1] == "duplicate" for v in expected.values()) > 50
-    assert after[0].batch > before[-1].batch
+    # Spark's batch ids go on from the checkpoint: no micro-batch with sends runs twice.
+    ran = [[f.batch for f in figures if f.sends] for figures in (before, after)]
+    assert min(ran[1]) > max(ran[0])
     assert sum(f.dropped for f in [*before, *after]) == 0
 
 

@@ -73,23 +73,8 @@ class PlanFeed:
         if not planned.chunks:
             self.files, self.more = planned.files, False
             return None
-        folder = os.path.join(self.folders.chunks, f"{self.batch:010d}")
-        try:
-            paths = write_chunks(folder, planned.chunks)
-        except MovedError:
-            remove_chunks(folder)
-            self.more = True
-            return None
-        self.more = planned.more
-        names = zip(paths, planned.chunks, strict=True)
-        recorded = PlanRecord(
-            self.batch,
-            paths,
-            {os.path.basename(path): chunk.name for path, chunk in names},
-            planned.files,
-            [note.kind for note in planned.notes],
-        )
-        recorded.write(self.folders)
+        recorded = record_plan(self.folders, self.batch, planned)
+        self.more = recorded is None or planned.more
         return recorded
 
     def _staged(self, recorded: PlanRecord) -> None:
@@ -99,6 +84,23 @@ class PlanFeed:
             if number < recorded.batch:
                 remove(path)
         self.files, self.batch = recorded.files, recorded.batch + 1
+
+
+def record_plan(folders: Folders, batch: int, planned: ledger.Plan) -> PlanRecord | None:
+    """Plan ``batch``'s chunks copied into ``folders``' checkpoint and its record written;
+    None when a file moved while it was copied (its chunks gone: plan again)."""
+    folder = os.path.join(folders.chunks, f"{batch:010d}")
+    try:
+        paths = write_chunks(folder, planned.chunks)
+    except MovedError:
+        remove_chunks(folder)
+        return None
+    pairs = zip(paths, planned.chunks, strict=True)
+    names = {os.path.basename(path): chunk.name for path, chunk in pairs}
+    kinds = [note.kind for note in planned.notes]
+    recorded = PlanRecord(batch, paths, names, planned.files, kinds)
+    recorded.write(folders)
+    return recorded
 
 
 def run_plans(

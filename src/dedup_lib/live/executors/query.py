@@ -71,7 +71,13 @@ def write_verdicts(answered: DataFrame, batch: int, out: str) -> None:
 @dataclass(frozen=True)
 class Figures:
     """What one of Spark's micro-batches did: sends read, rows in the state store after it,
-    rows Spark dropped behind the watermark, timers fired, and its watermark."""
+    rows Spark dropped behind the watermark, timers fired, and its watermark.
+
+    Examples
+    --------
+    >>> Figures.of({"batchId": 5, "numInputRows": 0, "eventTime": {}})
+    Figures(batch=5, sends=0, state_rows=0, dropped=0, timers=0, watermark=None)
+    """
 
     batch: int
     sends: int

@@ -87,8 +87,12 @@ public final class LiveMonitor {
     /** Event ids as Spark orders them: texts by their UTF-8 bytes, missing ones last. */
     @SuppressWarnings({"unchecked", "rawtypes"})
     static int compareIds(Object a, Object b) {
-        if (a == null) return b == null ? 0 : 1;
-        if (b == null) return -1;
+        if (a == null) {
+            return b == null ? 0 : 1;
+        }
+        if (b == null) {
+            return -1;
+        }
         if (a instanceof String && b instanceof String) {
             return UTF8String.fromString((String) a).compareTo(UTF8String.fromString((String) b));
         }
@@ -177,13 +181,22 @@ public final class LiveMonitor {
             if (!due.isEmpty()) {
                 a = walk(due, a, out);
                 pending.clear();
-                for (Row p : rest) pending.appendValue(p);
+                for (Row p : rest) {
+                    pending.appendValue(p);
+                }
             }
-            if (a != null && a.getLong(1) <= w) a = null;
-            if (a == null && before != null) anchor.clear();
-            else if (a != before) anchor.update(a);
+            if (a != null && a.getLong(1) <= w) {
+                a = null;
+            }
+            if (a == null && before != null) {
+                anchor.clear();
+            } else if (a != before) {
+                anchor.update(a);
+            }
             long next = a == null ? Long.MAX_VALUE : dueMs(a.getLong(1));
-            for (Row p : rest) next = Math.min(next, dueMs(p.getLong(iMicros)));
+            for (Row p : rest) {
+                next = Math.min(next, dueMs(p.getLong(iMicros)));
+            }
             schedule(next, wMs);
             return CollectionConverters.asScala(out.iterator());
         }
@@ -211,10 +224,16 @@ public final class LiveMonitor {
         private void schedule(long due, long wMs) {
             Long set = timer.get();
             boolean live = set != null && set > wMs;
-            if (live && set <= due) return;
-            if (live) getHandle().deleteTimer(set);
+            if (live && set <= due) {
+                return;
+            }
+            if (live) {
+                getHandle().deleteTimer(set);
+            }
             if (due == Long.MAX_VALUE) {
-                if (set != null) timer.clear();
+                if (set != null) {
+                    timer.clear();
+                }
                 return;
             }
             getHandle().registerTimer(due);
@@ -225,7 +244,9 @@ public final class LiveMonitor {
                 Long missedMs) {
             int n = send.length();
             Object[] values = new Object[n + 3];
-            for (int i = 0; i < n; i++) values[i] = send.get(i);
+            for (int i = 0; i < n; i++) {
+                values[i] = send.get(i);
+            }
             values[iVerdict] = verdict;
             values[n] = originalMicros;
             values[n + 1] = originalId;
