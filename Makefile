@@ -17,7 +17,7 @@ help:
 	@echo "make test    lint, the docs, then every test: unit, Spark (classic and Connect), notebooks, browser, wheel, cluster"
 	@echo "make test-fast  the tests without Spark, a browser or the wheel (under a minute), for every edit"
 	@echo "make test-cluster  make test's cluster tests alone: simulate and a notebook on a standalone Spark + Connect server"
-	@echo "make lint    ruff, mypy and the import contract (lint-imports)"
+	@echo "make lint    ruff, mypy, the import contracts (lint-imports), the Containerfile, code written twice (pylint)"
 	@echo "make docs    the documentation site (Sphinx), warnings as errors: build/docs/index.html"
 	@echo "make bench   engine benchmark against the shuffle-and-sort floor (ROWS=10000000, DATA=day)"
 	@echo "make profile-engine  where the engine's time goes: SQL metrics and JFR, narrow and wide rows"
@@ -78,11 +78,17 @@ test-cluster: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not spark and not slow and not browser" --durations=10
 
+# Code written twice (pyproject.toml, [tool.pylint.similarities]): the library and its benchmarks
+# together, the tests apart (a test states the columns it expects on its own, on purpose).
+DUPLICATES := --recursive=y --disable=all --enable=duplicate-code --score=n
+
 lint: $(STAMP)
 	$(BIN)/ruff check conftest.py src tests benchmarks notebooks docs
 	$(BIN)/ruff format --check conftest.py src tests benchmarks notebooks docs
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/pylint $(DUPLICATES) src benchmarks
+	$(BIN)/pylint $(DUPLICATES) tests
 	$(BIN)/hadolint Containerfile
 
 # The site from docs/ and the docstrings; a warning (a broken link, bad markup) fails it.
