@@ -340,12 +340,13 @@ def reconcile(
     >>> from dedup_lib import DedupPolicy, detect_duplicates, get_spark, reconcile
     >>> def at(minute, second=0):
     ...     return datetime(2026, 11, 3, 20, minute, second, tzinfo=timezone.utc)
+    >>> spark = get_spark()
     >>> columns = "event_id long, entity string, message_id string, send_time timestamp"
-    >>> sends = get_spark().createDataFrame(
+    >>> sends = spark.createDataFrame(
     ...     [(1, "orders", "order-1", at(0)), (2, "orders", "order-1", at(0, 30)),
     ...      (3, "orders", "order-2", at(2))], columns)
     >>> result = detect_duplicates(sends, DedupPolicy("PT1M"))
-    >>> kept = get_spark().createDataFrame(
+    >>> kept = spark.createDataFrame(
     ...     [(11, "orders", "order-1", at(0, 1)), (12, "orders", "order-1", at(0, 31)),
     ...      (13, "orders", "order-2", at(2, 1))], columns)
     >>> checked = reconcile(result, kept, DedupPolicy("PT1M"), entity="orders")
