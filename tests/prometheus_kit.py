@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -75,7 +76,8 @@ class Prometheus:
             config["alerting"] = {
                 "alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]
             }
-        (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
+        self.config = folder / "prometheus.yml"
+        self.config.write_text(yaml.safe_dump(config))
         self.log = open(folder / "prometheus.log", "w")  # noqa: SIM115 (closed in stop)
         self.process = subprocess.Popen(
             [
@@ -115,6 +117,16 @@ class Prometheus:
         with contextlib.suppress(OSError):
             for alert in self.get("/api/v1/alerts")["alerts"]:
                 seen.setdefault(alert["state"], set()).add(alert["labels"]["alertname"])
+
+    def rest(self) -> None:
+        """From now on it scrapes nothing and evaluates no rule, and answers queries on what it
+        holds: it costs the other tests no CPU, and no alert fires after the scenario."""
+        self.config.write_text(yaml.safe_dump({"global": {"scrape_interval": "1m"}}))
+        self.process.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 30
+        while "rule_files" in self.get("/api/v1/status/config")["yaml"]:
+            assert time.monotonic() < deadline, "Prometheus did not reload its configuration"
+            time.sleep(0.2)
 
     def stop(self) -> None:
         self.process.terminate()
@@ -282,7 +294,8 @@ def page_the_day(spark: Any, folder: Path) -> Iterator[PagedDay]:
     :data:`RUNBOOKS` and sending its alerts to a real Alertmanager configured from the shipped
     example (:func:`for_test`), which notifies a webhook: until the whole sample is read, the
     collision page has reached the webhook, and a few more scrapes (more than a rate interval)
-    have passed. The monitor is then stopped; the servers run until the block ends."""
+    have passed. The monitor and Alertmanager are then stopped, and Prometheus rests
+    (:meth:`Prometheus.rest`), answering queries until the block ends."""
     from dedup_lib.cli import main
 
     rules = folder / "dedup-rules.yml"
@@ -307,6 +320,8 @@ def page_the_day(spark: Any, folder: Path) -> Iterator[PagedDay]:
         time.sleep(6)  # more scrapes than a rate interval after the last micro-batch
         firing, ended = prometheus.firing(), time.time()
         watch.stop()
+        alertmanager.stop()  # the webhook keeps what it was sent
+        prometheus.rest()  # no page for the stopped monitor while later tests read it
         yield PagedDay(watch, folder, prometheus, firing, started, ended, webhook)
     finally:
         watch.stop()
