@@ -249,9 +249,11 @@ def get_spark(
         for name in _CONNECT_MODE:
             os.environ.pop(name, None)
     local = remote is None or not remote.startswith("sc://")
-    java = check_java() if local else None
-    log = spark_log_path()
     new_jvm = local and not _jvm_running()
+    # Asked of `java -version` only before a JVM starts: one that runs has Java, and the
+    # question costs a process on every call (30 s on a machine at load 55).
+    java = check_java() if new_jvm else None
+    log = spark_log_path()
     ours, variables = listening(driver_host, ui) if new_jvm else ({}, {})
     settings = {**LOCAL_DEFAULTS, **ours, **(config or {})}
     starts_jvm = _prepare_log(log) and new_jvm
