@@ -109,6 +109,15 @@ class Folders:
         """The records of ``kind`` in the checkpoint, by micro-batch."""
         return numbered(getattr(self, kind), *RECORDS[kind])
 
+    def plans_at(self, batch: int) -> tuple[dict[str, Seen], PlanRecord | None]:
+        """Where planning resumes at micro-batch ``batch``: the ledger after the plan before
+        it (empty at the first), and ``batch``'s own plan if one was recorded and never
+        committed (a restart does it again, as recorded)."""
+        plans = dict(self.records("plans"))
+        before, redo = plans.get(batch - 1), plans.get(batch)
+        files = PlanRecord.from_json(read_json(before)).files if before else {}
+        return files, PlanRecord.from_json(read_json(redo)) if redo else None
+
 
 @dataclass(frozen=True)
 class PlanRecord:

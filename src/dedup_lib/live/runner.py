@@ -109,10 +109,7 @@ class Runner:
         )
         pending = self.folders.record("pending", self.batch - 1)
         self.pending = read_arrow(pending) if os.path.exists(pending) else None
-        plans = dict(self.folders.records("plans"))
-        before, redo = plans.get(self.batch - 1), plans.get(self.batch)
-        self.files = PlanRecord.from_json(read_json(before)).files if before else {}
-        self.redo = PlanRecord.from_json(read_json(redo)) if redo else None
+        self.files, self.redo = self.folders.plans_at(self.batch)
         self.totals = last.totals if last else Totals()
         self.labels.restore(entity for entity, _ in self.totals.sends)
         if self.redo is not None:

@@ -30,7 +30,8 @@ from dedup_lib.live.output.lines import BatchLine
 from dedup_lib.live.runner import Runner
 from dedup_lib.live.service.metrics import Metrics
 from dedup_lib.live.service.pulse import Pulse, restoring
-from dedup_lib.live.state import index, judge
+from dedup_lib.live.state import index
+from dedup_lib.replay import walk
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import DedupPolicy, Policies, check_policies
 from dedup_lib.telemetry.files import PathText
@@ -379,7 +380,7 @@ def watch_duplicates(
         spark, os.fspath(source), reading.format, reading.mapping, entity=reading.entity
     )
     index.compile_in_background()
-    judge.compile_in_background()
+    walk.compile_in_background()
     columns = landing.valid_columns().schema.names
     wanted = list(Evidence.of(columns, judging.content).content)
     horizon = parse_window(judging.resend_horizon) if wanted else None

@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING
 
 from dedup_lib.live.checkpoint import PlanRecord
-from dedup_lib.live.durable import read_json, remove
+from dedup_lib.live.durable import remove
 from dedup_lib.live.landing import ledger
 from dedup_lib.live.landing.chunks import MovedError, remove_chunks, write_chunks
 
@@ -47,12 +47,8 @@ class PlanFeed:
         self.landing, self.reading, self.folders = landing, reading, folders
         self.query, self.keyed = query, keyed
         self.batch = query.next_plan
-        plans = dict(folders.records("plans"))
-        before, redo = plans.get(self.batch - 1), plans.get(self.batch)
-        self.files: dict[str, Seen] = (
-            PlanRecord.from_json(read_json(before)).files if before else {}
-        )
-        self.redo = PlanRecord.from_json(read_json(redo)) if redo else None
+        self.files: dict[str, Seen]
+        self.files, self.redo = folders.plans_at(self.batch)
         #: Whether the ledger left new records for the next plan.
         self.more = False
 

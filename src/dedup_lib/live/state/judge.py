@@ -27,7 +27,6 @@ from dedup_lib.live.state.store import ANCHOR, CLOSES
 from dedup_lib.live.state.store import K0 as S0
 from dedup_lib.live.state.store import K1 as S1
 from dedup_lib.replay.walk import NO_ANCHOR, walk_keys
-from dedup_lib.replay.walk import compile_in_background as compile_in_background  # at start
 from dedup_lib.rules.policy import ACCEPTED, DUPLICATE
 
 if TYPE_CHECKING:
