@@ -8,6 +8,8 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "dedup_lib"
+#: The benchmarks' scripts, held to the module size too.
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 MODULE, CLASS, FUNCTION = 500, 250, 60
 #: The most parameters a public function or a command's entry point takes (issue 72).
 PARAMETERS = 12
@@ -44,6 +46,15 @@ def _sizes() -> list[str]:
 
 def test_no_room_is_over_its_size() -> None:
     assert _sizes() == []
+
+
+def test_no_benchmark_script_is_over_the_module_size() -> None:
+    over = [
+        f"{path.name}: {lines} lines"
+        for path in sorted(BENCHMARKS.glob("*.py"))
+        if (lines := len(path.read_text().splitlines())) > MODULE
+    ]
+    assert over == []
 
 
 def test_no_public_door_is_wider_than_twelve_parameters() -> None:
