@@ -224,7 +224,7 @@ def test_the_charts_widget_exists_before_spark_works(spark, monkeypatch):
     from dedup_lib.workbench import explorer as module
 
     events: list[str] = []
-    made, build = module.LiveCharts.__init__, ReplayCache.build.__func__
+    made, build = module.RedrawnCharts.__init__, ReplayCache.build.__func__
 
     def making(self, *args, **kwargs):
         events.append("charts")
@@ -234,7 +234,7 @@ def test_the_charts_widget_exists_before_spark_works(spark, monkeypatch):
         events.append("replay")
         return build(cls, *args, **kwargs)
 
-    monkeypatch.setattr(module.LiveCharts, "__init__", making)
+    monkeypatch.setattr(module.RedrawnCharts, "__init__", making)
     monkeypatch.setattr(ReplayCache, "build", classmethod(building))
     sends = generate_telemetry(spark, 500, seed=4, scenario=mixed_scenario())
     ex = WindowExplorer.from_frame(sends, modes=(False,), background=False, progress=False)

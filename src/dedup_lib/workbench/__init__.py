@@ -7,7 +7,7 @@
   notebook, notebook 05).
 - Charts and tables: :mod:`~dedup_lib.workbench.charts` (plotly figures from small tables),
   :mod:`~dedup_lib.workbench.figures` (the house style, every text made safe),
-  :mod:`~dedup_lib.workbench.live` (charts that redraw in place),
+  :mod:`~dedup_lib.workbench.redraw` (charts that redraw in place),
   :mod:`~dedup_lib.workbench.delay_bins` (resend delays for any histogram) and
   :mod:`~dedup_lib.workbench.style` (one style for every table).
 - The window explorer: :mod:`~dedup_lib.workbench.explorer` (``WindowExplorer``, its

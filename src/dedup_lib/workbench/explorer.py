@@ -2,7 +2,7 @@
 they drive. Spark runs once per partitioning mode, when the explorer is built (one
 :class:`ReplayCache` each): the mode shown first is built before the explorer is drawn, the
 others in a background thread while it is already in use. Every control change is answered
-from the caches in memory and redraws the charts in place (:mod:`dedup_lib.workbench.live`)."""
+from the caches in memory and redraws the charts in place (:mod:`dedup_lib.workbench.redraw`)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from dedup_lib.rules.policy import WINDOW_BOUNDS, DedupPolicy
 from dedup_lib.sweep.cache import ReplayCache
 from dedup_lib.text import SHORT, escape, shown
 from dedup_lib.workbench.delay_bins import delay_bins
-from dedup_lib.workbench.live import LiveCharts
 from dedup_lib.workbench.modes import ModeCaches
+from dedup_lib.workbench.redraw import RedrawnCharts
 from dedup_lib.workbench.style import widget_html
 from dedup_lib.workbench.view import View, minute, mode_name, view_of
 
@@ -55,7 +55,7 @@ class WindowExplorer:
         The window shown first.
     partitioning : bool, default False
         The mode shown first.
-    charts : LiveCharts, optional
+    charts : RedrawnCharts, optional
         Where the charts are drawn (default: a new widget).
 
     Examples
@@ -76,7 +76,7 @@ class WindowExplorer:
         window: timedelta | float | str = "PT10M",
         partitioning: bool = False,
         *,
-        charts: LiveCharts | None = None,
+        charts: RedrawnCharts | None = None,
     ) -> None:
         """``charts``: the widget to draw in, when one was made before the caches (see
         :meth:`from_frame`)."""
@@ -96,7 +96,7 @@ class WindowExplorer:
         # The first view computes what every later change reuses (resend delays, key
         # numbering), so control changes answer from memory.
         self.view: View | None = self._view(seconds, partitioning, ALL_ENTITIES, None)
-        self.charts = charts if charts is not None else LiveCharts()
+        self.charts = charts if charts is not None else RedrawnCharts()
         self._draw(self.view)
         for control in (self.window_slider, self.mode, self.entity, self.time_range):
             if control is not None:
@@ -416,7 +416,7 @@ def _built(
     steps = [f"replaying with {mode_name(m)}" for m in now] + ["drawing the charts"]
     show = _in_notebook() if progress is None else progress
     # Made first, so the browser loads plotly.js while Spark works, not after.
-    charts = LiveCharts()
+    charts = RedrawnCharts()
     with tqdm(total=len(steps), disable=not show, leave=show, bar_format=_BAR) as bar:
 
         def step(i: int) -> None:

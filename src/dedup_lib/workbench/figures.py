@@ -4,7 +4,7 @@ A :data:`Spec` is a figure as plain dicts (what the explorer redraws from, witho
 validation); :func:`figure` makes it a ``go.Figure``, :func:`show` displays one. Every text of
 a figure is plain text, never markup: titles, legend entries, annotations and hover values
 (entity names, MessageIds, causes) are escaped (:func:`safe`) when a figure is made
-(:func:`figure`) or sent to the browser (:mod:`dedup_lib.workbench.live`). Only the hover
+(:func:`figure`) or sent to the browser (:mod:`dedup_lib.workbench.redraw`). Only the hover
 templates are read as plotly's markup, and they never hold data: the data they show comes
 from the trace's name, ``meta`` or ``customdata``.
 """

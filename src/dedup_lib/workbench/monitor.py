@@ -17,7 +17,7 @@ from dedup_lib.live.output.lines import BatchLine
 from dedup_lib.live.watch import Watch, watch_duplicates
 from dedup_lib.text import escape
 from dedup_lib.workbench.charts import counts_over_time
-from dedup_lib.workbench.live import LiveCharts
+from dedup_lib.workbench.redraw import RedrawnCharts
 from dedup_lib.workbench.section import Section
 from dedup_lib.workbench.style import styled
 
@@ -71,7 +71,7 @@ class LiveMonitor:
         self._verdicts = pd.DataFrame(columns=["time", "verdict", "sends"])
         self._alerted = pd.DataFrame(columns=["time", "kind", "sends"])
         self._alerts: list[dict[str, Any]] = []
-        self.charts = LiveCharts(self.figures())
+        self.charts = RedrawnCharts(self.figures())
         self.table = widgets.HTML(self._table_html())
         self.status = widgets.HTML("Not started.")
         self.note = widgets.HTML()

@@ -1,4 +1,4 @@
-"""Charts that redraw in place: :class:`LiveCharts`, one widget showing several plotly charts
+"""Charts that redraw in place: :class:`RedrawnCharts`, one widget showing several plotly charts
 that it brings to the state of freshly built figures (``go.Figure`` or
 :data:`~dedup_lib.workbench.figures.Spec`) on every change.
 
@@ -37,7 +37,7 @@ const CONFIG = { responsive: true, displaylogo: false };
 // plotly.js comes as a trait of its own and is evaluated on the first render, once per page:
 // anywidget gives a widget's module 2 s to load before it gives up on the model, and 5 MB of
 // plotly.js take longer on a busy machine (the charts then never followed the controls).
-const PLOTLY = "__dedupLiveChartsPlotly";
+const PLOTLY = "__dedupRedrawnChartsPlotly";
 const loadPlotly = (model) => {
   if (!window[PLOTLY]) {
     // Its UMD header takes the CommonJS branch, on a module object of its own.
@@ -209,7 +209,7 @@ def _plain(value: Any) -> Any:
 _NESTED = (dict, list, tuple, np.ndarray, np.generic)
 
 
-class LiveCharts(anywidget.AnyWidget):
+class RedrawnCharts(anywidget.AnyWidget):
     """Plotly charts, one below the other, redrawn in place by :meth:`show`. They are
     responsive: each takes its container's width, and follows it when resized."""
 

@@ -1,4 +1,4 @@
-"""LiveCharts: several plotly charts in one widget, brought to new figures' state in place."""
+"""RedrawnCharts: several plotly charts in one widget, brought to new figures' state in place."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import plotly.graph_objects as go
 import pytest
 
 from dedup_lib.workbench import charts
-from dedup_lib.workbench.live import LiveCharts, to_plotly_json
+from dedup_lib.workbench.redraw import RedrawnCharts, to_plotly_json
 
 
-def _sent(widget: LiveCharts) -> list[list[dict]]:
+def _sent(widget: RedrawnCharts) -> list[list[dict]]:
     """Records each new value of ``figures`` the widget sends to the browser."""
     sent: list[list[dict]] = []
     widget.observe(lambda change: sent.append(change["new"]), "figures")
@@ -30,14 +30,14 @@ def _chart(title: str, y: list[int]) -> go.Figure:
 
 def test_the_browser_gets_the_figures_as_plotly_js_reads_them():
     figures = [_chart("one", [1, 2]), _chart("two", [3, 4])]
-    widget = LiveCharts(figures)
+    widget = RedrawnCharts(figures)
     assert widget.shown == [json.loads(f.to_json()) for f in figures]
     assert [f["layout"]["title"]["text"] for f in widget.shown] == ["one", "two"]
     assert widget.shown[0]["data"][0]["type"] == "bar"
 
 
 def test_only_the_changed_chart_gets_a_new_revision_in_one_message():
-    widget = LiveCharts([_chart("one", [1, 2]), _chart("two", [3, 4])])
+    widget = RedrawnCharts([_chart("one", [1, 2]), _chart("two", [3, 4])])
     before = [f["revision"] for f in widget.figures]
     sent = _sent(widget)
     widget.show([_chart("one", [1, 2]), _chart("two, later", [5, 6])])
@@ -51,7 +51,7 @@ def test_only_the_changed_chart_gets_a_new_revision_in_one_message():
 def test_a_trace_keeps_its_key_while_its_content_does_not_change():
     """The browser gives plotly the trace object it already has where the key is the same,
     so plotly recomputes only what changed."""
-    widget = LiveCharts([_chart("one", [1, 2])])
+    widget = RedrawnCharts([_chart("one", [1, 2])])
     (before,) = widget.figures
     widget.show([_chart("one, later", [1, 2])])
     (same,) = widget.figures
@@ -66,14 +66,14 @@ def test_a_trace_keeps_its_key_while_its_content_does_not_change():
 
 
 def test_unchanged_figures_send_nothing():
-    widget = LiveCharts([_chart("one", [1, 2])])
+    widget = RedrawnCharts([_chart("one", [1, 2])])
     sent = _sent(widget)
     widget.show([_chart("one", [1, 2])])
     assert sent == []
 
 
 def test_charts_can_be_added_and_removed():
-    widget = LiveCharts([_chart("one", [1, 2])])
+    widget = RedrawnCharts([_chart("one", [1, 2])])
     widget.show([_chart("one", [1, 2]), _chart("two", [3, 4])])
     assert [f["layout"]["title"]["text"] for f in widget.shown] == ["one", "two"]
     widget.show([])
@@ -83,7 +83,7 @@ def test_charts_can_be_added_and_removed():
 def test_dates_and_64_bit_numbers_reach_the_browser_as_plotly_js_reads_them():
     times = pd.date_range("2026-11-02", periods=3, freq="min").to_numpy()
     figure = go.Figure([go.Scatter(x=times, y=np.array([4, 5, 6], dtype="int64"))])
-    trace = LiveCharts([figure]).shown[0]["data"][0]
+    trace = RedrawnCharts([figure]).shown[0]["data"][0]
     assert str(trace["x"][0]).startswith("2026-11-02")
     y = trace["y"]
     assert list(np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"])) == [4, 5, 6]
@@ -93,7 +93,7 @@ def test_plotly_js_comes_from_the_installed_package_beside_a_small_module():
     """anywidget gives a widget's module 2 s to load before it fails the model: the module
     is the rendering code alone, and plotly.js (the same text for every instance) rides in a
     trait that the module evaluates once per page."""
-    one, two = LiveCharts(), LiveCharts()
+    one, two = RedrawnCharts(), RedrawnCharts()
     assert one._plotly is two._plotly
     assert "plotly.js v" in one._plotly[:2000]
     assert len(one._esm) < 20_000
