@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dedup_lib.live.landing.ledger import Reading, plan
-from dedup_lib.live.state.store import ANCHOR, CLOSES, K0, K1, KeyedState
+from dedup_lib.live.state.store import ANCHOR, CLOSES, STORED_K0, STORED_K1, KeyedState
 
 
 def test_the_ledger_forgets_files_rotated_away_once_read(tmp_path):
@@ -48,7 +48,13 @@ def test_the_state_keeps_a_steady_size_under_a_steady_feed(tmp_path):
         state.set_anchors(
             batch,
             pa.table(
-                {K0: keys[:, 0], K1: keys[:, 1], ANCHOR: at, CLOSES: at + window, "e": keys[:, 0]}
+                {
+                    STORED_K0: keys[:, 0],
+                    STORED_K1: keys[:, 1],
+                    ANCHOR: at,
+                    CLOSES: at + window,
+                    "e": keys[:, 0],
+                }
             ),
         )
         state.expire(batch * 1_000)

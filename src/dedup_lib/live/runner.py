@@ -38,7 +38,7 @@ from dedup_lib.live.checkpoint import (
     check_settings,
 )
 from dedup_lib.live.durable import read_arrow, read_json, remove, write_arrow
-from dedup_lib.live.intake.keyed import INTERNAL
+from dedup_lib.live.intake.keyed import MONITOR_COLUMNS
 from dedup_lib.live.intake.micro_batch import Intake, load_micro_batch
 from dedup_lib.live.landing import ledger
 from dedup_lib.live.landing.chunks import MovedError, remove_chunks, write_chunks
@@ -212,7 +212,7 @@ class Runner:
 
     def _write_parts(self, batch: int, answered: pa.Table, quarantine: pa.Table) -> None:
         """The verdicts, without the monitor's own columns, and the refused rows."""
-        drop = [c for c in (*INTERNAL, ORIGINAL_CONTENT) if c in answered.column_names]
+        drop = [c for c in (*MONITOR_COLUMNS, ORIGINAL_CONTENT) if c in answered.column_names]
         if answered.num_rows:
             write_part(self.folders.out, batch, answered.drop_columns(drop))
         if quarantine.num_rows:

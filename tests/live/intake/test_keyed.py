@@ -11,7 +11,7 @@ from typing import Any, cast
 import pyarrow as pa
 
 from dedup_lib.columns import KEYED_CONTENT, SEND_MICROS, WINDOW
-from dedup_lib.live.intake.keyed import INTERNAL, Keyed
+from dedup_lib.live.intake.keyed import MONITOR_COLUMNS, Keyed
 
 AT = datetime(2026, 12, 1, 19, 33, 0, 250_000, tzinfo=UTC)
 SENT = pa.table({"send_time": pa.array([AT], pa.timestamp("us", tz="UTC")), "body": ["hello"]})
@@ -23,7 +23,7 @@ def test_the_driver_adds_the_time_the_window_and_the_content() -> None:
     assert table[SEND_MICROS].to_pylist() == [int(AT.timestamp()) * 1_000_000 + 250_000]
     assert table[WINDOW].to_pylist() == [600_000_000]
     assert table[KEYED_CONTENT].to_pylist() == ["hello"]
-    assert {SEND_MICROS, WINDOW, KEYED_CONTENT} <= set(INTERNAL)
+    assert {SEND_MICROS, WINDOW, KEYED_CONTENT} <= set(MONITOR_COLUMNS)
 
 
 def test_a_window_per_entity_and_content_spark_made_are_spark_s() -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dedup_lib.live.state.store import ANCHOR, CLOSES, K0, K1, KeyedState
+from dedup_lib.live.state.store import ANCHOR, CLOSES, OWN, STORED_K0, STORED_K1, KeyedState
 
 PAYLOAD = pa.schema([("event_id", pa.string()), ("content", pa.string())])
 
@@ -16,8 +16,8 @@ PAYLOAD = pa.schema([("event_id", pa.string()), ("content", pa.string())])
 def anchors(keys: np.ndarray, at: np.ndarray, window: int | np.ndarray, batch: int) -> pa.Table:
     return pa.table(
         {
-            K0: keys[:, 0],
-            K1: keys[:, 1],
+            STORED_K0: keys[:, 0],
+            STORED_K1: keys[:, 1],
             ANCHOR: at,
             CLOSES: at + window,
             "event_id": [f"e{batch}-{i}" for i in range(len(keys))],
@@ -56,7 +56,12 @@ def test_anchors_set_replaced_expired_and_restored_as_a_dictionary_holds_them(tm
         table = anchors(chosen, at, window, batch)
         state.set_anchors(batch, table)
         for row in table.to_pylist():
-            model[(row[K0], row[K1])] = (row[ANCHOR], row[CLOSES], row["event_id"], row["content"])
+            model[(row[STORED_K0], row[STORED_K1])] = (
+                row[ANCHOR],
+                row[CLOSES],
+                row["event_id"],
+                row["content"],
+            )
         watermark = now - 20
         expired = state.expire(watermark)
         gone = [k for k, v in model.items() if v[1] <= watermark]
@@ -79,6 +84,25 @@ def test_a_restart_forgets_a_segment_written_after_the_last_commit(tmp_path):
     again = KeyedState.restore(str(tmp_path), 0, 0)
     assert held(again, keys) == {(1, 2): (10, 110, "e0-0", "c2")}
     assert not (tmp_path / "segment-0000000001.arrow").exists()
+
+
+def test_a_segment_written_before_its_columns_were_renamed_in_code_restores(tmp_path):
+    """The segment files' column names are the checkpoint's, not the code's: an older
+    checkpoint's segments (columns ``k0``, ``k1``, ``anchor``, ``closes``) are read back."""
+    assert OWN == ("k0", "k1", "anchor", "closes")
+    written = pa.table(
+        {
+            "k0": pa.array([1], pa.int64()),
+            "k1": pa.array([2], pa.int64()),
+            "anchor": pa.array([10], pa.int64()),
+            "closes": pa.array([110], pa.int64()),
+            "event_id": ["e0-0"],
+            "content": ["c2"],
+        }
+    )
+    KeyedState(str(tmp_path)).set_anchors(0, written)
+    again = KeyedState.restore(str(tmp_path), 0, 0)
+    assert held(again, np.array([[1, 2]], dtype=np.int64)) == {(1, 2): (10, 110, "e0-0", "c2")}
 
 
 def test_a_segment_goes_once_every_anchor_in_it_is_replaced_or_expired(tmp_path):

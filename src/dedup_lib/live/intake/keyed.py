@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 
     from dedup_lib.rules.policy import Policies
 
-#: Every column of this module's; the verdicts leave them out.
-INTERNAL = (SEND_MICROS, WINDOW, DECIDED, K0, K1, KEYED_CONTENT, C0, C1, MIXED_BATCH)
+#: The monitor's own columns, every one this module adds: dropped before the verdicts are
+#: written.
+MONITOR_COLUMNS = (SEND_MICROS, WINDOW, DECIDED, K0, K1, KEYED_CONTENT, C0, C1, MIXED_BATCH)
 _SECOND_SEED = "dedup-lib"
 
 

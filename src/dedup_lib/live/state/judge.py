@@ -23,9 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dedup_lib.columns import DECIDED, K0, K1, KEYED_CONTENT, ORIGINAL_CONTENT, SEND_MICROS, WINDOW
-from dedup_lib.live.state.store import ANCHOR, CLOSES
-from dedup_lib.live.state.store import K0 as S0
-from dedup_lib.live.state.store import K1 as S1
+from dedup_lib.live.state.store import ANCHOR, CLOSES, STORED_K0, STORED_K1
 from dedup_lib.replay.walk import NO_ANCHOR, walk_keys
 from dedup_lib.rules.policy import ACCEPTED, DUPLICATE
 
@@ -200,8 +198,8 @@ def _set_anchors(
         taken, times, closes = (a[closes > watermark] for a in (taken, times, closes))
     index = pa.array(taken)
     columns = {
-        S0: rows[K0].take(index),
-        S1: rows[K1].take(index),
+        STORED_K0: rows[K0].take(index),
+        STORED_K1: rows[K1].take(index),
         ANCHOR: pa.array(times, pa.int64()),
         CLOSES: pa.array(closes, pa.int64()),
         **{name: rows[name].take(index) for name in _payload_schema(rows).names},

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from dedup_lib.columns import C0, C1, KEYED_CONTENT, SEND_MICROS
 from dedup_lib.live.state.alerts import alert_table
 from dedup_lib.live.state.judge import replay_order
-from dedup_lib.live.state.store import ANCHOR, CLOSES, K0, K1, KeyedState
+from dedup_lib.live.state.store import ANCHOR, CLOSES, STORED_K0, STORED_K1, KeyedState
 from dedup_lib.rules.policy import ACCEPTED
 
 RESEND = "resend"
@@ -99,8 +99,8 @@ class Resends:
         newer = ~held.held | (held.anchor <= taken[SEND_MICROS].to_numpy())
         taken = taken.filter(pa.array(newer))
         anchors = {
-            K0: taken[C0],
-            K1: taken[C1],
+            STORED_K0: taken[C0],
+            STORED_K1: taken[C1],
             ANCHOR: taken[SEND_MICROS],
             CLOSES: pc.add(taken[SEND_MICROS], self.horizon),
             "event_id": taken["event_id"],

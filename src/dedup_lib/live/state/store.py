@@ -28,10 +28,12 @@ import pyarrow as pa
 from dedup_lib.live.durable import numbered, read_arrow, remove, write_arrow
 from dedup_lib.live.state.index import NONE, Index
 
-#: A segment's own columns, before the caller's: the key's two halves, the anchor's time and
-#: the time its window closes (microseconds since the epoch).
-K0, K1, ANCHOR, CLOSES = "k0", "k1", "anchor", "closes"
-OWN = (K0, K1, ANCHOR, CLOSES)
+#: A segment's own columns, before the caller's: the key's two halves as stored (the
+#: micro-batch's :data:`~dedup_lib.columns.K0` and :data:`~dedup_lib.columns.K1`), the
+#: anchor's time and the time its window closes (microseconds since the epoch). These strings
+#: are the column names in the segment files on disk: a restart reads older checkpoints by them.
+STORED_K0, STORED_K1, ANCHOR, CLOSES = "k0", "k1", "anchor", "closes"
+OWN = (STORED_K0, STORED_K1, ANCHOR, CLOSES)
 _PREFIX, _SUFFIX = "segment-", ".arrow"
 #: Segments kept mapped at once.
 _MAPPED = 256
@@ -159,7 +161,9 @@ class KeyedState:
             closes = table[CLOSES].to_numpy()
             end = int(np.searchsorted(closes, watermark, side="right"))
             rows = np.arange(segment.front, end)
-            keys = np.column_stack([table[K0].to_numpy()[rows], table[K1].to_numpy()[rows]])
+            keys = np.column_stack(
+                [table[STORED_K0].to_numpy()[rows], table[STORED_K1].to_numpy()[rows]]
+            )
             gone = int(self.index.drop(keys, ref_of(batch, rows)).sum())
             removed += gone
             segment.front = end
@@ -177,7 +181,7 @@ class KeyedState:
 
     def _track(self, batch: int, path: str, table: pa.Table) -> None:
         """Put a segment's anchors into the index, and count what they replaced."""
-        keys = np.column_stack([table[K0].to_numpy(), table[K1].to_numpy()])
+        keys = np.column_stack([table[STORED_K0].to_numpy(), table[STORED_K1].to_numpy()])
         refs = ref_of(batch, np.arange(table.num_rows))
         replaced = self.index.put(keys, table[ANCHOR].to_numpy(), table[CLOSES].to_numpy(), refs)
         size = os.path.getsize(path)
