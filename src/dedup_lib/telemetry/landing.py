@@ -1,11 +1,11 @@
 """A folder where telemetry files land, read a micro-batch at a time: the files present when it
 opens tell the format and the columns (later files must have the same), and each micro-batch
-of files is read and judged as :func:`dedup_lib.load_telemetry` reads and judges a file, with
+of files is read and given its reasons as :func:`dedup_lib.load_telemetry` reads a file, with
 its mapping, types, quarantine and reasons. Within a micro-batch the rows are a static frame,
 so every rule of the loader applies unchanged, the joins and windows of OTLP traces too.
 
 This is the loader's seam for streams: :func:`open_landing` once, then :meth:`Landing.read`
-and :meth:`Landing.judged` for each micro-batch's files.
+and :meth:`Landing.with_reasons` for each micro-batch's files.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ WATCH = "watch_duplicates"
 @dataclass(frozen=True)
 class Landing:
     """The landing folder at ``path``: its format, the schema its files are read with, and
-    how a micro-batch of them is read (:meth:`read`) and judged (:meth:`judged`)."""
+    how a micro-batch of them is read (:meth:`read`) and given its reasons
+    (:meth:`with_reasons`)."""
 
     path: str
     format: str
@@ -74,8 +75,8 @@ class Landing:
         (renamed,) = renamed_sources([source], self.mapping, self.opened.files, self.path)
         return renamed.frame
 
-    def judged(self, raw: DataFrame) -> tuple[OpenedInput, DataFrame]:
-        """The records of ``raw`` (rows of :meth:`read`) as the loader judges them, each with
+    def with_reasons(self, raw: DataFrame) -> tuple[OpenedInput, DataFrame]:
+        """The records of ``raw`` (rows of :meth:`read`) as the loader reads them, each with
         its reason if refused; and the opened input that says which rows are valid sends."""
         opened = self.opened
         if opened.record_format is not None:
@@ -90,14 +91,14 @@ class Landing:
             )
             raw = with_entity(raw, named, self.entity)
         opened = replace(opened, raw=raw)
-        return opened, opened.judged(raw)
+        return opened, opened.with_reasons(raw)
 
     def valid_columns(self) -> DataFrame:
         """The valid rows of a micro-batch, of no rows: their columns before any file is
         read, without a Spark job."""
         empty = self.read(self.opened.files.files[:1]).limit(0)
-        opened, judged = self.judged(empty)
-        return opened.valid(judged, keep_source_file=True)
+        opened, frame = self.with_reasons(empty)
+        return opened.valid(frame, keep_source_file=True)
 
 
 def open_landing(

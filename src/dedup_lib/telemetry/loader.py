@@ -7,9 +7,9 @@ replay go to a quarantine with a reason (:mod:`~dedup_lib.telemetry.quarantine`)
 being dropped; records of a structured format that are not sends (spans of other systems) are
 counted and skipped with a reason. So valid plus quarantined plus skipped is always the number
 of records read (:mod:`~dedup_lib.telemetry.tally`). One path for every format: the input is
-opened (:func:`open_input`), judged, then counted by a pass of its own (:func:`load_telemetry`) or
-by the first action that reads it (:func:`load_once`). DataFrame API only: runs on Spark
-Connect too.
+opened (:func:`open_input`), given its reasons, then counted by a pass of its own
+(:func:`load_telemetry`) or by the first action that reads it (:func:`load_once`). DataFrame
+API only: runs on Spark Connect too.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dedup_lib.errors import InputError, printable
 from dedup_lib.telemetry.files import InputFiles, PathText, file_key, list_input, spark_path
 from dedup_lib.telemetry.formats import RECORD_FORMATS, SOURCE_FILE, RecordFormat
 from dedup_lib.telemetry.loaded import KINDS, LoadedTelemetry
-from dedup_lib.telemetry.quarantine import REASON, categories, category, judged
+from dedup_lib.telemetry.quarantine import REASON, categories, category, with_reasons
 from dedup_lib.telemetry.recognise import recognise
 from dedup_lib.telemetry.renaming import check_types, record_keys, renamed_sources
 from dedup_lib.telemetry.schema import CANONICAL_COLUMNS, LOADER, TEXT_COLUMNS, TIME_COLUMNS
@@ -41,7 +41,13 @@ from dedup_lib.telemetry.sources import (
     reading,
     resolve_format,
 )
-from dedup_lib.telemetry.tally import check_adds_up, no_message_ids, no_sends, tally, union
+from dedup_lib.telemetry.tally import (
+    check_adds_up,
+    no_sends,
+    refuse_files_without_message_id,
+    tally,
+    union,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -51,9 +57,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class OpenedInput:
-    """An input read and renamed, not yet judged: ``raw`` has the columns (``CORRUPT`` and
-    ``SOURCE_FILE`` among them, and :data:`NOT_SEND` for a structured format), one row per
-    record read. The one place that turns a judged frame into the valid
+    """An input read and renamed, its reasons not given yet: ``raw`` has the columns
+    (``CORRUPT`` and ``SOURCE_FILE`` among them, and :data:`NOT_SEND` for a structured format),
+    one row per record read. The one place that turns a frame with its reasons into the valid
     rows, the quarantine and the records that are not sends. ``corrupt``: whether the read
     can flag a record as malformed; ``message_id_key``: where a structured format read the
     MessageId."""
@@ -91,8 +97,8 @@ class OpenedInput:
             return None
         return column(NOT_SEND).isNotNull() & column(CORRUPT).isNull()
 
-    def judged(self, raw: DataFrame) -> DataFrame:
-        return judged(raw, self.fields, self.fmt, self.data_columns, self.corrupt)
+    def with_reasons(self, raw: DataFrame) -> DataFrame:
+        return with_reasons(raw, self.fields, self.fmt, self.data_columns, self.corrupt)
 
     def valid(self, frame: DataFrame, keep_source_file: bool) -> DataFrame:
         def typed(name: str) -> Column:
@@ -133,7 +139,7 @@ class OpenedInput:
     def loaded(
         self, frame: DataFrame, files: pd.DataFrame, reasons: pd.DataFrame, keep_source_file: bool
     ) -> LoadedTelemetry:
-        """What the load gives, from the judged ``frame`` and its counts."""
+        """What the load gives, from ``frame``, with its reasons, and its counts."""
         quarantine = self.quarantine(frame)
         return LoadedTelemetry(
             valid=self.valid(frame, keep_source_file),
@@ -327,14 +333,14 @@ def load_telemetry(
 
 
 def _counted(opened: OpenedInput, keep_source_file: bool) -> LoadedTelemetry:
-    """The input judged and counted by a pass of its own, which reads every file."""
+    """The input given its reasons and counted by a pass of its own, which reads every file."""
     expected = opened.record_format.expected if opened.record_format else None
     if opened.record_format is not None:
         opened = _materialized(opened, expected)
-    frame = opened.judged(opened.raw)
+    frame = opened.with_reasons(opened.raw)
     counts = tally(opened.files, frame, opened.fmt, expected, opened.skipped)
     if opened.record_format is not None:
-        no_message_ids(counts.sends, opened.record_format, opened.message_id_key)
+        refuse_files_without_message_id(counts.sends, opened.record_format, opened.message_id_key)
         no_sends(counts.table, opened.record_format, opened.path, opened.not_sends(frame))
     return opened.loaded(frame, counts.table, counts.reasons, keep_source_file)
 
@@ -343,7 +349,7 @@ def _materialized(opened: OpenedInput, expected: str | None) -> OpenedInput:
     """A structured format's records built once and kept (``localCheckpoint``): they come
     from parsed JSON or CSV joined with itself (an OTLP message span with the send call
     that links to it), which every later read would parse again, for the count of what was
-    read, the count of what was judged, and each action on the valid rows
+    read, the count of what each record became, and each action on the valid rows
     (docs/decisions/query-shapes.md)."""
     with reading(opened.files, opened.fmt, LOADER, expected):
         records = opened.raw.localCheckpoint()
@@ -404,19 +410,19 @@ def load_once(
         loaded = _counted(opened, False)
         return PendingLoad(loaded.valid, path, loaded.format, count, lambda: loaded)
     read_seen = Observation(f"dedup-read-{uuid.uuid4().hex}")
-    judged_seen = Observation(f"dedup-judged-{uuid.uuid4().hex}")
+    fates_seen = Observation(f"dedup-fates-{uuid.uuid4().hex}")
     reasons = categories(opened.fmt)
     why = category(column(REASON))
-    frame = opened.judged(opened.raw.observe(read_seen, F.count(F.lit(1)).alias("read")))
+    frame = opened.with_reasons(opened.raw.observe(read_seen, F.count(F.lit(1)).alias("read")))
     frame = frame.observe(
-        judged_seen,
+        fates_seen,
         F.count_if(column(REASON).isNull()).alias("valid"),
         F.count_if(column(REASON).isNotNull()).alias("quarantined"),
         *(F.count_if(why == c).alias(f"reason {i}") for i, c in enumerate(reasons)),
     )
 
     def settle() -> LoadedTelemetry:
-        seen = judged_seen.get
+        seen = fates_seen.get
         counts = {"read": int(read_seen.get["read"]), "valid": int(seen["valid"])}
         counts |= {"quarantined": int(seen["quarantined"]), "skipped": 0}
         by_reason = {c: int(seen[f"reason {i}"]) for i, c in enumerate(reasons)}
@@ -425,6 +431,6 @@ def load_once(
         table = pd.DataFrame([{"file": name, **counts}], columns=["file", *KINDS])
         rows = [{"kind": "quarantined", REASON: c, "count": n} for c, n in by_reason.items() if n]
         found = pd.DataFrame(rows, columns=["kind", REASON, "count"])
-        return opened.loaded(opened.judged(opened.raw), table, found, False)
+        return opened.loaded(opened.with_reasons(opened.raw), table, found, False)
 
     return PendingLoad(opened.valid(frame, False), path, opened.fmt, count, settle, opened.files)

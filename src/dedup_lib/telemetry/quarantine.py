@@ -1,5 +1,5 @@
-"""Why a row of telemetry cannot take part in the replay: each row judged, its times parsed,
-with a ``reason`` (null when valid) that the quarantine keeps.
+"""Why a row of telemetry cannot take part in the replay: each row given its reason, its times
+parsed, with a ``reason`` (null when valid) that the quarantine keeps.
 
 The first reason that applies is given: a malformed line, a missing, "never" or unparseable
 send time, an unparseable scheduled time. A "never" scheduled time means not scheduled: it
@@ -33,7 +33,7 @@ def category(reason: Column) -> Column:
 
 
 def categories(fmt: str) -> tuple[str, ...]:
-    """Every reason category :func:`judged` can give, for files of ``fmt``."""
+    """Every reason category :func:`with_reasons` can give, for files of ``fmt``."""
     return (
         _MALFORMED.get(fmt, f"malformed {fmt} line"),
         "missing send_time",
@@ -105,7 +105,7 @@ def _reason(
     return reason
 
 
-def judged(
+def with_reasons(
     raw: DataFrame,
     fields: dict[str, T.DataType],
     fmt: str,

@@ -82,7 +82,7 @@ class Tally:
 
 def tally(
     files: InputFiles,
-    judged: DataFrame,
+    frame: DataFrame,
     fmt: str,
     expected: str | None = None,
     skipped: Column | None = None,
@@ -94,7 +94,7 @@ def tally(
     reasons."""
     with reading(files, fmt, LOADER, expected):
         found = (
-            _per_file(judged, fmt, files) if skipped is None else _records_counted(judged, skipped)
+            _per_file(frame, fmt, files) if skipped is None else _records_counted(frame, skipped)
         )
     names = (*KINDS, "send", "identified")
     counted: dict[str, dict[str, int]] = {file_key(f): dict.fromkeys(names, 0) for f in files.files}
@@ -126,21 +126,21 @@ def tally(
 _Found = list[tuple[str, dict[str, int], dict[tuple[str, str], int]]]
 
 
-def _per_file(judged: DataFrame, fmt: str, files: InputFiles) -> _Found:
+def _per_file(frame: DataFrame, fmt: str, files: InputFiles) -> _Found:
     """A plain format's records per file: read, valid, quarantined, and quarantined per reason
-    category, in one pass over the files. Judging is a projection of the rows read (nothing
+    category, in one pass over the files. Giving reasons is a projection of the rows read (nothing
     filtered, nothing joined), so each row read is counted once, under its file and its fate
     (:func:`_fate`) packed in one number: a file's rows read are the sum of its fates.
     Files are told apart by their :func:`file_id` where this machine lists them apart by it,
     else by a hash of their path (grouping by the path's text took as long as the scan itself,
     by its hash a fifth of it; the fates as counts of their own, a seventh; bench_load.py)."""
     reasons = categories(fmt)
-    ids = local_file_ids(files) if FILE_ID in judged.columns else None
+    ids = local_file_ids(files) if FILE_ID in frame.columns else None
     file = column(FILE_ID) if ids is not None else F.xxhash64(column(SOURCE_FILE))
     shifted = F.shiftleft(file, _FATE_BITS)
     rows = (
-        judged.groupBy(shifted.bitwiseOR(_fate(reasons)).alias(TALLY_FILE))
-        .agg(F.count(F.lit(1)), F.max(_every_value(judged)))  # the hash, so every value is read
+        frame.groupBy(shifted.bitwiseOR(_fate(reasons)).alias(TALLY_FILE))
+        .agg(F.count(F.lit(1)), F.max(_every_value(frame)))  # the hash, so every value is read
         .collect()
     )
     per_file: dict[int, tuple[dict[str, int], dict[tuple[str, str], int]]] = {}
@@ -153,8 +153,8 @@ def _per_file(judged: DataFrame, fmt: str, files: InputFiles) -> _Found:
         counts["valid" if fate == 0 else "quarantined"] += int(count)
         if 0 < fate <= len(reasons):
             why["quarantined", reasons[fate - 1]] = int(count)
-    known = ids if ids is not None else _hashed(judged)
-    names = _file_names(judged, set(per_file), shifted, {_shifted(k): f for k, f in known.items()})
+    known = ids if ids is not None else _hashed(frame)
+    names = _file_names(frame, set(per_file), shifted, {_shifted(k): f for k, f in known.items()})
     return [(names[number], counts, why) for number, (counts, why) in per_file.items()]
 
 
@@ -209,17 +209,17 @@ def _file_names(
     return names
 
 
-def _records_counted(judged: DataFrame, skipped: Column) -> _Found:
+def _records_counted(frame: DataFrame, skipped: Column) -> _Found:
     """A structured format's records per file, kind and reason category: read, skipped,
     valid and quarantined, and the sends with and without a MessageId."""
     found: _Found = []
-    for file, kind, reason, count in _counts(judged, skipped).collect():
+    for file, kind, reason, count in _counts(frame, skipped).collect():
         reasons = {(kind, reason): int(count)} if kind in ("quarantined", "skipped") else {}
         found.append((file, {kind: int(count)}, reasons))
     return found
 
 
-def _counts(judged: DataFrame, skipped: Column) -> DataFrame:
+def _counts(frame: DataFrame, skipped: Column) -> DataFrame:
     """A structured format's records per file, kind and reason category (``read``,
     ``valid``, ``quarantined``, ``skipped``, ``send`` and ``identified``: sends with a
     MessageId), as one plan: the records read counted apart from the kinds each one
@@ -240,8 +240,8 @@ def _counts(judged: DataFrame, skipped: Column) -> DataFrame:
     every = F.explode(F.array_compact(F.array(*kinds)))
     nothing = F.lit(None).cast("string")
     parts = [
-        judged.select(column(SOURCE_FILE), F.lit("read"), nothing),
-        judged.select(column(SOURCE_FILE), every.alias("kind"), why.alias(TALLY_WHY)).select(
+        frame.select(column(SOURCE_FILE), F.lit("read"), nothing),
+        frame.select(column(SOURCE_FILE), every.alias("kind"), why.alias(TALLY_WHY)).select(
             column(SOURCE_FILE),
             "kind",
             F.when(F.col("kind").isin("quarantined", "skipped"), F.col(TALLY_WHY)),
@@ -254,10 +254,11 @@ def _counts(judged: DataFrame, skipped: Column) -> DataFrame:
     )
 
 
-def no_message_ids(
+def refuse_files_without_message_id(
     sends: dict[str, tuple[int, int]], record_format: RecordFormat, key: str
 ) -> None:
-    """An error for the first file that has sends but no MessageId on any of them."""
+    """Refuse the input at the first file that has sends but no MessageId on any of them
+    (an :class:`~dedup_lib.errors.InputError`)."""
     for name, (count, identified) in sends.items():
         if count and not identified:
             raise InputError(

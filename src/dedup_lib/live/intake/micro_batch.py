@@ -62,7 +62,7 @@ def load_micro_batch(
     """Read the chunks at ``paths`` (``names``: each chunk file's name to the file the user
     landed) and bring their sends and quarantine into the driver."""
     raw = source_names(landing.read(paths), names)
-    opened, frame = landing.judged(raw)
+    opened, frame = landing.with_reasons(raw)
     seen = Observation(f"dedup-watch-{uuid.uuid4().hex}")
     not_send = opened.skipped if opened.skipped is not None else F.lit(False)
     valid = ~not_send & column(REASON).isNull()

@@ -275,7 +275,7 @@ class AppInsightsFormat:
         )
         if keep:
             rows = rows.localCheckpoint()
-        return _judged(rows, list(values), default_batch="batch_id" in values)
+        return _not_sends_marked(rows, list(values), default_batch="batch_id" in values)
 
 
 def _values(
@@ -324,7 +324,7 @@ def _values(
     return values
 
 
-def _judged(rows: DataFrame, canonical: list[str], *, default_batch: bool) -> DataFrame:
+def _not_sends_marked(rows: DataFrame, canonical: list[str], *, default_batch: bool) -> DataFrame:
     """The records with :data:`NOT_SEND`, the batch ids the call rows' links give, and the
     SDK message rows that repeat an application's message row marked as not sends."""
     kind = column("dependency_type")
