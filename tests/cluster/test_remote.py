@@ -158,7 +158,7 @@ CELLS = [
     "pd.testing.assert_frame_equal(cache.summarize('PT10M'), engine)\n"
     "ids = F.col('message_id').isNotNull() & (F.col('message_id') != '')\n"
     "keys = loaded.valid.where(ids).groupBy('entity', 'message_id').count().where('count > 1')\n"
-    "print(json.dumps({'held': len(cache.repeated), 'sends': loaded.valid.count(),\n"
+    "print(json.dumps({'repeated': len(cache.repeated), 'sends': loaded.valid.count(),\n"
     "                  'in_repeated_keys': keys.agg(F.sum('count')).first()[0]}))",
 ]
 
@@ -190,8 +190,8 @@ def test_a_notebook_on_the_cluster_gives_the_local_verdicts(
     for kernel in KERNELS:
         pd.testing.assert_frame_equal(_verdicts(FOLDER / f"notebook-{kernel}.parquet"), verdicts)
     built = _printed(notebook.cells[-1])
-    assert built["held"] == built["in_repeated_keys"] > 0
-    assert built["held"] < built["sends"] == len(verdicts)
+    assert built["repeated"] == built["in_repeated_keys"] > 0
+    assert built["repeated"] < built["sends"] == len(verdicts)
 
 
 def _printed(cell: Any) -> Any:

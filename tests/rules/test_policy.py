@@ -70,8 +70,14 @@ def test_default_policy_is_ten_minutes_without_partitioning():
     policy = DedupPolicy()
     assert policy.window == timedelta(minutes=10)
     assert policy.partitioning is False
-    assert policy.window_micros == 600_000_000
+    assert policy.window_us == 600_000_000
     assert policy.describe() == "window 10m, partitioning disabled"
+
+
+def test_window_micros_is_window_us_under_its_former_name_and_warns():
+    policy = DedupPolicy("PT20S")
+    with pytest.warns(DeprecationWarning, match="window_us"):
+        assert policy.window_micros == policy.window_us == 20_000_000
 
 
 @pytest.mark.parametrize("window", ["PT20S", "P7D", "10m", 20, timedelta(days=7)])

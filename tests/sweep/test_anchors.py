@@ -11,9 +11,9 @@ from dedup_lib.sweep.anchors import KeyedSends, walk_anchors
 S = 1_000_000  # microseconds per second
 
 
-def walk(segment: list[int], seconds: list[float], window_s: float):
+def walk(key_number: list[int], seconds: list[float], window_s: float):
     time_us = np.array([round(t * S) for t in seconds], dtype=np.int64)
-    sends = KeyedSends.of(np.array(segment, dtype=np.int64), time_us)
+    sends = KeyedSends.of(np.array(key_number, dtype=np.int64), time_us)
     return walk_anchors(sends, round(window_s * S))
 
 
@@ -21,7 +21,7 @@ def test_a_send_exactly_at_anchor_plus_window_is_accepted_again():
     anchors = walk([0, 0, 0], [0, 59.999999, 60], 60)
     assert anchors.accepted.tolist() == [True, False, True]
     assert anchors.anchor.tolist() == [0, 0, 2]
-    assert anchors.window_micros == 60 * S
+    assert anchors.window_us == 60 * S
 
 
 def test_the_window_is_anchored_on_the_accepted_send_not_on_duplicates():
@@ -53,11 +53,11 @@ def test_no_sends():
     assert anchors.anchor.tolist() == []
 
 
-def _walked_one_send_at_a_time(segment: np.ndarray, time_us: np.ndarray, window_us: int):
-    accepted = np.zeros(len(segment), dtype=bool)
-    anchor = np.zeros(len(segment), dtype=np.int64)
-    for row in range(len(segment)):
-        new_key = row == 0 or segment[row] != segment[row - 1]
+def _walked_one_send_at_a_time(key_number: np.ndarray, time_us: np.ndarray, window_us: int):
+    accepted = np.zeros(len(key_number), dtype=bool)
+    anchor = np.zeros(len(key_number), dtype=np.int64)
+    for row in range(len(key_number)):
+        new_key = row == 0 or key_number[row] != key_number[row - 1]
         if new_key or time_us[row] >= time_us[anchor[row - 1]] + window_us:
             accepted[row], anchor[row] = True, row
         else:
@@ -71,9 +71,9 @@ def test_long_chains_end_as_a_send_by_send_walk_ends_them(seed):
     # hundreds of steps; sends 1 us either side of a window's end.
     rng = np.random.default_rng(seed)
     sizes = rng.choice([1, 2, 5, 300], size=60)
-    segment = np.repeat(np.arange(len(sizes)), sizes)
-    gaps = rng.choice([0, 1, 2, 3, 7], size=len(segment)) * S + rng.integers(0, 2, len(segment))
-    starts = np.r_[True, segment[1:] != segment[:-1]]
+    numbers = np.repeat(np.arange(len(sizes)), sizes)
+    gaps = rng.choice([0, 1, 2, 3, 7], size=len(numbers)) * S + rng.integers(0, 2, len(numbers))
+    starts = np.r_[True, numbers[1:] != numbers[:-1]]
     time_us = np.cumsum(np.where(starts, 0, gaps)) + 0
     time_us = (
         time_us
@@ -82,8 +82,8 @@ def test_long_chains_end_as_a_send_by_send_walk_ends_them(seed):
     )
     for window_us in (3 * S, 3 * S + 1, 60 * S):
         # Strided views, as a column of a frame may give them.
-        laid_out = KeyedSends.of(np.repeat(segment, 2)[::2], np.repeat(time_us, 2)[::2])
+        laid_out = KeyedSends.of(np.repeat(numbers, 2)[::2], np.repeat(time_us, 2)[::2])
         found = walk_anchors(laid_out, window_us)
-        accepted, anchor = _walked_one_send_at_a_time(segment, time_us, window_us)
+        accepted, anchor = _walked_one_send_at_a_time(numbers, time_us, window_us)
         assert found.accepted.tolist() == accepted.tolist(), window_us
         assert found.anchor.tolist() == anchor.tolist(), window_us

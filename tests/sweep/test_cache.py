@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry, summarize
 from dedup_lib.analysis.summaries import ground_truth_summary
 from dedup_lib.sweep.cache import ReplayCache
+from dedup_lib.sweep.collected import in_replay_order
 from dedup_lib.sweep.grid import smallest_window, window_grid
-from dedup_lib.sweep.judged import in_replay_order
 from dedup_lib.testing import Message
 from replay_kit import at, frame, mixed_scenario, telemetry
 
@@ -164,10 +164,10 @@ def test_rows_out_of_order_are_sorted_by_key_and_rank():
         }
     )
     expected = in_replay_order(ordered.copy())
-    assert list(expected["segment"]) == [0, 0, 0, 1, 1, 2, 3]
+    assert list(expected["key_number"]) == [0, 0, 0, 1, 1, 2, 3]
     shuffled = in_replay_order(ordered.iloc[[4, 6, 2, 0, 5, 3, 1]].reset_index(drop=True))
     # Keys numbered in order of first appearance; a null entity is not "".
-    assert list(shuffled["segment"]) == [0, 0, 1, 2, 2, 2, 3]
+    assert list(shuffled["key_number"]) == [0, 0, 1, 2, 2, 2, 3]
     assert list(shuffled["entity"]) == [None, None, "q", "q", "q", "q", ""]
     assert list(shuffled["time_us"]) == [1, 5, 9, 1, 2, 3, 4]
     assert "__dedup_rank" not in shuffled

@@ -11,12 +11,11 @@ from pyspark.sql import functions as F
 
 from dedup_lib import generate_telemetry
 from dedup_lib.columns import RANK
+from dedup_lib.sweep import collected, spark_road
 from dedup_lib.sweep import counts as counts_module
-from dedup_lib.sweep import judged as judged_module
-from dedup_lib.sweep import spark_road
 from dedup_lib.sweep.collect import collect
+from dedup_lib.sweep.collected import Collected
 from dedup_lib.sweep.frames import TEXT, frame_of, texts_of
-from dedup_lib.sweep.judged import Collected
 from replay_kit import frame, mixed_scenario, telemetry
 
 
@@ -26,13 +25,13 @@ def sends(spark):
 
 
 def canonical(c: Collected) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
-    """The tables in one order: the order of keys (and so the segment numbers) is free, the
+    """The tables in one order: the order of keys (and so the key numbers) is free, the
     order of a key's sends (replay order) is not."""
     by_key = c.repeated.assign(null_entity=c.repeated["entity"].isna()).sort_values(
         ["null_entity", "entity", "key"], na_position="last", kind="stable"
     )
-    segments = pd.factorize(by_key["segment"])[0]
-    repeated = by_key.drop(columns="null_entity").assign(segment=segments)
+    numbers = pd.factorize(by_key["key_number"])[0]
+    repeated = by_key.drop(columns="null_entity").assign(key_number=numbers)
     fixed = c.fixed.sort_values(["entity", "kind", "bucket_us"], na_position="last")
     truth = None if c.truth_fixed is None else c.truth_fixed.sort_values("entity")
     return (
@@ -155,13 +154,13 @@ def test_the_order_check_reads_the_same_from_arrow_and_from_pandas(change: str |
     columns = RANKED | (MISORDERED[change] if change else {})
     # In chunks of three rows: the check compares each row with the next across chunks.
     table = pa.Table.from_batches(pa.table(columns).to_batches(max_chunksize=3))
-    ordered = judged_module.arrow_ordered(table)
+    ordered = collected.arrow_ordered(table)
     assert ordered is (change is None)
     # The two roads of _rows: Arrow alone, and Spark's toPandas with its texts converted.
-    in_arrow = judged_module.in_replay_order(frame_of(table))
-    in_pandas = judged_module.in_replay_order(texts_of(table.to_pandas(), ["entity", "key"]))
+    in_arrow = collected.in_replay_order(frame_of(table))
+    in_pandas = collected.in_replay_order(texts_of(table.to_pandas(), ["entity", "key"]))
     pd.testing.assert_frame_equal(in_arrow, in_pandas)
-    assert judged_module.arrow_ordered(table.slice(0, 0))
+    assert collected.arrow_ordered(table.slice(0, 0))
 
 
 @pytest.mark.parametrize("rejected", [False, True])
@@ -172,7 +171,7 @@ def test_the_passes_leave_the_checks_out_only_where_no_send_is_rejected(
     repeated sends and the messages skip the rejection checks (a mutation that always skips
     them fails the comparisons above)."""
     calls: list[bool] = []
-    with_rules = judged_module.with_rules
+    with_rules = collected.with_rules
 
     def spy(df, partitioning, rejections=True):
         calls.append(rejections)

@@ -22,7 +22,7 @@ def test_the_repeated_sends_are_taken_off_their_bucket_and_entity() -> None:
     counted = pd.DataFrame(
         {
             "entity": ["a", "a", "a", "(none)"],
-            "kind": ["eligible", "eligible", "no_id", "eligible"],
+            "kind": ["eligible", "eligible", "without_message_id", "eligible"],
             "bucket_us": [0, MINUTE, 0, 0],
             "sends": [5, 2, 3, 2],
             "resends": [1, 1, 0, 1],
@@ -41,6 +41,6 @@ def test_the_repeated_sends_are_taken_off_their_bucket_and_entity() -> None:
     assert table.to_dict("records") == [
         {"entity": "a", "kind": "single", "bucket_us": 0, "sends": 4, "resends": 1},
         {"entity": "a", "kind": "single", "bucket_us": MINUTE, "sends": 1, "resends": 0},
-        {"entity": "a", "kind": "no_id", "bucket_us": 0, "sends": 3, "resends": 0},
+        {"entity": "a", "kind": "without_message_id", "bucket_us": 0, "sends": 3, "resends": 0},
     ]
     assert np.issubdtype(table["sends"].dtype, np.integer)

@@ -144,13 +144,13 @@ def _identity(df: DataFrame) -> list[Column]:
     ]
 
 
-def _candidates(held: DataFrame, sends: DataFrame, tol_us: int) -> DataFrame:
+def _candidates(kept: DataFrame, sends: DataFrame, tol_us: int) -> DataFrame:
     """Every (kept message, send) pair that may match. Both sides are cut into time buckets
     at least as long as the tolerance, kept messages repeated into their neighbours, so that
     a hot MessageId pairs only sends near each other, not all with all."""
     size = max(tol_us, _MICROS)
     own = F.floor(F.col(_KUS) / size)
-    kept_side = held.select(
+    kept_side = kept.select(
         _KROW,
         _KUS,
         _KORDER,
@@ -232,7 +232,7 @@ def _nearest(edges: DataFrame) -> DataFrame:
 
 
 def _classified(
-    held: DataFrame, sends: DataFrame, matches: DataFrame, other: DataFrame
+    kept: DataFrame, sends: DataFrame, matches: DataFrame, other: DataFrame
 ) -> DataFrame:
     """Every kept message once, with its category and the send behind it."""
     matched = matches.withColumnRenamed(_SROW, _MATCH)
@@ -245,7 +245,7 @@ def _classified(
     send_info = _chosen_sends(sends)
     explained_originals = _explained_originals(sends, matched)
     joined = (
-        held.join(matched, _KROW, "left")
+        kept.join(matched, _KROW, "left")
         .join(other, _KROW, "left")
         .withColumn("__chosen", chosen)
         .join(send_info, "__chosen", "left")
@@ -261,9 +261,9 @@ def _classified(
     )
     gap = F.col(_SENT_US) - F.unix_micros("original_send_time")
     is_contradiction = category == F.lit(CONTRADICTION)
-    kept_columns = [c for c in held.columns if not c.startswith(INTERNAL)]
+    exported = [c for c in kept.columns if not c.startswith(INTERNAL)]
     return found.select(
-        *(column(c) for c in kept_columns),
+        *(column(c) for c in exported),
         category.alias("category"),
         "replay_event_id",
         "replay_send_time",
@@ -386,31 +386,31 @@ def public(columns: list[str]) -> Iterator[Column]:
     return (column(c) for c in [*columns, *([] if "entity" in columns else ["entity"])])
 
 
-def covered(sends: DataFrame, held: DataFrame) -> DataFrame:
+def covered(sends: DataFrame, kept: DataFrame) -> DataFrame:
     """The sends of the entities the kept messages belong to: an export covers its own."""
-    entities = held.select(F.col("entity").alias(COVERED)).distinct()
+    entities = kept.select(F.col("entity").alias(COVERED)).distinct()
     return sends.join(entities, sends["entity"].eqNullSafe(entities[COVERED]), "left_semi")
 
 
-def kept_rows(held: DataFrame, policy: DedupPolicy) -> DataFrame:
+def kept_rows(kept: DataFrame, policy: DedupPolicy) -> DataFrame:
     """The kept messages with their enqueue time, position, order, key and identity,
     materialized: rows are matched by position, which must not change between reads."""
-    return held.select(
+    return kept.select(
         "*",
-        _time_us(held, "send_time").alias(_KUS),
+        _time_us(kept, "send_time").alias(_KUS),
         F.monotonically_increasing_id().alias(_KROW),
         (
             F.col("sequence_number").try_cast("long")
-            if "sequence_number" in held.columns
+            if "sequence_number" in kept.columns
             else F.lit(None).cast("long")
         ).alias(_KORDER),
         (
             F.col("scheduled_enqueue_time").isNotNull()
-            if "scheduled_enqueue_time" in held.columns
+            if "scheduled_enqueue_time" in kept.columns
             else F.lit(False)
         ).alias(_SCHEDULED),
-        sql_rules(held, policy).key.alias(_KEY),
-        *_identity(held),
+        sql_rules(kept, policy).key.alias(_KEY),
+        *_identity(kept),
     ).localCheckpoint()
 
 
@@ -429,13 +429,13 @@ def send_rows(sends: DataFrame) -> DataFrame:
     ).localCheckpoint()
 
 
-def classify(held: DataFrame, sends: DataFrame, tol_us: int) -> tuple[DataFrame, DataFrame]:
+def classify(kept: DataFrame, sends: DataFrame, tol_us: int) -> tuple[DataFrame, DataFrame]:
     """The accepted sends matched to kept messages, and every kept message with its
     category and the send it matched (both materialized)."""
-    edges = _candidates(held, sends, tol_us)
+    edges = _candidates(kept, sends, tol_us)
     matches = _matches(edges.where(F.col("verdict") == ACCEPTED)).localCheckpoint()
     other = _nearest(edges.where(F.col("verdict") != ACCEPTED))
-    return matches, _classified(held, sends, matches, other).localCheckpoint()
+    return matches, _classified(kept, sends, matches, other).localCheckpoint()
 
 
 def accepted_sends(sends: DataFrame, matches: DataFrame) -> DataFrame:

@@ -361,11 +361,11 @@ def reconcile(
     scope = None if entity in (None, ALL_ENTITIES) else entity
     kept = utc(kept, "send_time")
     sends = scoped(result, scope, "result", "entity" in kept.columns)
-    held = scoped(kept, scope, "kept", "entity" in result.columns)
+    kept = scoped(kept, scope, "kept", "entity" in result.columns)
     if scope is None:
-        sends = covered(sends, held)
+        sends = covered(sends, kept)
     sends = send_rows(sends)
-    matches, classified = classify(kept_rows(held, policy), sends, tol // timedelta(microseconds=1))
+    matches, classified = classify(kept_rows(kept, policy), sends, tol // timedelta(microseconds=1))
     return _reconciliation(result, sends, matches, classified, policy, tol, scope, (start, end))
 
 
@@ -382,7 +382,7 @@ def _reconciliation(
     """The frames of the matching, narrowed to ``span`` and counted once."""
     start, end = span
     in_range = narrow(classified, None, start, end)
-    pairs_in_range = narrow(pairs(classified, policy.window_micros), None, start, end)
+    pairs_in_range = narrow(pairs(classified, policy.window_us), None, start, end)
     accepted = narrow(accepted_sends(sends, matches), None, start, end)
     not_kept = accepted.where(F.col(MATCHED).isNull()).select(*public(result.columns))
 

@@ -47,7 +47,7 @@ def narrow(
     """Rows of one ``entity`` (``(all)`` or None: every entity) whose ``time`` column lies in
     ``[start, end]`` (ISO 8601, UTC when no offset is given; None: open). Takes a Spark frame
     (a result, missed resends, collisions) or a pandas table (the explorer's views, whose
-    time column is ``time``); rows without a time are kept only when no range is given. With
+    time column is ``time``); rows without a time stay only when no range is given. With
     nothing to cut, ``table`` itself."""
     if entity not in (None, ALL_ENTITIES) and "entity" not in table.columns:
         raise InputError(f"entity {entity!r}: the data has no entity column")

@@ -27,7 +27,7 @@ from dedup_lib.replay.sql_rules import (
     partitioned,
     sql_rules,
     validate,
-    window_micros,
+    window_us,
     with_batches,
 )
 from dedup_lib.rules.policy import ACCEPTED, DUPLICATE, Policies
@@ -106,7 +106,7 @@ def prepare(df: DataFrame, policy: Policies) -> Prepared:
     carried = [] if by_id else [rules.key.alias("dedup_key")]
     if MIXED_BATCH in df.columns:
         carried.append(F.col(MIXED_BATCH))
-    window = window_micros(policy)
+    window = window_us(policy)
     if isinstance(window, dict):
         carried.append(entity_window(df, window).alias(WINDOW))
     # Names with dots or backticks travel under an alias, so that no step has to quote them.

@@ -7,6 +7,7 @@ constants and rules from here (docs/rules.md, sections 1 to 4).
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -147,9 +148,29 @@ class DedupPolicy:
             )
 
     @property
-    def window_micros(self) -> int:
+    def window_us(self) -> int:
         """int: The window in whole microseconds, the unit the replay compares send times in."""
         return self.window // timedelta(microseconds=1)
+
+    @property
+    def window_micros(self) -> int:
+        """int: The window in whole microseconds: :attr:`window_us` under its former name.
+
+        .. deprecated:: next release
+            ``window_micros`` is :attr:`window_us` (the glossary's one word for microseconds)
+            and goes in the release after this one.
+
+        Warns
+        -----
+        DeprecationWarning
+            Each time it is read.
+        """
+        warnings.warn(
+            "DedupPolicy.window_micros is deprecated: read DedupPolicy.window_us",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.window_us
 
     def describe(self) -> str:
         """The window and the partitioning mode in words, as reports and logs say them.

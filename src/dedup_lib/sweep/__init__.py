@@ -2,9 +2,10 @@
 
 From Spark, once: :mod:`~dedup_lib.sweep.collect` brings what the cache needs into a few
 arrays, by the driver's road (:mod:`~dedup_lib.sweep.driver_road`, an input small enough) or
-Spark's (:mod:`~dedup_lib.sweep.spark_road`), both on what :mod:`~dedup_lib.sweep.judged`
-shares (the mode's rules, every send as one judged row); :mod:`~dedup_lib.sweep.counts` counts
-every send, :mod:`~dedup_lib.sweep.frames` holds the rows as pandas without Python objects, and
+Spark's (:mod:`~dedup_lib.sweep.spark_road`), both ending in the tables of
+:mod:`~dedup_lib.sweep.collected` (with what they share: the mode's rules, every send as one
+narrow row); :mod:`~dedup_lib.sweep.counts` counts every send,
+:mod:`~dedup_lib.sweep.frames` holds the rows as pandas without Python objects, and
 :mod:`~dedup_lib.sweep.footprint` says how much of the driver's memory the cache would take
 before anything is brought to it.
 

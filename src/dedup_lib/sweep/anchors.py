@@ -27,7 +27,7 @@ class Anchors:
     ``accepted`` per send, one byte each (a cache keeps several windows' verdicts: with the
     anchors beside them, 9 bytes per send and window, 1.1 GiB for 8 windows of 16 M sends)."""
 
-    window_micros: int
+    window_us: int
     accepted: np.ndarray
 
     @property
@@ -40,24 +40,24 @@ class Anchors:
 
 @dataclass(frozen=True)
 class KeyedSends:
-    """Sends grouped by key, laid out once for walks at any window: ``segment`` numbers the
+    """Sends grouped by key, laid out once for walks at any window: ``key_number`` numbers the
     keys 0, 1, 2, ... down the rows, each key's sends together and in replay order, at
     ``time_us``; ``starts`` is each key's first row. Build it with :meth:`of`."""
 
-    segment: np.ndarray
+    key_number: np.ndarray
     time_us: np.ndarray
     starts: np.ndarray
 
     @classmethod
-    def of(cls, segment: np.ndarray, time_us: np.ndarray) -> KeyedSends:
-        """The layout of sends numbered by ``segment``, at ``time_us`` (both int64)."""
-        segment = np.ascontiguousarray(segment, dtype=np.int64)
-        starts = np.flatnonzero(np.r_[True, segment[1:] != segment[:-1]][: len(segment)])
-        return cls(segment, np.ascontiguousarray(time_us, dtype=np.int64), starts.astype(np.int64))
+    def of(cls, key_number: np.ndarray, time_us: np.ndarray) -> KeyedSends:
+        """The layout of sends numbered by ``key_number``, at ``time_us`` (both int64)."""
+        number = np.ascontiguousarray(key_number, dtype=np.int64)
+        starts = np.flatnonzero(np.r_[True, number[1:] != number[:-1]][: len(number)])
+        return cls(number, np.ascontiguousarray(time_us, dtype=np.int64), starts.astype(np.int64))
 
 
 def walk_anchors(sends: KeyedSends, window_us: int) -> Anchors:
     """Each key's anchor chain at ``window_us`` microseconds, for all keys at once."""
-    accepted = np.zeros(len(sends.segment), dtype=np.bool_)
+    accepted = np.zeros(len(sends.key_number), dtype=np.bool_)
     walk_keys(sends.starts, sends.time_us, np.array([window_us], dtype=np.int64), accepted)
     return Anchors(window_us, accepted)

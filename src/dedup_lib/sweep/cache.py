@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 #: Windows whose verdicts a cache keeps (the least recently used goes first).
-_KEPT_WINDOWS = 8
+_CACHED_WINDOWS = 8
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -57,7 +57,7 @@ def _answered(
 
 class ReplayCache:
     """Everything needed to give the verdicts of any window, for one partitioning mode:
-    the held sends (every send of a key sent more than once) and the counts of the rest.
+    the repeated sends (every send of a key sent more than once) and the counts of the rest.
 
     Build it with :meth:`build`; every method after that answers from memory, exactly as
     :func:`dedup_lib.detect_duplicates` would at that window (docs/decisions/sweep-in-memory.md).
@@ -68,7 +68,7 @@ class ReplayCache:
         The mode the keys were made in.
     repeated : pandas.DataFrame
         One row per eligible send of a key sent more than once, each key's sends together
-        and in replay order: ``entity``, ``key``, ``segment`` (one number per entity and
+        and in replay order: ``entity``, ``key``, ``key_number`` (one number per entity and
         key, 0, 1, 2, ... down the table), ``time_us``, ``event_id`` and ``pos``, plus
         ``logical_id``, ``attempt`` and ``accepted_elsewhere`` with ground truth, and the
         carried columns.
@@ -83,7 +83,7 @@ class ReplayCache:
     Attributes
     ----------
     keyed : KeyedSends
-        The held sends laid out for walks at any window: ``segment`` and ``time_us`` per
+        The repeated sends laid out for walks at any window: ``key_number`` and ``time_us`` per
         row of ``repeated``, ``starts`` (each key's first row).
     views : CacheViews
         The tables read from the cache (:mod:`dedup_lib.sweep.views`); the cache answers
@@ -117,13 +117,13 @@ class ReplayCache:
         self.fixed = fixed
         self.truth_fixed = truth_fixed
         self.keyed = KeyedSends.of(
-            repeated["segment"].to_numpy(dtype=np.int64),
+            repeated["key_number"].to_numpy(dtype=np.int64),
             repeated["time_us"].to_numpy(dtype=np.int64),
         )
         # The latest windows' anchors and counts: a sweep step asks for the same window
         # three times, the explorer for the current and the previous ones.
-        self._walk = lru_cache(maxsize=_KEPT_WINDOWS)(self._walk_at)
-        self._cells = lru_cache(maxsize=_KEPT_WINDOWS)(self._cell_duplicates_at)
+        self._walk = lru_cache(maxsize=_CACHED_WINDOWS)(self._walk_at)
+        self._cells = lru_cache(maxsize=_CACHED_WINDOWS)(self._cell_duplicates_at)
 
     @classmethod
     def build(
@@ -149,7 +149,7 @@ class ReplayCache:
         partitioning : bool, default False
             The mode whose keys are made.
         carry : sequence of str, default ()
-            Input columns kept in :attr:`repeated` (``cause``, for example).
+            Input columns carried into :attr:`repeated` (``cause``, for example).
         bucket : timedelta, float (seconds) or str, default "PT1M"
             The time buckets the other sends are counted in: the resolution of time charts.
 
@@ -160,12 +160,12 @@ class ReplayCache:
         Raises
         ------
         InputError
-            An input the rules cannot judge, a ``carry`` column it lacks, or held sends that
+            An input the rules cannot judge, a ``carry`` column it lacks, or repeated sends that
             would not fit in the driver (with the entities and span to narrow).
 
         Examples
         --------
-        With ``cache`` from the class's example, which this method built: the held sends of
+        With ``cache`` from the class's example, which this method built: the repeated sends of
         the incident sample, each key's together in replay order.
 
         >>> cache.partitioning
@@ -173,19 +173,19 @@ class ReplayCache:
         >>> cache.repeated["entity"].value_counts().to_dict()
         {'orders': 5062, 'payments': 309}
         >>> list(cache.repeated.columns)
-        ['entity', 'key', 'time_us', 'event_id', 'pos', 'logical_id', 'attempt', 'segment',
-         'accepted_elsewhere']
+        ['entity', 'key', 'time_us', 'event_id', 'pos', 'logical_id', 'attempt',
+         'key_number', 'accepted_elsewhere']
         """
         compile_in_background()
         c = collect(df, partitioning, carry, bucket)
         return cls(partitioning, c.repeated, c.fixed, c.truth_fixed, c.bucket_us)
 
     def anchors(self, window: timedelta | float | str) -> Anchors:
-        """The verdicts of the held sends at ``window``: each key's anchor chain.
+        """The verdicts of the repeated sends at ``window``: each key's anchor chain.
 
         Each key's sends are walked in replay order: a send within ``window`` of its key's
         anchor is a duplicate; the first one after is accepted and becomes the next anchor.
-        The latest windows' walks are kept, so asking again costs nothing.
+        The latest windows' walks are cached, so asking again costs nothing.
 
         Parameters
         ----------
@@ -198,7 +198,7 @@ class ReplayCache:
         Anchors
             Per row of :attr:`repeated`: ``accepted`` (a boolean array: the verdict) and
             ``anchor`` (the row of the accepted send it counts against, itself when
-            accepted); ``window_micros``.
+            accepted); ``window_us``.
 
         Raises
         ------
@@ -221,27 +221,27 @@ class ReplayCache:
         return walk_anchors(self.keyed, micros)
 
     def cell_duplicates(self, micros: int) -> np.ndarray:
-        """The held sends dropped as duplicates at a window, per entity and time bucket.
+        """The repeated sends dropped as duplicates at a window, per entity and time bucket.
 
         What the time charts add to the counts no window changes.
 
         Parameters
         ----------
         micros : int
-            The window in microseconds (:attr:`~dedup_lib.DedupPolicy.window_micros`).
+            The window in microseconds (:attr:`~dedup_lib.DedupPolicy.window_us`).
 
         Returns
         -------
         numpy.ndarray
             One count per cell (entity and time bucket, in the order of ``codes.cells``);
-            kept for the latest windows.
+            cached for the latest windows.
 
         Examples
         --------
         With ``cache`` from the class's example:
 
         >>> from dedup_lib import DedupPolicy
-        >>> int(cache.cell_duplicates(DedupPolicy("PT10M").window_micros).sum())
+        >>> int(cache.cell_duplicates(DedupPolicy("PT10M").window_us).sum())
         3104
         """
         return self._cells(micros)
@@ -252,19 +252,19 @@ class ReplayCache:
 
     @cached_property
     def codes(self) -> Codes:
-        """Codes: The held sends numbered by entity, key and time bucket; computed once."""
+        """Codes: The repeated sends numbered by entity, key and time bucket; computed once."""
         return number_rows(
             self.repeated,
             self.fixed,
             self.keyed.time_us,
-            self.keyed.segment,
+            self.keyed.key_number,
             self.keyed.starts,
             self.bucket_us,
         )
 
     @cached_property
     def truth(self) -> TruthCodes:
-        """TruthCodes: The held sends numbered by message (ground truth); computed once."""
+        """TruthCodes: The repeated sends numbered by message (ground truth); computed once."""
         assert self.truth_fixed is not None
         c = self.codes
         return truth_codes(self.repeated, self.fixed, self.truth_fixed, c.entity, c.names)

@@ -19,19 +19,18 @@ class Codes:
 
     ``names``: entity names, sorted (``(none)`` for sends without one), numbered by their
     place. Per repeated row: ``entity`` (code). ``cells``: sends per entity and time bucket.
-    Per key: ``segment_sends``, ``segment_entity``, ``segment_key``. Per entity code:
-    ``sends`` in repeated keys, and ``single``, ``no_id`` and ``rejected`` sends outside
-    them."""
+    Per key: ``key_sends``, ``key_entity``, ``keys``. Per entity code: ``sends`` in repeated
+    keys, and ``single``, ``without_message_id`` and ``rejected`` sends outside them."""
 
     names: list[str]
     entity: np.ndarray
     cells: Cells
-    segment_sends: np.ndarray
-    segment_entity: np.ndarray
-    segment_key: np.ndarray
+    key_sends: np.ndarray
+    key_entity: np.ndarray
+    keys: np.ndarray
     sends: np.ndarray
     single: np.ndarray
-    no_id: np.ndarray
+    without_message_id: np.ndarray
     rejected: np.ndarray
 
 
@@ -39,12 +38,12 @@ def number_rows(
     repeated: pd.DataFrame,
     fixed: pd.DataFrame,
     time: np.ndarray,
-    segment: np.ndarray,
+    key_number: np.ndarray,
     first_row: np.ndarray,
     bucket: int,
 ) -> Codes:
     """Entity and time-bucket numbering of the repeated rows (at ``time``, keys numbered by
-    ``segment`` from ``first_row``), and the window-independent counts of ``fixed``."""
+    ``key_number`` from ``first_row``), and the window-independent counts of ``fixed``."""
     found, distinct = entity_codes(repeated["entity"])
     fixed = fixed.assign(entity=fixed["entity"].fillna(NO_ENTITY))
     names = sorted(set(distinct) | set(fixed["entity"]))
@@ -56,7 +55,7 @@ def number_rows(
     if len(timed):
         lows.append(int(timed["bucket_us"].min()))
     low = min(lows) if lows else 0
-    segment_sends = np.bincount(segment) if len(segment) else np.zeros(0)
+    key_sends = np.bincount(key_number) if len(key_number) else np.zeros(0)
     fixed_entity = np.array([index[e] for e in fixed["entity"]], dtype=np.int64)
 
     def fixed_sends(kind: str) -> np.ndarray:
@@ -68,24 +67,24 @@ def number_rows(
         names=names,
         entity=entity,
         cells=Cells.of(names, low, bucket, entity, (starts - low) // bucket, fixed, fixed_entity),
-        segment_sends=segment_sends,
-        segment_entity=entity[first_row] if len(first_row) else entity[:0],
-        segment_key=repeated["key"].iloc[first_row].to_numpy(dtype=object),
+        key_sends=key_sends,
+        key_entity=entity[first_row] if len(first_row) else entity[:0],
+        keys=repeated["key"].iloc[first_row].to_numpy(dtype=object),
         sends=np.bincount(entity, minlength=len(names)),
         single=fixed_sends("single").astype("int64"),
-        no_id=fixed_sends("no_id").astype("int64"),
+        without_message_id=fixed_sends("without_message_id").astype("int64"),
         rejected=fixed_sends("rejected").astype("int64"),
     )
 
 
-def distinct_per_segment(segment: np.ndarray, values: pd.Series) -> np.ndarray:
-    """How many distinct ``values`` each segment (0, 1, 2, ... down the rows) holds: pairs
+def distinct_per_key(key_number: np.ndarray, values: pd.Series) -> np.ndarray:
+    """How many distinct ``values`` each key (numbered 0, 1, 2, ... down the rows) holds: pairs
     numbered and hashed, not sorted."""
-    if len(segment) == 0:
+    if len(key_number) == 0:
         return np.zeros(0, dtype=np.int64)
     codes, distinct = pd.factorize(values, use_na_sentinel=False)
-    pairs = pd.unique(segment * max(len(distinct), 1) + codes)
-    return np.bincount(pairs // max(len(distinct), 1), minlength=int(segment[-1]) + 1)
+    pairs = pd.unique(key_number * max(len(distinct), 1) + codes)
+    return np.bincount(pairs // max(len(distinct), 1), minlength=int(key_number[-1]) + 1)
 
 
 def most(score: np.ndarray, n: int) -> np.ndarray:

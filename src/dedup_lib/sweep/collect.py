@@ -6,7 +6,7 @@ small aggregations count everything else per entity and time bucket: sends to ke
 (always accepted), sends without a MessageId (accepted, unprotected) and rejected sends (never
 judged; with partitioning, mixed batches too, refused whatever the window), and with ground
 truth the sends of each message. Neither aggregation needs to know which keys repeat: the
-driver takes off the repeated sends it holds.
+driver takes off the repeated sends it brought in.
 
 An input of at most :data:`LOCAL_ROWS` sends (counted first, reading no column) takes a shorter
 road: one Spark job judges every send (the same rules, keys and time buckets) and brings back
@@ -26,9 +26,9 @@ from dedup_lib.errors import InputError
 from dedup_lib.replay.passes import with_position
 from dedup_lib.replay.sql_rules import validate
 from dedup_lib.sweep import footprint
+from dedup_lib.sweep.collected import Collected, judged_sends
 from dedup_lib.sweep.driver_road import collect_in_driver
 from dedup_lib.sweep.grid import to_micros
-from dedup_lib.sweep.judged import Collected, judged_sends
 from dedup_lib.sweep.spark_road import collect_in_spark
 
 if TYPE_CHECKING:

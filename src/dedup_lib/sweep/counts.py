@@ -1,6 +1,7 @@
 """Every send counted, and what the driver derives from the counts: per entity, kind
 (judged by the window, no MessageId, rejected) and time bucket; with ground truth the rejected
-sends per message; and the sends outside repeated keys, once the repeated ones are held."""
+sends per message; and the sends outside repeated keys, once the repeated ones are in the
+driver."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 #: A send's kind, by its number in :func:`kind`: judged by the window, accepted unprotected
 #: (no MessageId), or rejected.
-KINDS = ("eligible", "no_id", "rejected")
+KINDS = ("eligible", "without_message_id", "rejected")
 REJECTED_KIND = KINDS.index("rejected")
 
 
@@ -33,7 +34,7 @@ def kind(verdict: Column) -> Column:
     return (
         F.when(verdict == REJECTED, F.lit(REJECTED_KIND))
         .when(verdict.isNull(), F.lit(KINDS.index("eligible")))
-        .otherwise(F.lit(KINDS.index("no_id")))
+        .otherwise(F.lit(KINDS.index("without_message_id")))
         .cast("byte")
     )
 
@@ -67,9 +68,9 @@ class Counts:
 def counted(
     df: DataFrame, named: Column, verdict: Column, time: Column, bucket_us: int, truth: bool
 ) -> Counts:
-    """All sends counted per entity, kind (``eligible``, ``no_id``, ``rejected``) and time
-    bucket, with the resends among them when there is ground truth; the rejected ones also
-    per message, which spares the messages' pass the rules."""
+    """All sends counted per entity, kind (``eligible``, ``without_message_id``, ``rejected``)
+    and time bucket, with the resends among them when there is ground truth; the rejected ones
+    also per message, which spares the messages' pass the rules."""
     sort = kind(verdict)
     keys = [
         named.alias("entity"),
@@ -116,8 +117,8 @@ def fixed(
     bucket_us: int,
     truth: bool,
 ) -> pd.DataFrame:
-    """Sends per entity, kind (``single``, ``no_id``, ``rejected``) and time bucket outside
-    repeated keys: from ``counted``, the same for all sends, with the repeated ones (whose
+    """Sends per entity, kind (``single``, ``without_message_id``, ``rejected``) and time bucket
+    outside repeated keys: from ``counted``, the same for all sends, with the repeated ones (whose
     entities are numbered ``entity`` into ``entities``) taken off the eligible (``single``)
     counts."""
     counts = ["sends", "resends"] if truth else ["sends"]

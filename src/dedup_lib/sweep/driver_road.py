@@ -14,8 +14,8 @@ import pyarrow.compute as pc
 from dedup_lib.analysis.totals import NO_ENTITY
 from dedup_lib.columns import NO_EVENT_ID, RANK
 from dedup_lib.sweep import counts
+from dedup_lib.sweep.collected import Collected, finish, in_replay_order
 from dedup_lib.sweep.frames import frame_of
-from dedup_lib.sweep.judged import Collected, finish, in_replay_order
 
 if TYPE_CHECKING:
     pass
@@ -61,8 +61,7 @@ def _repeated_locally(judged: pa.Table) -> pd.DataFrame:
     sizes = np.diff(np.r_[starts, len(key)])
     rank = np.arange(len(key)) - np.repeat(starts, sizes) + 1
     repeated = np.repeat(sizes > 1, sizes)
-    held = eligible.filter(pa.array(repeated)).drop_columns(["kind", "bucket_us"])
-    rows = frame_of(held)
+    rows = frame_of(eligible.filter(pa.array(repeated)).drop_columns(["kind", "bucket_us"]))
     rows[RANK] = rank[repeated].astype(np.int32)
     return rows
 

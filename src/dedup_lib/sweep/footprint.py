@@ -128,7 +128,7 @@ class RowSize:
 
 def per_row(sample: pa.Table, repeated: Sequence[str], truth: bool) -> RowSize:
     """Bytes per repeated send, serialized and in the driver, from ``sample`` (rows judged
-    as the cache judges them, :func:`dedup_lib.sweep.judged.judged_sends`): its rows with a key,
+    as the cache judges them, :func:`dedup_lib.sweep.collected.judged_sends`): its rows with a key,
     as the cache keeps them, plus the rank Spark returns and the two columns the driver adds."""
     eligible = sample.filter(pc.is_valid(sample["key"])).select(list(repeated))
     rows = max(eligible.num_rows, 1)
@@ -243,8 +243,8 @@ def at_least(
     counts = [per_key[name].to_numpy() for name in chosen]
     rows, per_sampled_key = from_samples(counts[0], counts[1], counts[2], one_in)
     names = per_key["entity"].to_numpy(zero_copy_only=False)
-    kept = per_sampled_key > 0
-    per_entity = _per_name(names[kept], per_sampled_key[kept])
+    repeating = per_sampled_key > 0
+    per_entity = _per_name(names[repeating], per_sampled_key[repeating])
     found = _sized(min(rows, eligible), 0, per_entity, size, *_span(counted, bucket_us))
     return dataclasses.replace(found, estimated=True)
 

@@ -1,4 +1,4 @@
-"""Arrow tables into pandas without Python objects: what the cache's rows are held as.
+"""Arrow tables into pandas without Python objects: what the cache's rows are stored as.
 
 Spark hands the driver Arrow batches. Numbers are copied into numpy arrays; texts (entity,
 key, ids, causes) stay Arrow, as pandas' ``str`` columns, where ``object`` columns made one
@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from dedup_lib.memory import release_freed
 
-#: pandas' text type kept in Arrow's buffers (pandas 3's default ``str``; missing is NaN, as
+#: pandas' text type stored in Arrow's buffers (pandas 3's default ``str``; missing is NaN, as
 #: in ``object`` columns): a column of ids costs its bytes, and is hashed and compared in Arrow.
 TEXT = pd.StringDtype("pyarrow", na_value=np.nan)
 
@@ -31,7 +31,7 @@ def frame_of(table: pa.Table) -> pd.DataFrame:
     """``table`` in pandas: numbers in numpy arrays, texts as :data:`TEXT`.
 
     Spark's Arrow batches arrive each in one buffer, every column a slice of it: a column
-    kept as it came keeps its whole batch alive. So the batches are copied a group of
+    left as it came keeps its whole batch alive. So the batches are copied a group of
     :data:`GROUP_BYTES` at a time, each column into buffers of its own, and each group's
     batches let go once copied; pandas then takes the numbers column by column, letting each
     go as it goes. The memory of each group is handed back to the system as it is let go

@@ -18,17 +18,17 @@ from dedup_lib.columns import NEXT, POS, RANK
 from dedup_lib.rules.policy import REJECTED
 from dedup_lib.spark import hashed, spark_errors, to_pandas
 from dedup_lib.sweep import counts, footprint
-from dedup_lib.sweep.frames import frame_of, texts_of
-from dedup_lib.sweep.judged import (
+from dedup_lib.sweep.collected import (
     Collected,
+    carried_columns,
     entity_of,
     finish,
     in_replay_order,
     judged_sends,
-    kept_columns,
     time_us,
     with_rules,
 )
+from dedup_lib.sweep.frames import frame_of, texts_of
 from dedup_lib.sweep.truth import less_rejected
 
 if TYPE_CHECKING:
@@ -72,8 +72,8 @@ def collect_in_spark(
         )
         counted = counts.counted(df, named, rules.verdict, time, bucket_us, truth)
         judged = judged_done.result()
-        held = [c for c in judged.column_names if c not in ("kind", "bucket_us")]
-        size = footprint.per_row(judged, held, truth)
+        columns = [c for c in judged.column_names if c not in ("kind", "bucket_us")]
+        size = footprint.per_row(judged, columns, truth)
         if not (counted.table["kind"] == "rejected").any():
             df, rules = with_rules(positioned, partitioning, rejections=False)
         limits = allowed or footprint.budget(df.sparkSession)
@@ -137,7 +137,7 @@ def _repeated_sends(
             time.alias("time_us"),
             F.col("event_id"),
             F.col(POS).alias("pos"),
-            *kept_columns(truth, carry),
+            *carried_columns(truth, carry),
         )
         .where(F.col("key").isNotNull())
         .select("*", rank.alias(RANK), F.lead("pos").over(by_key).alias(NEXT))

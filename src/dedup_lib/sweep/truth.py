@@ -54,21 +54,24 @@ def message_codes(entity: np.ndarray, logical_id: pd.Series) -> tuple[np.ndarray
 
 
 @dataclass(frozen=True)
-class HeldMessages:
+class RepeatedMessages:
     """The messages of the repeated sends: ``code`` per send, and per message its entity's
-    number in ``entities``, logical_id, sends held (``repeated``) and number (``message``)."""
+    number in ``entities``, logical_id, repeated sends (``repeated``) and number
+    (``message``)."""
 
     code: np.ndarray
     messages: pd.DataFrame
     entities: np.ndarray
 
 
-def held_messages(rows: pd.DataFrame, entity: np.ndarray, entities: np.ndarray) -> HeldMessages:
-    """:class:`HeldMessages` of ``rows`` (the cache's repeated sends, whose entities are
+def repeated_messages(
+    rows: pd.DataFrame, entity: np.ndarray, entities: np.ndarray
+) -> RepeatedMessages:
+    """:class:`RepeatedMessages` of ``rows`` (the cache's repeated sends, whose entities are
     numbered ``entity`` into the names ``entities``): numbered while Spark still counts the
     messages."""
     code, first = message_codes(entity, rows["logical_id"])
-    held = pd.DataFrame(
+    messages = pd.DataFrame(
         {
             "entity": entity[first],
             "logical_id": rows["logical_id"].iloc[first].reset_index(drop=True),
@@ -76,10 +79,12 @@ def held_messages(rows: pd.DataFrame, entity: np.ndarray, entities: np.ndarray) 
             "message": np.arange(len(first)),
         }
     )
-    return HeldMessages(code, held, entities)
+    return RepeatedMessages(code, messages, entities)
 
 
-def accepted_elsewhere(held: HeldMessages, messages: pa.Table) -> tuple[np.ndarray, pd.DataFrame]:
+def accepted_elsewhere(
+    repeated: RepeatedMessages, messages: pa.Table
+) -> tuple[np.ndarray, pd.DataFrame]:
     """Per repeated send, the sends of its message that are accepted whatever the window
     (outside repeated keys, not rejected); and per entity the messages, the extra deliveries
     of messages with no send in a repeated key, and the messages whose every send was
@@ -88,13 +93,14 @@ def accepted_elsewhere(held: HeldMessages, messages: pa.Table) -> tuple[np.ndarr
     # Filtered before leaving Arrow: integer ids without the nulls of the other rows stay
     # integers, exact.
     several = frame_of(messages.filter(messages["several"]))
-    numbers = pd.Series(np.arange(len(held.entities)), index=held.entities)
+    numbers = pd.Series(np.arange(len(repeated.entities)), index=repeated.entities)
     named = several["entity"].map(numbers).fillna(-1).to_numpy(dtype=np.int64)
-    message = _held(held.messages, named, several["logical_id"])
+    message = _message_numbers(repeated.messages, named, several["logical_id"])
     hit = message >= 0
-    elsewhere = np.zeros(len(held.messages), dtype=np.int64)
+    elsewhere = np.zeros(len(repeated.messages), dtype=np.int64)
     elsewhere[message[hit]] = (
-        several["unrejected"].to_numpy()[hit] - held.messages["repeated"].to_numpy()[message[hit]]
+        several["unrejected"].to_numpy()[hit]
+        - repeated.messages["repeated"].to_numpy()[message[hit]]
     )
     # A message with no send in a repeated key is delivered once per send not rejected.
     settled = several[~hit]
@@ -102,18 +108,21 @@ def accepted_elsewhere(held: HeldMessages, messages: pa.Table) -> tuple[np.ndarr
     totals = messages.select(["entity", "messages", "messages_rejected"]).to_pandas()
     totals = totals.groupby("entity")[["messages", "messages_rejected"]].sum()
     totals.insert(1, "extra_deliveries", extra.reindex(totals.index, fill_value=0))
-    return elsewhere[held.code], totals.astype("int64").reset_index()
+    return elsewhere[repeated.code], totals.astype("int64").reset_index()
 
 
-def _held(held: pd.DataFrame, entity: np.ndarray, logical_id: pd.Series) -> np.ndarray:
-    """The number of the held message (a row of ``held``, one per message) that each message
-    ``entity`` (a code; -1: no entity held) and ``logical_id`` is, -1 where none. The ids of
-    both are numbered together, then the pairs: a held pair comes first, so its number is its
-    row, sooner than a merge finds it (docs/decisions/query-shapes.md)."""
-    known = len(held)
-    ids = pd.concat([held["logical_id"], logical_id], ignore_index=True)
+def _message_numbers(
+    repeated: pd.DataFrame, entity: np.ndarray, logical_id: pd.Series
+) -> np.ndarray:
+    """The number of the repeated message (a row of ``repeated``, one per message) that each
+    message ``entity`` (a code; -1: an entity with no repeated send) and ``logical_id`` is, -1
+    where none. The ids of both are numbered together, then the pairs: a repeated message's
+    pair comes first, so its number is its row, sooner than a merge finds it
+    (docs/decisions/query-shapes.md)."""
+    known = len(repeated)
+    ids = pd.concat([repeated["logical_id"], logical_id], ignore_index=True)
     id_code, distinct = pd.factorize(ids, use_na_sentinel=False)
-    entities = np.concatenate([held["entity"].to_numpy(dtype=np.int64), entity])
+    entities = np.concatenate([repeated["entity"].to_numpy(dtype=np.int64), entity])
     number, _ = pd.factorize(entities * max(len(distinct), 1) + id_code)
     found = number[known:]
     return np.where(found < known, found, -1)

@@ -20,7 +20,7 @@ import pandas as pd
 from dedup_lib.analysis.summaries import SUMMARY_COLUMNS
 from dedup_lib.analysis.totals import ALL_ENTITIES, NO_ENTITY, with_total
 from dedup_lib.errors import InputError
-from dedup_lib.sweep.codes import distinct_per_segment, most
+from dedup_lib.sweep.codes import distinct_per_key, most
 from dedup_lib.sweep.grid import to_micros, window_grid
 from dedup_lib.sweep.truth import truth_columns, truth_table
 
@@ -113,17 +113,17 @@ class CacheViews:
         >>> table["duplicates"].tolist()
         [0, 2945, 159, 3104]
         """
-        accepted = self.cache.anchors(window).accepted
+        verdicts = self.cache.anchors(window).accepted
         c = self.cache.codes
-        kept = np.bincount(c.entity, weights=accepted, minlength=len(c.names)).astype("int64")
+        accepted = np.bincount(c.entity, weights=verdicts, minlength=len(c.names)).astype("int64")
         table = pd.DataFrame(
             {
                 "entity": c.names,
-                "sends": c.sends + c.single + c.no_id + c.rejected,
-                "accepted": kept + c.single + c.no_id,
-                "duplicates": c.sends - kept,
+                "sends": c.sends + c.single + c.without_message_id + c.rejected,
+                "accepted": accepted + c.single + c.without_message_id,
+                "duplicates": c.sends - accepted,
                 "rejected": c.rejected,
-                "without_message_id": c.no_id,
+                "without_message_id": c.without_message_id,
                 "not_checked": 0,
             }
         )
@@ -265,27 +265,27 @@ class CacheViews:
         """
         accepted = self.cache.anchors(window).accepted
         c = self.cache.codes
-        if len(c.segment_sends) == 0:
+        if len(c.key_sends) == 0:
             return pd.DataFrame({"entity": [], "key": [], "sends": [], "duplicates": []})
-        duplicates = np.bincount(self.cache.keyed.segment, weights=~accepted).astype("int64")
-        sends = c.segment_sends.astype("int64")
+        duplicates = np.bincount(self.cache.keyed.key_number, weights=~accepted).astype("int64")
+        sends = c.key_sends.astype("int64")
         eligible = np.arange(len(duplicates))
         if entity not in (None, ALL_ENTITIES):
             code = c.names.index(entity) if entity in c.names else -1
-            eligible = np.flatnonzero(c.segment_entity == code)
+            eligible = np.flatnonzero(c.key_entity == code)
         rows = most(duplicates[eligible] * (int(sends.max()) + 1) + sends[eligible], n)
         rows = eligible[rows]
         names = np.asarray(c.names, dtype=object)
         table = pd.DataFrame(
             {
-                "entity": names[c.segment_entity[rows]],
-                "key": c.segment_key[rows],
+                "entity": names[c.key_entity[rows]],
+                "key": c.keys[rows],
                 "sends": sends[rows],
                 "duplicates": duplicates[rows],
             }
         )
         if self.cache.has_ground_truth:
-            table["messages"] = self._messages_per_segment[rows].astype("int64")
+            table["messages"] = self._messages_per_key[rows].astype("int64")
         # Ties by entity and key, as a stable order.
         top = table.sort_values(
             ["duplicates", "sends", "entity", "key"], ascending=[False, False, True, True]
@@ -344,13 +344,13 @@ class CacheViews:
         return self._resend_delays(None)
 
     @cached_property
-    def _messages_per_segment(self) -> np.ndarray:
+    def _messages_per_key(self) -> np.ndarray:
         """How many messages each repeated key carries (ground truth), computed once."""
-        return distinct_per_segment(self.cache.keyed.segment, self.cache.repeated["logical_id"])
+        return distinct_per_key(self.cache.keyed.key_number, self.cache.repeated["logical_id"])
 
     def _resend_delays(self, columns: Sequence[str] | None) -> pd.DataFrame:
-        segment, time = self.cache.keyed.segment, self.cache.keyed.time_us
-        later = np.flatnonzero(segment[1:] == segment[:-1]) + 1
+        key_number, time = self.cache.keyed.key_number, self.cache.keyed.time_us
+        later = np.flatnonzero(key_number[1:] == key_number[:-1]) + 1
 
         def column(name: str) -> Any:
             if name == "delay_s":
@@ -359,7 +359,7 @@ class CacheViews:
                 return pd.to_datetime(time[later], unit="us", utc=True)
             return self.cache.repeated[name].take(later).reset_index(drop=True)
 
-        carried = [str(c) for c in self.cache.repeated if c not in ("segment", "pos")]
+        carried = [str(c) for c in self.cache.repeated if c not in ("key_number", "pos")]
         names = columns or [*carried, "delay_s", "time"]
         table = pd.DataFrame({name: column(name) for name in names})
         if "entity" in table:

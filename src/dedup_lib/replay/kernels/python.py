@@ -86,19 +86,19 @@ def _originals(time: pa.Array, event_id: pa.Array) -> pa.StructArray:
 
 def find_originals(
     batches: Iterator[tuple[pa.Array, ...]],
-    window_micros: int,
+    window_us: int,
     has_window: bool = False,
 ) -> Iterator[pa.StructArray]:
     """Per send, its original's time and event id when it is a duplicate, else null.
 
-    Each batch is (key, entity, send_time, event_id, decided, [window]). ``window_micros`` is
+    Each batch is (key, entity, send_time, event_id, decided, [window]). ``window_us`` is
     the window of every send, unless ``has_window``: then the last argument holds each send's
     window in microseconds (entities with different settings).
     """
     anchor: _Anchor | None = None
     for arrays in batches:
         inputs = Inputs.unpack(arrays, True, has_window)
-        time, event_id, anchor = _replay_batch(inputs, window_micros, anchor)
+        time, event_id, anchor = _replay_batch(inputs, window_us, anchor)
         yield _originals(time, event_id)
 
 

@@ -1,6 +1,6 @@
-"""What both roads of :func:`dedup_lib.sweep.collect.collect` share: the rules of a mode on
-the input, every send as one narrow judged row, the replay order and its check, and the
-:class:`Collected` tables they end in."""
+"""The :class:`Collected` tables both roads of :func:`dedup_lib.sweep.collect.collect` end
+in, and what they share to make them: the rules of a mode on the input, every send as one
+narrow row, the replay order and its check."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from dedup_lib.memory import release_freed
 from dedup_lib.replay.sql_rules import Rules, sql_rules, with_batches
 from dedup_lib.rules.policy import DedupPolicy
 from dedup_lib.sweep import counts
-from dedup_lib.sweep.truth import accepted_elsewhere, held_messages
+from dedup_lib.sweep.truth import accepted_elsewhere, repeated_messages
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Collected:
     """What :func:`collect` brings back: ``repeated`` (the sends of repeated keys, numbered
-    by key in ``segment``, in replay order), ``fixed`` (the other sends counted per entity,
+    by key in ``key_number``, in replay order), ``fixed`` (the other sends counted per entity,
     kind and time bucket), ``truth_fixed`` (per entity message counts, None without ground
     truth) and ``bucket_us``, the width of the time buckets."""
 
@@ -74,11 +74,11 @@ def finish(
     the driver's numbering."""
     entity, entities = counts.entity_codes(rows["entity"])
     fixed = counts.fixed(counted, rows, entity, entities, bucket_us, truth)
-    held = held_messages(rows, entity, entities) if truth else None
+    numbered = repeated_messages(rows, entity, entities) if truth else None
     table = messages()
     truth_fixed = None
-    if held is not None and table is not None:
-        rows["accepted_elsewhere"], truth_fixed = accepted_elsewhere(held, table)
+    if numbered is not None and table is not None:
+        rows["accepted_elsewhere"], truth_fixed = accepted_elsewhere(numbered, table)
     release_freed()
     return Collected(rows, fixed, truth_fixed, bucket_us)
 
@@ -101,8 +101,8 @@ def entity_of(df: DataFrame) -> Column:
     return (F.col("entity") if "entity" in df.columns else F.lit(None)).cast("string")
 
 
-def kept_columns(truth: bool, carry: Sequence[str]) -> list[Column]:
-    """The ground truth and carried columns that a repeated send keeps."""
+def carried_columns(truth: bool, carry: Sequence[str]) -> list[Column]:
+    """The ground truth and carried columns that a repeated send brings along."""
     truth_columns = (
         [F.col("logical_id"), F.col("attempt").cast("int").alias("attempt")] if truth else []
     )
@@ -123,7 +123,7 @@ def judged_sends(
         time.alias("time_us"),
         F.col("event_id"),
         F.col(POS).alias("pos"),
-        *kept_columns(truth, carry),
+        *carried_columns(truth, carry),
         counts.kind(rules.verdict).alias("kind"),
         counts.bucket_start(time, bucket_us).alias("bucket_us"),
     )
@@ -138,7 +138,7 @@ def time_us(df: DataFrame) -> Column:
 
 
 def in_replay_order(rows: pd.DataFrame) -> pd.DataFrame:
-    """The repeated sends numbered by key (``segment``), in replay order.
+    """The repeated sends numbered by key (``key_number``), in replay order.
 
     Spark returns each key's sends together and in order, with their rank in the key: checked
     here (:func:`arrow_ordered`, over the texts' Arrow buffers as they are). Should the rows
@@ -152,5 +152,5 @@ def in_replay_order(rows: pd.DataFrame) -> pd.DataFrame:
         order = np.lexsort((rank, pd.factorize(pairs)[0]))
         rows = rows.take(order).reset_index(drop=True)
         first = rank[order] == 1
-    rows["segment"] = np.cumsum(first) - 1
+    rows["key_number"] = np.cumsum(first) - 1
     return rows
