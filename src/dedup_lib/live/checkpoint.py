@@ -64,7 +64,7 @@ class Settings:
 
 
 def _rule(policy: DedupPolicy | None) -> Any:
-    return None if policy is None else [policy.window_micros, policy.partitioning]
+    return None if policy is None else [policy.window_us, policy.partitioning]
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from dedup_lib.columns import (
     WINDOW,
     column,
 )
-from dedup_lib.replay.sql_rules import entity_window, sql_rules, text, window_micros
+from dedup_lib.replay.sql_rules import entity_window, sql_rules, text, window_us
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -63,7 +63,7 @@ def keyed_sends(sends: DataFrame, policy: Policies, content: list[str]) -> Keyed
     verdict, reason and ``dedup_key`` the rules give before any walk (null verdict: a send
     to judge). ``content``: the columns compared as content (none: no content columns)."""
     rules = sql_rules(sends, policy)
-    window = window_micros(policy)
+    window = window_us(policy)
     entity = text(sends, "entity")
     judged = ~rules.decided
     extra = []
