@@ -1,5 +1,5 @@
 """The monitor killed at each step of a micro-batch, then started again on its checkpoint: the
-verdicts, the refused rows and the alerts come out as a run that was never killed gives them,
+verdicts, the quarantined rows and the alerts come out as a run that was never killed gives them,
 each once, and the alerts file has no cut line (docs/guide/live.md, "How it runs")."""
 
 from __future__ import annotations

@@ -244,7 +244,7 @@ def _output_options(cmd: argparse.ArgumentParser) -> None:
         help="alert on the same content accepted again within this long (default: PT1H)",
     )
     cmd.add_argument(
-        "--quarantine", help="Parquet folder of refused rows (default: OUT-quarantine)"
+        "--quarantine", help="Parquet folder of quarantined rows (default: OUT-quarantine)"
     )
     cmd.add_argument(
         "--metrics",

@@ -69,7 +69,7 @@ def _rule(policy: DedupPolicy | None) -> Any:
 
 @dataclass(frozen=True)
 class Folders:
-    """Where the monitor writes: verdicts, refused rows, alerts, and its checkpoint."""
+    """Where the monitor writes: verdicts, quarantined rows, alerts, and its checkpoint."""
 
     out: str
     checkpoint: str

@@ -7,7 +7,7 @@ A micro-batch ``N``:
 1. the ledger plans what is new in the folder, its chunks are copied into the checkpoint,
    then the plan (chunks and the ledger after them) is recorded: ``plans/plan-N.json``;
 2. Spark reads the chunks (:mod:`dedup_lib.live.intake.micro_batch`), the driver judges the sends
-   (:mod:`dedup_lib.live.state.judge`), the verdicts and refused rows are written
+   (:mod:`dedup_lib.live.state.judge`), the verdicts and quarantined rows are written
    (``part-N.parquet``, replacing any a crashed run left), the new anchors are written
    (the state's segment ``N``) and the sends still waiting (``pending/pending-N.arrow``);
 3. the commit, ``commits/commit-N.json`` (the watermark, the counts, the micro-batch's
@@ -189,7 +189,7 @@ class Runner:
         return line
 
     def _write(self, batch: int, intake: Intake, judged: Judged) -> pa.Table:
-        """The verdicts, refused rows, alerts and the sends still waiting written; the
+        """The verdicts, quarantined rows, alerts and the sends still waiting written; the
         alerts. The Parquet files are written in a thread beside the alerts (pyarrow lets go
         of Python's lock)."""
         answered = judged.answered
@@ -211,7 +211,7 @@ class Runner:
         return StateSize(state.keys, state.memory_bytes, state.disk_bytes, waiting)
 
     def _write_parts(self, batch: int, answered: pa.Table, quarantine: pa.Table) -> None:
-        """The verdicts, without the monitor's own columns, and the refused rows."""
+        """The verdicts, without the monitor's own columns, and the quarantined rows."""
         drop = [c for c in (*MONITOR_COLUMNS, ORIGINAL_CONTENT) if c in answered.column_names]
         if answered.num_rows:
             write_part(self.folders.out, batch, answered.drop_columns(drop))

@@ -239,8 +239,3 @@ def window_us(policies: Policies) -> int | dict[str, int]:
     if len(set(windows.values())) <= 1:
         return next(iter(windows.values()), DedupPolicy().window_us)
     return windows
-
-
-#: :func:`window_us` under its former name, for the live monitor's intake
-#: (``dedup_lib.live.intake.keyed``) until it imports :func:`window_us`.
-window_micros = window_us

@@ -1,6 +1,6 @@
 """What the live monitor writes and says.
 
-- :mod:`~dedup_lib.live.output.sink`: the verdicts' and refused rows' Parquet files, the
+- :mod:`~dedup_lib.live.output.sink`: the verdicts' and quarantined rows' Parquet files, the
   alerts file.
 - :mod:`~dedup_lib.live.output.jsonl`: an Arrow table as JSON Lines.
 - :mod:`~dedup_lib.live.output.lines`: each micro-batch's line.

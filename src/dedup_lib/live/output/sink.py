@@ -1,4 +1,4 @@
-"""What the monitor writes for others to read: a Parquet file of verdicts (and one of refused
+"""What the monitor writes for others to read: a Parquet file of verdicts (and one of quarantined
 rows) per micro-batch, and the alerts appended to a JSON Lines file, each micro-batch's once.
 
 A micro-batch done again after a crash writes its own Parquet files again, whole. The alerts

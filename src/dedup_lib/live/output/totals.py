@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class Totals:
-    """Counts of micro-batches: sends by (entity, verdict), alerts by (entity, kind), refused
+    """Counts of micro-batches: sends by (entity, verdict), alerts by (entity, kind), quarantined
     rows by reason category, notes by kind, records that are not sends, rows read; and when
     (Unix time) an alert of each (entity, kind) was last raised, a send last judged and a
     micro-batch last committed."""
