@@ -87,3 +87,9 @@ def test_long_chains_end_as_a_send_by_send_walk_ends_them(seed):
         accepted, anchor = _walked_one_send_at_a_time(numbers, time_us, window_us)
         assert found.accepted.tolist() == accepted.tolist(), window_us
         assert found.anchor.tolist() == anchor.tolist(), window_us
+
+
+def test_window_micros_is_window_us_under_its_former_name_and_warns():
+    anchors = walk([0, 0], [0, 5], 10)
+    with pytest.warns(DeprecationWarning, match="window_us"):
+        assert anchors.window_micros == anchors.window_us == 10 * S

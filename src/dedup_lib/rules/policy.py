@@ -156,7 +156,7 @@ class DedupPolicy:
     def window_micros(self) -> int:
         """int: The window in whole microseconds: :attr:`window_us` under its former name.
 
-        .. deprecated:: next release
+        .. deprecated:: 0.2.0
             ``window_micros`` is :attr:`window_us` (the glossary's one word for microseconds)
             and goes in the release after this one.
 

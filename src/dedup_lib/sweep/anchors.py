@@ -12,6 +12,7 @@ docs/decisions/sweep-in-memory.md).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,16 @@ class Anchors:
 
     window_us: int
     accepted: np.ndarray
+
+    @property
+    def window_micros(self) -> int:
+        """:attr:`window_us` under its former name, for a release (``DeprecationWarning``)."""
+        warnings.warn(
+            "Anchors.window_micros is deprecated: read Anchors.window_us",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.window_us
 
     @property
     def anchor(self) -> np.ndarray:
