@@ -7,8 +7,9 @@ exactly at the end is accepted again) is accepted and anchors the next one. Send
 are duplicates of the anchor and do not move it. One loop, compiled by numba (a walk is one
 pass over the rows, whatever the window), serves every Python caller: the explorer's sweep
 (:mod:`dedup_lib.sweep.anchors`), the live monitor's judge (:mod:`dedup_lib.live.state.judge`)
-and the replay's Python kernel (:mod:`dedup_lib.replay.kernels.python`). The JVM kernel's
-walk is its Java twin (``kernels/java/Replay.java``).
+and the replay's Python kernel (:mod:`dedup_lib.replay.kernels.python`). Its Java twin is
+``kernels/java/Anchor.java``, the rule both JVM walks call (the replay's JVM kernel and the
+live monitor's judge on the executors).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from dedup_lib.columns import DECIDED, INTERNAL, K0, K1, SEND_MICROS, WINDOW, column
-from dedup_lib.replay.kernels.jvm import JvmKernelUnavailable, built_jar
+from dedup_lib.replay.kernels.jvm import ANCHOR, JvmKernelUnavailable, built_jar
 from dedup_lib.spark import is_connect
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def jar_path() -> Path:
     >>> jar_path().name[:11]
     'dedup-live-'
     """
-    return built_jar([SOURCE], "dedup-live", "the live monitor's judge on the executors")
+    return built_jar([ANCHOR, SOURCE], "dedup-live", "the live monitor's judge on the executors")
 
 
 def load(spark: SparkSession) -> None:

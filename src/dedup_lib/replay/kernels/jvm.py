@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 SOURCE = Path(__file__).with_name("java") / "Replay.java"
+#: The anchor rule both JVM walks call: this kernel and the live monitor's judge on the executors.
+ANCHOR = Path(__file__).with_name("java") / "Anchor.java"
 CLASS_NAME = "dedup_lib.Replay"
 #: The bytecode level: the oldest Java that PySpark 4 runs on.
 RELEASE = "17"
@@ -81,7 +83,7 @@ def jar_path() -> Path:
     A build that failed is not tried again in this process: every later call raises the
     same error at once, instead of running ``javac`` again.
     """
-    return built_jar([SOURCE], "dedup-replay", "the JVM replay kernel")
+    return built_jar([ANCHOR, SOURCE], "dedup-replay", "the JVM replay kernel")
 
 
 def built_jar(sources: Sequence[Path], prefix: str, what: str) -> Path:
@@ -90,7 +92,7 @@ def built_jar(sources: Sequence[Path], prefix: str, what: str) -> Path:
 
     Examples
     --------
-    >>> built_jar([SOURCE], "dedup-replay", "the JVM replay kernel").name[:13]
+    >>> built_jar([ANCHOR, SOURCE], "dedup-replay", "the JVM replay kernel").name[:13]
     'dedup-replay-'
     """
     try:

@@ -207,11 +207,11 @@ public final class LiveMonitor {
                     .thenComparing((p, q) -> compareIds(p.get(iEvent), q.get(iEvent))));
             for (Row p : due) {
                 long t = p.getLong(iMicros);
-                if (a != null && a.getLong(0) <= t && t < a.getLong(1)) {
+                if (a != null && Anchor.catches(a.getLong(0), a.getLong(1), t)) {
                     out.add(answer(p, "duplicate", a.getLong(0), a.get(2), null));
                 } else {
                     out.add(answer(p, "accepted", null, null, null));
-                    a = RowFactory.create(t, t + p.getLong(iWindow), p.get(iEvent));
+                    a = RowFactory.create(t, Anchor.closes(t, p.getLong(iWindow)), p.get(iEvent));
                 }
             }
             return a;

@@ -54,7 +54,8 @@ public final class Replay
                 && follows
                 && key1 == this.key1
                 && key2 == this.key2
-                && t < anchorMicros + (window == null ? 0L : window)) {
+                && Anchor.catches(
+                        anchorMicros, Anchor.closes(anchorMicros, window == null ? 0L : window), t)) {
             return RowFactory.create(
                     Instant.ofEpochSecond(
                             Math.floorDiv(anchorMicros, 1_000_000L),
