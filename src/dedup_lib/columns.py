@@ -85,7 +85,7 @@ NO_EVENT_ID = INTERNAL + "no_event_id"
 KEY_HASH = INTERNAL + "key_hash"
 GROUP_HASH = INTERNAL + "group_hash"
 #: Whether an entity of the sends is one the broker's export covers (reconcile).
-COVERED = INTERNAL + "kept_entity"
+COVERED = INTERNAL + "covered_entity"
 #: Which capacity a row of ``count_sweep``'s stacked results was judged at.
 CAPACITY = INTERNAL + "capacity"
 
