@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dedup_lib.errors import InputError, printable
 from dedup_lib.live.durable import numbered, read_json, write_json
-from dedup_lib.live.landing.ledger import Reading, Seen
+from dedup_lib.live.landing.chunks import MovedError, remove_chunks, write_chunks
+from dedup_lib.live.landing.ledger import Plan, Reading, Seen
 from dedup_lib.live.output.lines import BatchLine
 from dedup_lib.live.output.totals import Totals
 from dedup_lib.rules.policy import DedupPolicy
@@ -117,6 +118,23 @@ class Folders:
         before, redo = plans.get(batch - 1), plans.get(batch)
         files = PlanRecord.from_json(read_json(before)).files if before else {}
         return files, PlanRecord.from_json(read_json(redo)) if redo else None
+
+    def record_plan(self, batch: int, planned: Plan) -> PlanRecord | None:
+        """Micro-batch ``batch``'s plan: its chunks copied into the checkpoint, then its
+        record written; None when a file moved while it was copied (its chunks gone: plan
+        again)."""
+        folder = os.path.join(self.chunks, f"{batch:010d}")
+        try:
+            paths = write_chunks(folder, planned.chunks)
+        except MovedError:
+            remove_chunks(folder)
+            return None
+        pairs = zip(paths, planned.chunks, strict=True)
+        names = {os.path.basename(path): chunk.name for path, chunk in pairs}
+        kinds = [note.kind for note in planned.notes]
+        recorded = PlanRecord(batch, paths, names, planned.files, kinds)
+        recorded.write(self)
+        return recorded
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from dedup_lib.live.durable import read_arrow, read_json, remove, write_arrow
 from dedup_lib.live.intake.keyed import MONITOR_COLUMNS
 from dedup_lib.live.intake.micro_batch import Intake, load_micro_batch
 from dedup_lib.live.landing import ledger
-from dedup_lib.live.landing.chunks import MovedError, remove_chunks, write_chunks
+from dedup_lib.live.landing.chunks import remove_chunks
 from dedup_lib.live.output.labels import EntityLabels
 from dedup_lib.live.output.lines import BatchLine, StateSize
 from dedup_lib.live.output.sink import AlertsFile, write_part
@@ -141,23 +141,8 @@ class Runner:
             self.files = planned.files
             self.more = False
             return None
-        folder = os.path.join(self.folders.chunks, f"{self.batch:010d}")
-        try:
-            paths = write_chunks(folder, planned.chunks)
-        except MovedError:
-            remove_chunks(folder)
-            self.more = True
-            return None
-        self.more = planned.more
-        names = zip(paths, planned.chunks, strict=True)
-        recorded = PlanRecord(
-            self.batch,
-            paths,
-            {os.path.basename(path): chunk.name for path, chunk in names},
-            planned.files,
-            [note.kind for note in planned.notes],
-        )
-        recorded.write(self.folders)
+        recorded = self.folders.record_plan(self.batch, planned)
+        self.more = recorded is None or planned.more
         return recorded
 
     def _run(self, recorded: PlanRecord) -> BatchLine:

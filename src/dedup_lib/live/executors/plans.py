@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from dedup_lib.live.checkpoint import PlanRecord
 from dedup_lib.live.durable import remove
 from dedup_lib.live.landing import ledger
-from dedup_lib.live.landing.chunks import MovedError, remove_chunks, write_chunks
+from dedup_lib.live.landing.chunks import remove_chunks
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -69,7 +69,7 @@ class PlanFeed:
         if not planned.chunks:
             self.files, self.more = planned.files, False
             return None
-        recorded = record_plan(self.folders, self.batch, planned)
+        recorded = self.folders.record_plan(self.batch, planned)
         self.more = recorded is None or planned.more
         return recorded
 
@@ -80,23 +80,6 @@ class PlanFeed:
             if number < recorded.batch:
                 remove(path)
         self.files, self.batch = recorded.files, recorded.batch + 1
-
-
-def record_plan(folders: Folders, batch: int, planned: ledger.Plan) -> PlanRecord | None:
-    """Plan ``batch``'s chunks copied into ``folders``' checkpoint and its record written;
-    None when a file moved while it was copied (its chunks gone: plan again)."""
-    folder = os.path.join(folders.chunks, f"{batch:010d}")
-    try:
-        paths = write_chunks(folder, planned.chunks)
-    except MovedError:
-        remove_chunks(folder)
-        return None
-    pairs = zip(paths, planned.chunks, strict=True)
-    names = {os.path.basename(path): chunk.name for path, chunk in pairs}
-    kinds = [note.kind for note in planned.notes]
-    recorded = PlanRecord(batch, paths, names, planned.files, kinds)
-    recorded.write(folders)
-    return recorded
 
 
 def run_plans(
