@@ -53,8 +53,8 @@ def write_verdicts(answered: DataFrame, batch: int, out: str) -> None:
     """Micro-batch ``batch``'s judged rows as the driver's monitor writes verdicts (the sends'
     columns without the monitor's own, ``original_send_time``, ``original_event_id``,
     ``missed_watermark``), replacing any an earlier run of it wrote: one Spark job."""
-    carried = [c for c in answered.columns if not c.startswith(INTERNAL)]
-    carried = [c for c in carried if c not in (ORIGINAL_MICROS, "original_event_id", MISSED_MS)]
+    answers = (ORIGINAL_MICROS, "original_event_id", MISSED_MS)  # written below, as verdicts
+    carried = [c for c in answered.columns if not c.startswith(INTERNAL) and c not in answers]
     verdicts = answered.select(
         *(column(c) for c in carried),
         F.timestamp_micros(column(ORIGINAL_MICROS)).alias("original_send_time"),
