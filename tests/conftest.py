@@ -6,9 +6,10 @@ what can differ between the two kinds of session (a path the server resolves, an
 raises, loads on threads of one session, a stream whose micro-batches run in the server, Arrow
 conversions). What cannot differ (another plan of the same operations, other data) runs once,
 on classic.
-With pytest-xdist the two passes are units of their own (:data:`SESSION_UNIT`,
-:data:`CONNECT_UNIT`), each taken whole by one worker; a worker that meets both stops the
-classic session before the Connect one starts (one process cannot hold both).
+With pytest-xdist the classic pass is two units (:data:`SESSION_UNIT`,
+:data:`SECOND_SESSION_UNIT`) and the Connect pass one (:data:`CONNECT_UNIT`), each taken whole
+by one worker; a worker that meets both kinds stops the classic session before the Connect one
+starts (one process cannot hold both), and the Connect pass comes after every classic unit.
 ``SPARK_REMOTE`` set in the environment runs every Spark test on Connect alone, against that
 server.
 """
@@ -39,11 +40,10 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-settings.register_profile("ci", parent=settings.get_profile("default"), max_examples=60)
+# CI runs the default: each property's generated cases are Spark jobs, and 60 instead of 40
+# cost make test half a minute of its 15. HYPOTHESIS_PROFILE=thorough runs 500.
 settings.register_profile("thorough", parent=settings.get_profile("default"), max_examples=500)
-settings.load_profile(
-    os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default")
-)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # The driver's memory is the library's default (4g), as users run it: with 2g, the four shapes
 # test_samples loads at once ran the session's JVM out of heap in CI (2026-11-27), and every
@@ -184,6 +184,13 @@ def _lab_order(item: pytest.Item) -> int:
 PASS = "spark_pass"
 #: The unit of the tests on the run's own classic Spark session.
 SESSION_UNIT = "spark-session"
+#: A second unit on a classic session of its own: the command lines' and the live monitor's
+#: tests (:data:`SECOND_SESSION`), a third of the classic pass, which wait on processes and
+#: servers of their own. One unit held the whole pass, 15 minutes on one worker: make test
+#: could not end sooner, whatever the other worker did.
+SECOND_SESSION_UNIT = "spark-session-2"
+#: The folders and modules whose classic tests are :data:`SECOND_SESSION_UNIT`'s.
+SECOND_SESSION = ("tests/cli/", "tests/live/", "tests/test_command_lines.py")
 #: The unit of the same tests' Connect pass, on a local Spark Connect server: a unit of its
 #: own, so that the worker that ends JupyterLab's unit takes it while the other still runs the
 #: classic pass (one worker ran both passes, for minutes after the other had nothing left).
@@ -199,6 +206,7 @@ LAB_UNIT = "lab"
 UNITS = (
     SESSION_UNIT,
     LAB_UNIT,
+    SECOND_SESSION_UNIT,  # before the Connect pass: a worker may end on Connect, not start
     CONNECT_UNIT,
     "tests/test_wheel.py",
     "tests/cluster/test_remote.py",
@@ -207,13 +215,15 @@ UNITS = (
 
 def _unit(item: pytest.Item, mode: str | None) -> str | None:
     """The unit of :data:`UNITS` that ``item`` belongs to, if any (``--dist loadgroup``):
-    every test on the run's own classic session, so that one JVM holds it, and every test of
-    the Connect pass (``mode``), so that one server does; the tests that share JupyterLab; a
+    the tests on a classic session in two units, each held by one JVM; every test of the
+    Connect pass (``mode``), so that one server does; the tests that share JupyterLab; a
     costly module."""
     fixtures = getattr(item, "fixturenames", ())
-    if "spark" in fixtures:
-        return CONNECT_UNIT if mode == "connect" else SESSION_UNIT
     module = item.nodeid.partition("::")[0]
+    if "spark" in fixtures:
+        if mode == "connect":
+            return CONNECT_UNIT
+        return SECOND_SESSION_UNIT if module.startswith(SECOND_SESSION) else SESSION_UNIT
     if module.startswith("tests/browser/") or {"hostile_report", "lab"} & set(fixtures):
         return LAB_UNIT
     return module if module in UNITS else None

@@ -80,7 +80,6 @@ def test_each_cause_of_a_missed_resend(spark):
     assert summary.loc[("q", MISS_AFTER_WINDOW), "longest_caught_from"] == pytest.approx(601.000001)
 
 
-@pytest.mark.connect
 def test_caught_from_is_the_shortest_window_from_which_on_every_window_catches(spark):
     # At a 10 s window 0 is an anchor, 8 a duplicate, 13 and 24 new anchors. The resend at
     # 24 is caught at 12 s by luck (anchors 0 and 13), missed at 24 s, caught from 24 s + 1 us.

@@ -102,7 +102,6 @@ def test_a_broker_with_the_replays_window_agrees_with_it(spark):
         found.table("kept")  # type: ignore[arg-type]
 
 
-@pytest.mark.connect
 def test_a_shorter_real_window_shows_as_contradictions_and_the_window_that_agrees(spark):
     replayed = DedupPolicy("PT10M")
     kept = kept_by(SHORT, DedupPolicy("PT1M"))

@@ -18,8 +18,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 COLUMNS = ["verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
 
 
-@pytest.mark.slow
-@pytest.mark.connect  # on Connect, the lines come through the checkpoint (live.lines)
+@pytest.mark.slow  # on Connect, the lines through the checkpoint: tests/live/test_watch.py
 def test_watch_once_gives_simulates_verdicts_on_traces(spark, capsys, tmp_path):
     landing = tmp_path / "landing"
     landing.mkdir()
