@@ -9,7 +9,7 @@ LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 # Java 17+, the JVM replay kernel built (or why the Python one will run), the Jupyter kernel.
 CHECK = $(BIN)/dedup-lib doctor
 
-.PHONY: help install lab test test-fast test-cluster lint docs bench profile-engine bench-simulate bench-load bench-synth bench-explorer bench-watch samples notebooks postmortem explore clean
+.PHONY: help install lab test test-fast test-cluster class-data lint docs bench profile-engine bench-simulate bench-load bench-synth bench-explorer bench-watch samples notebooks postmortem explore clean
 
 help:
 	@echo "make lab [INPUT=sends.parquet]  open JupyterLab on notebooks/ (installs on first use);"
@@ -59,14 +59,20 @@ TEST_CACHE := $(CURDIR)/build/test-cache
 # UNITS), the other takes JupyterLab, the notebooks' kernels and the command lines meanwhile.
 WORKERS ?= 2
 
-# Everything, the cluster tests (tests/cluster, as make test-cluster) included. Lint and the
-# docs run side by side first: mypy and Sphinx each keep one core busy, and the machine has two.
+# Everything, the cluster tests (tests/cluster, as make test-cluster) included. Lint, the docs
+# and the run's class-data archive run side by side first: mypy, Sphinx and the JVM each keep
+# a core busy in turn, and the machine has two.
 test: $(STAMP)
-	@$(MAKE) --no-print-directory -j2 lint docs
+	@$(MAKE) --no-print-directory -j3 lint docs class-data
 	@DEDUP_LIB_CACHE=$(TEST_CACHE) $(CHECK)
 	DEDUP_TEST_CLUSTER=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder \
 		--nbval-lax --durations=15 \
 		--junitxml=build/test-results.xml tests notebooks
+
+# The run's JVM class-data archive (tests/class_data_kit.py), written beside lint and the docs,
+# which leave a core idle: the tests would otherwise wait for it before their first test.
+class-data: $(STAMP)
+	@DEDUP_LIB_CACHE=$(TEST_CACHE) $(BIN)/python tests/class_data_kit.py
 
 # A standalone master, a worker and a Spark Connect server on 127.0.0.1 (tests/cluster_kit.py,
 # logs in build/cluster/): simulate and a notebook against it, verdicts compared with a local
