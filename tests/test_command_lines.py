@@ -5,7 +5,8 @@ JVM of its own per line). Each runs in a fresh folder where ``data/`` is the che
 ``landing/`` holds the incident sample (the live guide's folder), ``sends.csv`` is a file with
 the columns the guide maps, and ``/tmp/`` is that folder. A line that does not end by itself,
 or takes a machine's paths, is in :data:`NOT_RUN` with where it is tested instead; a new
-line must be one or the other.
+line must be one or the other. Two lines the command's parser reads alike (one names a default
+the other leaves out) run once.
 """
 
 from __future__ import annotations
@@ -44,6 +45,25 @@ def _words(line: str) -> list[str]:
     return shlex.split(line, comments=True)[1:]
 
 
+def _parsed(line: str) -> tuple[tuple[str, str], ...]:
+    """What the command's parser makes of a line: two lines that say the same (one names a
+    default the other leaves out) are one command, run once."""
+    from dedup_lib.cli import parser
+
+    return tuple(sorted((k, repr(v)) for k, v in vars(parser().parse_args(_words(line))).items()))
+
+
+def _distinct(lines: list[tuple[str, str]]) -> list[tuple[int, str, str]]:
+    """The lines to run, numbered in the pages' order: each command once."""
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    found = []
+    for i, (page, line) in enumerate(lines):
+        if _not_run(line) is None and (parsed := _parsed(line)) not in seen:
+            seen.add(parsed)
+            found.append((i, page, line))
+    return found
+
+
 def _not_run(line: str) -> str | None:
     text = " ".join(_words(line))
     return next((why for head, why in NOT_RUN.items() if text.startswith(head)), None)
@@ -62,8 +82,7 @@ def test_every_command_line_is_run_or_says_why_not() -> None:
     ("page", "line"),
     [
         pytest.param(page, line, id=f"{Path(page).stem}-{i}-{_words(line)[0]}")
-        for i, (page, line) in enumerate(_command_lines())
-        if _not_run(line) is None
+        for i, page, line in _distinct(_command_lines())
     ],
 )
 def test_the_command_lines_of_the_readme_and_guides_run(
