@@ -39,8 +39,10 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+"; exit 1; }
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "error: Python 3.11+ is needed, $(PYTHON) is $$($(PYTHON) -V)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --upgrade pip uv
+	@printf '%s\n' '[[index]]' 'name = "pypi"' 'url = "https://pypi.org/simple"' 'default = true' \
+		'cache-control = { api = "max-age=600", files = "max-age=365000000, immutable" }' >$(VENV)/uv.toml
+	$(BIN)/uv pip install --quiet --config-file $(VENV)/uv.toml --python $(BIN)/python -e '.[dev]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name dedup-lib --display-name "dedup-lib (Spark)" >/dev/null
 	@touch $(STAMP)
 
