@@ -1,14 +1,14 @@
-"""``dedup-lib watch`` run as a service manager runs it, beside a rotating Collector: killed
-with SIGKILL at a random moment while lines come and started again on its checkpoint, then
-stopped with SIGTERM, which finishes the micro-batch in hand and exits 0. Every send is judged
-once, with the batch replay's verdict, and every alert is in the alerts file once, on a whole
-line. A kill at each step of a micro-batch, one by one, is tests/live/test_runner.py's.
-
-The systemd unit the package ships (``resources/systemd/dedup-watch.service``): valid for
-``systemd-analyze verify``, hardened to an exposure of 3.0 or lower by ``systemd-analyze
-security``, with what the monitor needs kept, and its ``ExecStart`` run as written (paths moved
-into the test's folder) with its environment, speaking the notify protocol to a socket of the
-test's own as systemd's. The sandbox itself is not run: these machines have no systemd as
+"""``dedup-lib watch`` as systemd runs the unit the package ships
+(``resources/systemd/dedup-watch.service``): valid for ``systemd-analyze verify``, hardened to
+an exposure of 3.0 or lower by ``systemd-analyze security``, with what the monitor needs kept;
+and its ``ExecStart`` run as written (paths moved into the test's folder) with its environment,
+speaking the notify protocol to a socket of the test's own as systemd's, beside a rotating
+Collector: killed with SIGKILL at a random moment while lines come (``Restart=on-failure``'s
+case) and started again on its state, then stopped with SIGTERM, which finishes the micro-batch
+in hand and exits 0. Every send is judged once, with the batch replay's verdict, every alert is
+in the alerts file once, on a whole line, the counters count each once across the restart, and
+a real Prometheus saw no false page. A kill at each step of a micro-batch, one by one, is
+tests/live/test_runner.py's. The sandbox itself is not run: these machines have no systemd as
 PID 1."""
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from importlib.resources import as_file, files
 from pathlib import Path
 
@@ -44,126 +45,6 @@ from metrics_kit import scrape, summed
 from prometheus_kit import Prometheus
 
 COLUMNS = ["verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
-
-
-def start(landing: Path, tmp: Path, port: int) -> subprocess.Popen[str]:
-    argv = [
-        sys.executable, "-m", "dedup_lib", "watch", str(landing),
-        "--out", str(tmp / "out"), "--checkpoint", str(tmp / "ck"),
-        "--alerts", str(tmp / "alerts.jsonl"), "--every", "0.5",
-        "--window", "PT20S", "--partitioning", "--lateness", "PT1M", "--master", "local[2]",
-        "--metrics", f"127.0.0.1:{port}",
-    ]  # fmt: skip
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def lines_of(process: subprocess.Popen[str], seen: list[str]) -> threading.Thread:
-    """What the command prints, kept as it comes."""
-
-    def read() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            seen.append(line.rstrip("\n"))
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    return reader
-
-
-@pytest.mark.slow
-def test_killed_and_started_again_every_send_is_judged_once(spark, tmp_path):
-    rng = random.Random(11)
-    with gzip.open(sample_path("incident-otlp.jsonl.gz"), "rb") as sample:
-        lines = [line.rstrip(b"\n") for line in sample][:700]
-    landing = tmp_path / "landing"
-    landing.mkdir()
-    collector = Collector(str(landing / "traces.json"), max_bytes=800_000)
-    exported = 0
-
-    def export(count: int) -> None:
-        nonlocal exported
-        for line in lines[exported : exported + count]:
-            collector.export(line)
-        exported = min(len(lines), exported + count)
-        collector.flush()
-
-    export(50)
-    printed: list[str] = []
-    # Started, then killed at a random moment while lines come.
-    process = start(landing, tmp_path, free_port())
-    reader = lines_of(process, printed)
-    deadline = time.monotonic() + 180
-    while not printed and process.poll() is None:
-        assert time.monotonic() < deadline, "no micro-batch in three minutes"
-        time.sleep(0.2)
-    export(300)
-    time.sleep(rng.uniform(0.2, 3.0))
-    process.send_signal(signal.SIGKILL)
-    process.wait(60)
-    reader.join(10)
-    export(len(lines))
-    collector.close()
-    port = free_port()
-    process = start(landing, tmp_path, port)
-    reader = lines_of(process, printed)
-    whole = tmp_path / "whole.jsonl"
-    whole.write_bytes(b"\n".join(lines) + b"\n")
-    expected = load_expected(spark, whole)
-    deadline = time.monotonic() + 300
-    while not (tmp_path / "out").exists() or judged(tmp_path) < expected["due"]:
-        assert time.monotonic() < deadline, f"{judged(tmp_path)} of {expected['due']} judged"
-        assert process.poll() is None, process.stderr.read() if process.stderr else ""
-        time.sleep(0.5)
-    # A micro-batch's files land before its commit, and its counters move after the commit.
-    while summed(counted := scrape(("127.0.0.1", port)), "dedup_sends_judged_total") < judged(
-        tmp_path
-    ):
-        assert time.monotonic() < deadline, "the counters never reached the files' count"
-        time.sleep(0.5)
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(120) == 0
-    reader.join(10)
-    assert process.stderr is not None
-    assert "stopping" in process.stderr.read()
-
-    got = pd.read_parquet(tmp_path / "out").set_index("event_id")
-    assert got.index.is_unique, "a send was judged twice"
-    want = expected["verdicts"]
-    assert set(got.index) == set(want.index) - expected["waiting"]
-    pd.testing.assert_frame_equal(
-        got[COLUMNS].sort_index(), want.loc[got.index, COLUMNS].sort_index(), check_dtype=False
-    )
-    text = (tmp_path / "alerts.jsonl").read_text()
-    alerts = [json.loads(line) for line in text.splitlines()]  # a cut line would not parse
-    assert text.endswith("\n")
-    assert pd.DataFrame(alerts)[["kind", "event_id"]].value_counts().max() == 1
-    rejected = (got["verdict"] == "rejected").sum()
-    assert sum(a["kind"] == "rejected" for a in alerts) == rejected > 0
-    # The counters, restored from the checkpoint at each start, count every send once.
-    assert summed(counted, "dedup_sends_judged_total") == len(got)
-    for verdict, count in got["verdict"].value_counts().items():
-        assert summed(counted, "dedup_sends_judged_total", verdict=verdict) == count
-    assert summed(counted, "dedup_alerts_total", kind="rejected") == rejected
-
-
-def judged(tmp: Path) -> int:
-    return sum(
-        pd.read_parquet(p, columns=["event_id"]).shape[0] for p in (tmp / "out").glob("*.parquet")
-    )
-
-
-def load_expected(spark, whole: Path) -> dict:
-    """The batch replay's verdicts over the lines exported, and the sends that wait for a
-    watermark beyond the last (those the rules alone decide do not wait)."""
-    valid = load_telemetry(spark, str(whole)).valid
-    policy = DedupPolicy("PT20S", partitioning=True)
-    result = detect_duplicates(valid, policy).select("event_id", "send_time", *COLUMNS)
-    verdicts = to_pandas(result).set_index("event_id")
-    micros = verdicts["send_time"].astype("datetime64[us]").astype("int64")
-    watermark = (int(micros.max()) // 1000 - 60_000) * 1000
-    decided = (verdicts["verdict"] == "rejected") | verdicts["reason"].notna()
-    waiting = set(verdicts.index[(micros > watermark) & ~decided])
-    return {"verdicts": verdicts, "waiting": waiting, "due": len(verdicts) - len(waiting)}
 
 
 #: The systemd unit the package ships.
@@ -308,114 +189,246 @@ def events(printed: list[str]) -> list[str]:
     return [json.loads(line)["event"] for line in printed]
 
 
-#: The data's own alerts: the sample's resends are real (a burst judged in seconds).
+#: Alerts on the data, not on the monitor: none of them a false page of a restart.
 DATA_ALERTS = {"DedupCollision", "DedupResendsReachConsumers", "DedupLateSends"}
+#: How the feed's sender sets a SessionId: apart from the PartitionKey, which the SDK refuses
+#: whatever the entity's policy. With the unit's window and no partitioning the sample raises
+#: no other alert (its spans carry no content to collide on): these are the alerts to count.
+SESSION = b'"servicebus.message.session_id","value":{"stringValue":"'
+
+
+@dataclass
+class Feed:
+    """The Collector's file exporter writing the sample's first 700 lines into ``landing``,
+    rotating its file every 800 kB."""
+
+    landing: Path
+    lines: list[bytes] = field(default_factory=list)
+    exported: int = 0
+
+    def __post_init__(self) -> None:
+        with gzip.open(sample_path("incident-otlp.jsonl.gz"), "rb") as sample:
+            lines = [line.rstrip(b"\n") for line in sample][:700]
+        self.lines = [line.replace(SESSION, SESSION + b"not-") for line in lines]
+        assert self.lines != lines, "the sample no longer sets a SessionId: refuse sends anew"
+        self.landing.mkdir()
+        self.collector = Collector(str(self.landing / "traces.json"), max_bytes=800_000)
+
+    def export(self, count: int) -> None:
+        for line in self.lines[self.exported : self.exported + count]:
+            self.collector.export(line)
+        self.exported = min(len(self.lines), self.exported + count)
+        self.collector.flush()
 
 
 @pytest.mark.slow
-@pytest.mark.spark
-def test_the_shipped_units_command_runs_as_written_restarts_and_pages_nobody(tmp_path):
-    """Started as systemd starts the unit's ExecStart, twice on one state (a restart):
-    each time told that the start takes longer while the state is restored, then ready, then
-    alive; stopped by SIGTERM with exit 0. A real Prometheus scrapes it throughout: while it
-    is down and while it restores, no alert fires, and none but 'down' and 'not ready' is even
+def test_the_units_command_killed_and_started_again_judges_every_send_once_and_pages_nobody(
+    spark, tmp_path
+):
+    """The unit's ExecStart as systemd starts it (above), on one state: each start told that
+    it takes longer while the state is restored, then ready, then alive; the first killed
+    after a micro-batch, at a random moment while lines come; the second judges the rest and
+    is stopped by SIGTERM with exit 0. A real Prometheus scrapes it throughout: while it is
+    down and while it restores, no alert fires, and none but 'down' and 'not ready' is even
     pending (before, a restart served its last scan's time as 0: 56 years without a scan)."""
+    rng = random.Random(11)
     port = free_port()
     service, env = service_of(settings(moved_unit(tmp_path, port)))
-    landing = tmp_path / "landing"
-    landing.mkdir()
-    with gzip.open(sample_path("incident-otlp.jsonl.gz"), "rb") as sample:
-        (landing / "traces.json").write_bytes(sample.read())
+    feed = Feed(tmp_path / "landing")
     # What systemd makes before it starts the command: StateDirectory=, CacheDirectory=.
-    Path(service["WorkingDirectory"]).mkdir()
+    state = Path(service["WorkingDirectory"])
+    state.mkdir()
     Path(env["DEDUP_LIB_CACHE"]).mkdir()
     (tmp_path / "prometheus").mkdir()
     prometheus = Prometheus(tmp_path / "prometheus", f"127.0.0.1:{port}")
     seen: dict[str, set[str]] = {}
     try:
-        for run in ("first", "restarted"):
-            (tmp_path / run).mkdir()
-            with notify_socket(tmp_path / run) as (address, heard):
-                printed, stderr = run_the_unit(
-                    service, env, (address, heard), prometheus, seen, first=run == "first"
-                )
-            assert "step" in events(stderr)
-            assert events(printed)[-1] == "summary"
-            extended = next(i for i, m in enumerate(heard) if m.startswith("EXTEND_TIMEOUT_USEC="))
-            assert extended < heard.index("READY=1") < heard.index("WATCHDOG=1"), (run, heard)
-            assert heard[-1] == "STOPPING=1"
-            stopped = time.monotonic()
-            # Down for a few scrapes before the restart (up: 0 before the first start, then
-            # 1, 0, 1: one restart seen as such, below what DedupMonitorFlapping counts).
-            while run == "first" and time.monotonic() < stopped + 3:
-                prometheus.note_alerts(seen)
-                time.sleep(0.3)
+        feed.export(50)
+        with the_unit(service, env, tmp_path / "first", prometheus, seen) as first:
+            first.wait_for(lambda: "micro_batch" in events(first.printed), "a micro-batch")
+            feed.export(300)
+            time.sleep(rng.uniform(0.2, 6.0))  # anywhere in a turn of its loop (--every 5)
+            first.process.send_signal(signal.SIGKILL)
+            assert first.process.wait(60) == -signal.SIGKILL
+        feed.export(len(feed.lines))
+        feed.collector.close()
+        whole = tmp_path / "whole.jsonl"
+        whole.write_bytes(b"\n".join(feed.lines) + b"\n")
+        # Down for a few scrapes before the restart (up: 0 before the first start, then 1, 0,
+        # 1: one restart seen as such, below what DedupMonitorFlapping counts).
+        for _ in range(10):
+            prometheus.note_alerts(seen)
+            time.sleep(0.3)
+        with the_unit(service, env, tmp_path / "restarted", prometheus, seen) as restarted:
+            expected = load_expected(spark, whole, shlex.split(service["ExecStart"]))
+            out = state / "verdicts"
+            restarted.wait_for(lambda: judged(out) >= expected["due"], "every send due judged")
+            # A micro-batch's files land before its commit, and its counters move after it.
+            restarted.wait_for(
+                lambda: (
+                    summed(scrape(("127.0.0.1", port)), "dedup_sends_judged_total") >= judged(out)
+                ),
+                "the counters at the files' count",
+            )
+            counted = scrape(("127.0.0.1", port))
+            restarted.stop()
     finally:
         prometheus.stop()
-    assert (tmp_path / "state" / "verdicts").is_dir()
-    assert (tmp_path / "state" / "checkpoint" / "commits").is_dir()
+    first.assert_told_systemd(stopped=False)
+    restarted.assert_told_systemd(stopped=True)
+    assert (state / "checkpoint" / "commits").is_dir()
+    assert_judged_once(out, state / "alerts.jsonl", expected, counted)
     monitor = {a for names in seen.values() for a in names} - DATA_ALERTS
     assert seen.get("firing", set()) - DATA_ALERTS == set(), seen
     assert monitor <= {"DedupMonitorDown", "DedupMonitorNotReady"}, seen
 
 
-def run_the_unit(
+@dataclass
+class Started:
+    """The unit's command running: its process, what it printed on stdout (each line as it
+    comes) and on stderr (a file), the notify messages heard; the Prometheus scraping it."""
+
+    process: subprocess.Popen[str]
+    printed: list[str]
+    heard: list[str]
+    errors: Path
+    prometheus: Prometheus
+    seen: dict[str, set[str]]
+
+    def wait_for(self, done: Callable[[], bool], what: str, seconds: float = 300) -> None:
+        """Until ``done()``, it has pinged the watchdog and Prometheus scraped it up, noting
+        Prometheus's alerts; the monitor must not stop meanwhile."""
+        deadline = time.monotonic() + seconds
+        while not (done() and "WATCHDOG=1" in self.heard and self.prometheus.up() == 1):
+            assert self.process.poll() is None, self.errors.read_text()[-3000:]
+            assert time.monotonic() < deadline, (
+                f"not {what} in {seconds:.0f} s: {self.printed}, {self.heard}, "
+                f"up {self.prometheus.up()}"
+            )
+            self.prometheus.note_alerts(self.seen)
+            time.sleep(0.3)
+
+    def stop(self) -> None:
+        """A few scrapes and evaluations of a ready monitor, then stopped as systemd stops it:
+        KillMode=mixed, SIGTERM to the monitor alone (the rest killed once it exits)."""
+        for _ in range(6):
+            self.prometheus.note_alerts(self.seen)
+            time.sleep(0.5)
+        self.process.send_signal(signal.SIGTERM)
+        assert self.process.wait(120) == 0
+
+    def assert_told_systemd(self, *, stopped: bool) -> None:
+        """Told that the start takes longer while the state is restored, then ready, then
+        alive; a JSON object a line on stdout and stderr; if ``stopped``, that it stops and
+        why, its summary its last line."""
+        heard = self.heard
+        extended = next(i for i, m in enumerate(heard) if m.startswith("EXTEND_TIMEOUT_USEC="))
+        assert extended < heard.index("READY=1") < heard.index("WATCHDOG=1"), heard
+        errors = self.errors.read_text()
+        assert "step" in events(errors.splitlines())
+        assert "micro_batch" in events(self.printed)
+        if stopped:
+            assert heard[-1] == "STOPPING=1", heard
+            assert events(self.printed)[-1] == "summary"
+            assert "stopping" in errors
+
+
+@contextmanager
+def the_unit(
     service: dict[str, str],
     env: dict[str, str],
-    notify: tuple[str, list[str]],
+    folder: Path,
     prometheus: Prometheus,
     seen: dict[str, set[str]],
-    *,
-    first: bool,
-) -> tuple[list[str], list[str]]:
-    """The unit's ExecStart run until its state is restored (a first start also judges a
-    micro-batch: a restart finds nothing new), it has pinged the watchdog and been scraped
-    ready a few times, then stopped as systemd stops it; what it printed on stdout and
-    stderr."""
-    address, heard = notify
-    process = subprocess.Popen(
-        shlex.split(service["ExecStart"]),
-        cwd=service["WorkingDirectory"],
-        env={
-            **os.environ,
-            **env,
-            # The run's own cache, where it has one (the replay's kernel built once).
-            "DEDUP_LIB_CACHE": os.environ.get("DEDUP_LIB_CACHE", env["DEDUP_LIB_CACHE"]),
-            # As systemd sets them for Type=notify and WatchdogSec=.
-            "NOTIFY_SOCKET": address,
-            "WATCHDOG_USEC": str(int(seconds(service["WatchdogSec"]) * 1e6)),
-        },
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    printed: list[str] = []
-    reader = lines_of(process, printed)
-    try:
-        deadline = time.monotonic() + 180
-        while (
-            (first and "micro_batch" not in events(printed))
-            or "WATCHDOG=1" not in heard
-            or prometheus.up() != 1
-        ):
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, printed
-            prometheus.note_alerts(seen)
-            time.sleep(0.3)
-        for _ in range(6):  # a few scrapes and evaluations of a ready monitor
-            prometheus.note_alerts(seen)
-            time.sleep(0.5)
-        # KillMode=mixed: SIGTERM to the monitor alone, SIGKILL to what is left once it exits.
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(120) == 0
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        reader.join(10)
-        time.sleep(0.5)
-    finally:  # a failed check leaves no monitor running
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
+) -> Iterator[Started]:
+    """The unit's ExecStart started as systemd starts it, in a process group of its own (its
+    cgroup), with a notify socket in ``folder``; what is left of it killed once it exits or
+    the test fails (a failed check leaves no monitor running)."""
+    folder.mkdir()
+    with notify_socket(folder) as (address, heard):
+        with (folder / "stderr").open("w") as errors:
+            process = subprocess.Popen(
+                shlex.split(service["ExecStart"]),
+                cwd=service["WorkingDirectory"],
+                env={
+                    **os.environ,
+                    **env,
+                    # The run's own cache, where it has one (the replay's kernel built once).
+                    "DEDUP_LIB_CACHE": os.environ.get("DEDUP_LIB_CACHE", env["DEDUP_LIB_CACHE"]),
+                    # As systemd sets them for Type=notify and WatchdogSec=.
+                    "NOTIFY_SOCKET": address,
+                    "WATCHDOG_USEC": str(int(seconds(service["WatchdogSec"]) * 1e6)),
+                },
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+                start_new_session=True,
+            )
+        printed: list[str] = []
+        reader = lines_of(process, printed)
+        try:
+            yield Started(process, printed, heard, folder / "stderr", prometheus, seen)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             process.wait(60)
-    assert process.stderr is not None
-    return printed, process.stderr.read().splitlines()
+            reader.join(10)
+            time.sleep(0.5)  # the last notify messages heard
+
+
+def lines_of(process: subprocess.Popen[str], seen: list[str]) -> threading.Thread:
+    """What the command prints, kept as it comes."""
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            seen.append(line.rstrip("\n"))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader
+
+
+def assert_judged_once(out: Path, alerts: Path, expected: dict, counted: dict) -> None:
+    """Every send due judged once, with the batch replay's verdict; every alert in the alerts
+    file once, on a whole line; the counters, restored from the checkpoint at the restart,
+    count every send and every alert once."""
+    got = pd.read_parquet(out).set_index("event_id")
+    assert got.index.is_unique, "a send was judged twice"
+    want = expected["verdicts"]
+    assert set(got.index) == set(want.index) - expected["waiting"]
+    pd.testing.assert_frame_equal(
+        got[COLUMNS].sort_index(), want.loc[got.index, COLUMNS].sort_index(), check_dtype=False
+    )
+    text = alerts.read_text()
+    raised = [json.loads(line) for line in text.splitlines()]  # a cut line would not parse
+    assert text.endswith("\n")
+    assert pd.DataFrame(raised)[["kind", "event_id"]].value_counts().max() == 1
+    rejected = (got["verdict"] == "rejected").sum()
+    assert sum(a["kind"] == "rejected" for a in raised) == rejected > 0
+    assert summed(counted, "dedup_sends_judged_total") == len(got)
+    for verdict, count in got["verdict"].value_counts().items():
+        assert summed(counted, "dedup_sends_judged_total", verdict=verdict) == count
+    assert summed(counted, "dedup_alerts_total", kind="rejected") == rejected
+
+
+def judged(out: Path) -> int:
+    """The sends in the verdicts' files so far."""
+    return sum(pd.read_parquet(p, columns=["event_id"]).shape[0] for p in out.glob("*.parquet"))
+
+
+def load_expected(spark, whole: Path, command: list[str]) -> dict:
+    """The batch replay's verdicts over the lines exported, with the policy of ``command``
+    (``dedup-lib watch``'s), and the sends that wait for a watermark beyond the last (those
+    the rules alone decide do not wait)."""
+    window = command[command.index("--window") + 1]
+    lateness = pd.Timedelta(command[command.index("--lateness") + 1]).value // 1000
+    policy = DedupPolicy(window, partitioning="--partitioning" in command)
+    valid = load_telemetry(spark, str(whole)).valid
+    result = detect_duplicates(valid, policy).select("event_id", "send_time", *COLUMNS)
+    verdicts = to_pandas(result).set_index("event_id")
+    micros = verdicts["send_time"].astype("datetime64[us]").astype("int64")
+    watermark = (int(micros.max()) // 1000 * 1000) - lateness
+    decided = (verdicts["verdict"] == "rejected") | verdicts["reason"].notna()
+    waiting = set(verdicts.index[(micros > watermark) & ~decided])
+    return {"verdicts": verdicts, "waiting": waiting, "due": len(verdicts) - len(waiting)}
