@@ -1,15 +1,12 @@
 """Nothing a ``dedup-lib`` command starts is open to the network by default: every TCP socket
-that listens and every UDP socket that is bound, IPv4 and IPv6, of the command and all it
-starts (Spark's driver JVM, Voilà, its kernels and theirs), is on loopback (127.0.0.0/8, ::1).
-
-Read from ``/proc`` (Linux): each process's sockets are the inodes its ``fd`` links name,
-looked up in its network namespace's ``net/tcp``, ``tcp6``, ``udp`` and ``udp6``; the process
-tree from each task's ``children``. And the options that ask otherwise (``--driver-host``,
-``--spark-ui``), as the commands pass them on."""
+that listens and every UDP socket that is bound, IPv4 and IPv6, of ``watch`` and all it starts
+(Spark's driver JVM, a local Connect server), is on loopback (127.0.0.0/8, ::1), read from
+``/proc`` (:mod:`listeners_kit`); ``explore``'s, with Voila, its kernel and its JVM, are
+checked on the server ``tests/cli/test_explore_server.py`` starts. And the options that ask
+otherwise (``--driver-host``, ``--spark-ui``), as the commands pass them on."""
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import shutil
 import subprocess
@@ -17,7 +14,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,105 +21,7 @@ import pytest
 from dedup_lib import sample_path
 from dedup_lib.cli import parser, terminal
 from dedup_lib.spark import free_port
-from serve_kit import Served, get, serve
-
-PROC = Path("/proc")
-
-reads_proc = pytest.mark.skipif(
-    not (PROC / "self" / "net" / "tcp6").exists(), reason="reads /proc (Linux)"
-)
-
-#: /proc/net/tcp's state of a listening socket; an unconnected UDP socket shows as CLOSE (07).
-LISTEN = "0A"
-UDP_CONNECTED = "01"
-
-
-@dataclass(frozen=True)
-class Listener:
-    """A socket open to whoever reaches its address: its protocol, address, port and owner."""
-
-    protocol: str
-    address: ipaddress.IPv4Address | ipaddress.IPv6Address
-    port: int
-    pid: int
-
-    @property
-    def loopback(self) -> bool:
-        address = self.address
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        return address.is_loopback
-
-    def __str__(self) -> str:
-        return f"{self.protocol} {self.address}:{self.port} (pid {self.pid})"
-
-
-def _address(field: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]:
-    """``/proc/net``'s ``ADDR:PORT``: the address in 32-bit words of host (little-endian)
-    order, the port big-endian hex."""
-    text, port = field.split(":")
-    raw = b"".join(bytes.fromhex(text[i : i + 8])[::-1] for i in range(0, len(text), 8))
-    return ipaddress.ip_address(raw), int(port, 16)
-
-
-def tree(pid: int) -> list[int]:
-    """``pid`` and every process below it."""
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        for children in (PROC / str(current) / "task").glob("*/children"):
-            try:
-                todo.extend(int(c) for c in children.read_text().split())
-            except OSError:
-                continue
-    return found
-
-
-def _inodes(pid: int) -> set[str]:
-    found = set()
-    try:
-        for fd in (PROC / str(pid) / "fd").iterdir():
-            try:
-                target = os.readlink(fd)
-            except OSError:
-                continue
-            if target.startswith("socket:["):
-                found.add(target[8:-1])
-    except OSError:
-        pass
-    return found
-
-
-def listeners(pid: int) -> list[Listener]:
-    """Every listening TCP and bound UDP socket of ``pid`` and of every process below it."""
-    found = []
-    for process in tree(pid):
-        inodes = _inodes(process)
-        for protocol in ("tcp", "tcp6", "udp", "udp6"):
-            try:
-                table = (PROC / str(process) / "net" / protocol).read_text().splitlines()[1:]
-            except OSError:
-                continue
-            for row in table:
-                fields = row.split()
-                local, state, inode = fields[1], fields[3], fields[9]
-                if inode not in inodes:
-                    continue
-                if protocol.startswith("tcp") and state != LISTEN:
-                    continue
-                if protocol.startswith("udp") and state == UDP_CONNECTED:
-                    continue
-                address, port = _address(local)
-                found.append(Listener(protocol, address, port, process))
-    return sorted(set(found), key=str)
-
-
-def assert_on_loopback(found: list[Listener]) -> None:
-    print("listeners:", *map(str, found), sep="\n  ")  # the figures, with pytest -s
-    assert found, "no listener found: the probe reads nothing"
-    open_ = [str(f) for f in found if not f.loopback]
-    assert open_ == [], f"open beyond this machine: {open_}; all: {[str(f) for f in found]}"
+from listeners_kit import assert_on_loopback, listeners, reads_proc
 
 
 @pytest.fixture
@@ -183,24 +81,6 @@ def test_watch_listens_on_loopback_only(watching: subprocess.Popen[str], tmp_pat
     manager, and the local Connect server, on loopback (no UI: the next test's)."""
     assert "sends judged" in _first_line(watching, tmp_path / "stderr.log")
     assert_on_loopback(listeners(watching.pid))
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
-    with serve(sample_path("incident.parquet")) as server:
-        yield server
-
-
-@pytest.mark.spark  # starts Spark in a child process
-@reads_proc
-def test_explore_listens_on_loopback_only(served: Served) -> None:
-    """The page served (its kernel has run it, Spark and the explorer built): Voilà, the
-    kernel and its Spark JVM (driver, block manager, UI) on loopback."""
-    status, _, body = get(served.url)
-    assert status == 200, served.diagnosis()
-    assert "Duplicate detection window explorer" in body
-    assert any("java" in p for p in served.processes()), served.diagnosis()
-    assert_on_loopback(listeners(served.process.pid))
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""``dedup-lib explore`` running: the page only for whoever has the token, and nothing left
+"""``dedup-lib explore`` running: the page only for whoever has the token, nothing of it open to
+the network (Voila, its kernel and its Spark JVM listen on loopback only), and nothing left
 running however the command is stopped (Ctrl-C, SIGTERM, SIGHUP, SIGKILL)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from listeners_kit import assert_on_loopback, listeners
 from serve_kit import PROC, Served, get, refused_without_its_token, serve
 
 pytestmark = [
@@ -31,25 +33,28 @@ def served(tmp_path: Path) -> Iterator[Served]:
 
 
 def _page_with_spark(served: Served) -> None:
-    """The page opened with its token: its kernel runs, with its Spark JVM."""
+    """The page opened with its token: its kernel runs, with its Spark JVM; every socket of
+    theirs and Voila's that listens (the driver, the block manager, Spark's UI) on loopback."""
     status, _, body = get(served.url)
     assert status == 200
     assert "Duplicate detection window explorer" in body
     running = served.processes()
     assert any("ipykernel" in p for p in running), running
     assert any("java" in p for p in running), running
+    assert_on_loopback(listeners(served.process.pid))
 
 
 @pytest.mark.parametrize("stop", [signal.SIGHUP, signal.SIGKILL], ids=str)
-def test_the_page_needs_its_token_and_a_signal_stops_everything(
+def test_the_page_needs_its_token_listens_on_loopback_only_and_a_signal_stops_everything(
     served: Served, stop: signal.Signals
 ) -> None:
-    """Without the token: no page, no kernel. With it: the page, its kernel and Spark. Then
-    the signal: the command exits (0 but for SIGKILL, which nothing catches) and Voila, the
-    kernel and its JVM are gone. SIGHUP reaches the handler SIGTERM does (``STOP_SIGNALS``),
-    whose stopping of a kernel and its JVM ``tests/browser/test_explore_page.py`` shows, at the
-    end of a colleague's visit: it is sent before the page is opened, so that no other Spark
-    starts to show the same."""
+    """Without the token: no page, no kernel. With it: the page, its kernel and Spark, all
+    listening on loopback only (the check ``tests/test_listeners.py`` makes of ``watch``,
+    made here on a server that runs anyway). Then the signal: the command exits (0 but for
+    SIGKILL, which nothing catches) and Voila, the kernel and its JVM are gone. SIGHUP
+    reaches the handler SIGTERM does (``STOP_SIGNALS``), whose stopping of a kernel and its
+    JVM ``tests/browser/test_explore_page.py`` shows, at the end of a colleague's visit: it is
+    sent before the page is opened, so that no other Spark starts to show the same."""
     refused_without_its_token(served)
     if stop != signal.SIGHUP:
         _page_with_spark(served)
