@@ -1,4 +1,5 @@
-# Everything runs from .venv, created with pip on first use.
+# Everything runs from .venv, made on first use: pip installs pip and uv, uv the packages (linked
+# from its cache, where pip copies PySpark's 400 MB), or pip where it is told an index of yours.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -40,9 +41,13 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "error: Python 3.11+ is needed, $(PYTHON) is $$($(PYTHON) -V)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip uv
-	@printf '%s\n' '[[index]]' 'name = "pypi"' 'url = "https://pypi.org/simple"' 'default = true' \
-		'cache-control = { api = "max-age=600", files = "max-age=365000000, immutable" }' >$(VENV)/uv.toml
-	$(BIN)/uv pip install --quiet --config-file $(VENV)/uv.toml --python $(BIN)/python -e '.[dev]'
+	@if [ -n "$$PIP_INDEX_URL" ] || $(BIN)/python -m pip config list | grep -q '\.index-url='; then \
+		echo $(BIN)/python -m pip install --quiet -e "'.[dev]'"; \
+		$(BIN)/python -m pip install --quiet -e '.[dev]'; \
+	else \
+		echo $(BIN)/uv pip install --quiet --config-file uv.toml -e "'.[dev]'"; \
+		$(BIN)/uv pip install --quiet --config-file uv.toml --python $(BIN)/python -e '.[dev]'; \
+	fi
 	$(BIN)/python -m ipykernel install --sys-prefix --name dedup-lib --display-name "dedup-lib (Spark)" >/dev/null
 	@touch $(STAMP)
 

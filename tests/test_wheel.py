@@ -19,7 +19,8 @@ JupyterLab in Chromium, ``tests/workbench/test_user_data.py`` every notebook hea
 analysts' data.
 
 The venv's dependencies are installed by uv, from its cache by hard link: pip copies
-pyspark's 400 MB out of its cache into every new venv (some 20 CPU-seconds here, uv under 2).
+pyspark's 400 MB out of its cache into every new venv (some 20 CPU-seconds here, uv under 2);
+by pip where pip is told an index of the user's, as ``make install`` does.
 The wheel itself is still built by ``pip wheel``, as a pip user builds it."""
 
 from __future__ import annotations
@@ -45,16 +46,8 @@ SOURCES = ("pyproject.toml", "README.md", "src", "data/samples", "notebooks")
 #: What is deliberately not shipped (nor tracked, nor copied to build the wheel from).
 NOT_SHIPPED = ("*.egg-info", "__pycache__", ".ipynb_checkpoints")
 JUNK = shutil.ignore_patterns(*NOT_SHIPPED)
-#: PyPI's own caching rules, for uv: its simple pages fresh for ten minutes, its files
-#: immutable. Said here because a proxy on the way may drop the headers that say so, and
-#: without them uv fetches every file again and builds pyspark's sdist afresh on each run.
-UV_CONFIG = """\
-[[index]]
-name = "pypi"
-url = "https://pypi.org/simple"
-default = true
-cache-control = { api = "max-age=600", files = "max-age=365000000, immutable" }
-"""
+#: uv's settings (PyPI's own caching rules), as make install uses them.
+UV_CONFIG = ROOT / "uv.toml"
 #: Run by the venv's Python: the kernel named by its first argument started as Jupyter there
 #: starts it (jupyter_client, the test's Jupyter folders), the code of its second argument
 #: executed in it; its kernel spec's argv, the reply's status and the code's stdout as JSON.
@@ -118,10 +111,21 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (wheel,) = (where / "dist").glob("dedup_lib-*.whl")
     run(sys.executable, "-m", "venv", where / "venv", cwd=where)
     python = where / "venv" / "bin" / "python"
-    (where / "uv.toml").write_text(UV_CONFIG)
-    run(find_uv_bin(), "pip", "install", "-q", "--config-file", where / "uv.toml",
-        "--python", python, f"{wheel}[report]", cwd=where)  # fmt: skip
+    if _pip_has_an_index_of_its_own(python):  # a mirror of the user's: pip, as told
+        run(python, "-m", "pip", "install", "-q", "--no-compile", f"{wheel}[report]", cwd=where)
+    else:
+        run(find_uv_bin(), "pip", "install", "-q", "--config-file", UV_CONFIG,
+            "--python", python, f"{wheel}[report]", cwd=where)  # fmt: skip
     return where
+
+
+def _pip_has_an_index_of_its_own(python: Path) -> bool:
+    """Whether pip is told an index instead of PyPI's (make install's test, in Python)."""
+    if os.environ.get("PIP_INDEX_URL"):
+        return True
+    listed = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True,
+                            text=True, check=False).stdout  # fmt: skip
+    return any(line.partition("=")[0].endswith(".index-url") for line in listed.splitlines())
 
 
 def _package(installed: Path) -> Path:
