@@ -41,6 +41,7 @@ from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, sample_pat
 from dedup_lib.live.service.pulse import HUNG_AFTER
 from dedup_lib.memory import size_in_bytes
 from dedup_lib.spark import free_port, to_pandas
+from listeners_kit import assert_on_loopback, listeners
 from metrics_kit import scrape, summed
 from prometheus_kit import Prometheus
 
@@ -230,7 +231,8 @@ def test_the_units_command_killed_and_started_again_judges_every_send_once_and_p
     after a micro-batch, at a random moment while lines come; the second judges the rest and
     is stopped by SIGTERM with exit 0. A real Prometheus scrapes it throughout: while it is
     down and while it restores, no alert fires, and none but 'down' and 'not ready' is even
-    pending (before, a restart served its last scan's time as 0: 56 years without a scan)."""
+    pending (before, a restart served its last scan's time as 0: 56 years without a scan).
+    Restarted, it listens on loopback only."""
     rng = random.Random(11)
     port = free_port()
     service, env = service_of(settings(moved_unit(tmp_path, port)))
@@ -271,6 +273,9 @@ def test_the_units_command_killed_and_started_again_judges_every_send_once_and_p
                 "the counters at the files' count",
             )
             counted = scrape(("127.0.0.1", port))
+            # Its metrics and Spark's driver on loopback, with SPARK_LOCAL_IP as the unit sets
+            # it (the library's own defaults, without it: tests/test_listeners.py).
+            assert_on_loopback(listeners(restarted.process.pid))
             restarted.stop()
     finally:
         prometheus.stop()
