@@ -197,6 +197,9 @@ CONNECT_UNIT = "spark-connect"
 #: the postmortem report of the hostile corpus that the browser opens too, and the notebooks
 #: on the analysts' own data, run in the same kernel.
 LAB_UNIT = "lab"
+#: The folder of the notebooks that nbval runs where Chromium cannot (tests/browser/conftest.py),
+#: each notebook a unit: spread over the workers, its cells lost the names earlier ones made.
+NOTEBOOKS = "notebooks/"
 #: The units a worker takes whole, longest first: the run's own classic Spark session,
 #: JupyterLab, the Connect pass, and the modules whose fixtures start something costly (a
 #: venv, a cluster). Every other test is a unit of its own, taken after these by whichever
@@ -224,6 +227,8 @@ def _unit(item: pytest.Item, mode: str | None) -> str | None:
         return SECOND_SESSION_UNIT if module.startswith(SECOND_SESSION) else SESSION_UNIT
     if module.startswith("tests/browser/") or {"hostile_report", "lab"} & set(fixtures):
         return LAB_UNIT
+    if module.startswith(NOTEBOOKS):
+        return module  # nbval runs a notebook's cells in order, in one kernel: one worker's
     return module if module in UNITS else None
 
 
