@@ -46,11 +46,18 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 # The driver's memory is the library's default (4g), as users run it: with 2g, the four shapes
 # test_samples loads at once ran the session's JVM out of heap in CI (2026-11-27), and every
 # later test of the session failed with it.
+#
+# One shuffle partition: on the tests' tens to thousands of rows each further partition is a
+# task per stage that only costs (tests/analysis: 0.85x the time of three partitions, in one
+# run). The tests of what depends on keys spread over partitions (the replay's shuffle, hashed
+# frames) take :func:`spread_keys`.
 TEST_CONFIG = {
     "spark.ui.enabled": "false",
-    "spark.sql.shuffle.partitions": "3",
+    "spark.sql.shuffle.partitions": "1",
     **INTERPRETED,
 }
+#: The shuffle partitions of :func:`spread_keys`: more than the local master's two cores.
+SPREAD = "3"
 
 MODES = ["connect"] if os.environ.get("SPARK_REMOTE") else ["classic", "connect"]
 
@@ -69,6 +76,24 @@ def spark(request: pytest.FixtureRequest) -> Iterator[object]:
         session = get_spark("dedup-tests", remote=remote, config=TEST_CONFIG)
     yield session
     session.stop()
+
+
+@pytest.fixture
+def spread_keys(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The test's shuffles spread keys over :data:`SPREAD` partitions, not the run's one: for
+    the tests of what must hold however the keys are spread (autouse in tests/replay). Tests
+    without Spark pass through."""
+    if "spark" not in request.fixturenames:
+        yield
+        return
+    spark: Any = request.getfixturevalue("spark")
+    key = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(key)
+    spark.conf.set(key, SPREAD)
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
 
 
 @pytest.fixture(scope="module")

@@ -28,8 +28,8 @@ def keyed(sends: Any, policy: Any) -> Any:
 
 
 def start(spark: Any, root: str, lateness: timedelta) -> ExecutorsQuery:
-    """A query over the plans staged in ``root``, verdicts in ``root/out``: two state
-    partitions and a short trigger, test-sized."""
+    """A query over the plans staged in ``root``, verdicts in ``root/out``: one state
+    partition and a short trigger, test-sized."""
     return ExecutorsQuery(
         spark,
         os.path.join(root, "executors"),

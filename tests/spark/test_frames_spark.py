@@ -7,6 +7,7 @@ import pytest
 
 
 @pytest.mark.connect
+@pytest.mark.usefixtures("spread_keys")
 def test_hashed_keeps_every_row_in_the_sessions_shuffle_partitions(spark):
     """Hashed by a key before counting by it: every row kept, each key in one partition, and
     as many partitions as the session shuffles to, even where adaptive execution would merge
