@@ -1,12 +1,11 @@
-"""No Spark or Java log text where a user reads: a notebook's outputs and the command line's
-stdout. Spark's log (log4j, the JVM's own warnings, py4j, the Python warnings of pyspark and
-pandas) belongs in :func:`dedup_lib.spark.spark_log_path` only."""
+"""No Spark or Java log text where a user reads: a notebook's outputs here, the command line's
+output in ``test_wheel.py`` (the installed ``dedup-lib postmortem``, quiet, prints the
+report's path alone). Spark's log (log4j, the JVM's own warnings, py4j, the Python warnings of
+pyspark and pandas) belongs in :func:`dedup_lib.spark.spark_log_path` only."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -20,7 +19,6 @@ from lab_kit import LOG_TEXT
 pytestmark = pytest.mark.spark
 
 SRC = str(Path(dedup_lib.__file__).resolve().parents[1])
-ROOT = Path(__file__).resolve().parents[1]
 
 #: A notebook's first cells as a user writes them: start Spark, load, show rows, aggregate;
 #: the last cell waits, so output the JVM writes late still lands in a cell.
@@ -75,26 +73,3 @@ def test_a_notebook_on_a_local_connect_server_has_no_stderr_output(monkeypatch, 
     assert _leaks(shown) == []
     # the log got what the notebook did not: proof the JVM started and logged
     assert (tmp_path / "log" / "spark.log").is_file()
-
-
-def test_the_command_line_prints_no_spark_log(tmp_path):
-    env = {
-        **os.environ,
-        "PYTHONPATH": SRC,
-        "DEDUP_LOG_DIR": str(tmp_path / "log"),
-        "DEDUP_DRIVER_MEMORY": "1g",
-    }
-    env.pop("PYSPARK_GATEWAY_PORT", None)
-    sample = ROOT / "data" / "samples" / "incident.parquet"
-    run = subprocess.run(
-        [sys.executable, "-m", "dedup_lib", "simulate", str(sample), "--quiet", "--no-diagnostics"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr
-    assert "Verdicts per entity" in run.stdout
-    assert _leaks([run.stdout]) == []
-    assert run.stderr == ""

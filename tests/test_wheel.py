@@ -8,7 +8,8 @@ installed with its report extra into a fresh venv in a temporary folder, and run
   kernels' Java, the notebooks and their pairs, the samples, the resources (rules, runbooks,
   dashboard, unit file, log4j2);
 - ``dedup-lib postmortem`` runs the packaged postmortem notebook on a shipped sample in a
-  kernel of its own and writes the report (the one notebook run here: a kernel and a JVM);
+  kernel of its own and writes the report (the one notebook run here: a kernel and a JVM),
+  printing its path and no Spark log;
 - ``dedup-lib notebooks`` writes the five notebooks and their pairs as the checkout has them,
   naming the kernel it registers, and that kernel starts from the venv's Python and imports
   the installed package.
@@ -38,6 +39,7 @@ import pytest
 from uv import find_uv_bin
 
 from dedup_lib.class_data import SWITCH
+from lab_kit import LOG_TEXT
 from report_kit import KEPT, NAME, WINDOW, check_incident_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,7 +190,8 @@ def test_the_wheel_ships_every_file_git_tracks_in_the_package(installed):
 def test_postmortem_runs_on_a_shipped_sample(installed):
     """The installed command reads a sample and its export that the wheel ships, runs the
     packaged postmortem notebook on them in a kernel of its own and writes the report, which
-    says what it must (:mod:`report_kit`; simulate's verdicts are the in-process CLI tests').
+    says what it must (:mod:`report_kit`; simulate's verdicts are the in-process CLI tests'),
+    printing nothing but the report's path.
     The only postmortem run on the sample, and the only notebook run here: the wheel proves
     both."""
     python = installed / "venv" / "bin" / "python"
@@ -197,8 +200,13 @@ def test_postmortem_runs_on_a_shipped_sample(installed):
     assert Path(sample).is_relative_to(installed / "venv")
     assert Path(kept).is_relative_to(installed / "venv")
     cli = installed / "venv" / "bin" / "dedup-lib"
-    report = run(cli, "postmortem", sample, "--quiet", "--window", WINDOW, "--kept", kept,
-                 "--out-dir", "reports", cwd=installed).stdout.strip()  # fmt: skip
+    done = run(cli, "postmortem", sample, "--quiet", "--window", WINDOW, "--kept", kept,
+               "--out-dir", "reports", cwd=installed)  # fmt: skip
+    # Quiet, it prints the report's path and nothing else: no Spark or Java log text, from
+    # its own JVM or the notebook's kernel's (test_clean_output's, for a notebook).
+    assert done.stderr == ""
+    assert not LOG_TEXT.search(done.stdout), done.stdout
+    report = done.stdout.strip()
     assert Path(report) == installed / "reports" / NAME
     html = Path(report).read_text(encoding="utf-8")
     assert "29,872" in html  # the sample's sends, every one read
