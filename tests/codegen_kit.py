@@ -6,7 +6,8 @@ of rows the compiling costs more than it saves (test_reconcile 238 s -> 182 s in
 two own-data notebook runs 136 s -> 86 s); on the day sample's 200 k sends it is the other way
 round (``test_notebook_figures`` 199 s -> 133 s compiled, ``test_cli`` 154 s -> 118 s,
 2026-11-27, one after the other). Spark gives the same results in both modes: its own test
-suite runs both. Users and the benchmarks keep the compiled default.
+suite runs both. Users and the benchmarks keep the compiled default. :func:`configured` sets
+any of a session's settings for a block (these, or the shuffle partitions of ``spread_keys``).
 """
 
 from __future__ import annotations
@@ -35,13 +36,18 @@ def in_kernel(settings: Mapping[str, str]) -> str:
 
 
 @contextlib.contextmanager
-def compiled(spark: Any) -> Iterator[None]:
-    """Spark compiles expressions within the block, then evaluates them as before it."""
-    before = {key: spark.conf.get(key) for key in COMPILED}
-    for key, value in COMPILED.items():
+def configured(spark: Any, settings: Mapping[str, str]) -> Iterator[None]:
+    """``settings`` on ``spark`` within the block, each as it was before it after."""
+    before = {key: spark.conf.get(key) for key in settings}
+    for key, value in settings.items():
         spark.conf.set(key, value)
     try:
         yield
     finally:
         for key, value in before.items():
             spark.conf.set(key, value)
+
+
+def compiled(spark: Any) -> contextlib.AbstractContextManager[None]:
+    """Spark compiles expressions within the block, then evaluates them as before it."""
+    return configured(spark, COMPILED)

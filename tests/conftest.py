@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from class_data_kit import write_class_data
-from codegen_kit import INTERPRETED, compiled
+from codegen_kit import INTERPRETED, compiled, configured
 from dedup_lib import get_spark
 from hostile_kit import IMG, Corpus, write_corpus
 from lab_kit import FORGET, Lab, LabMissingError
@@ -86,14 +86,8 @@ def spread_keys(request: pytest.FixtureRequest) -> Iterator[None]:
     if "spark" not in request.fixturenames:
         yield
         return
-    spark: Any = request.getfixturevalue("spark")
-    key = "spark.sql.shuffle.partitions"
-    before = spark.conf.get(key)
-    spark.conf.set(key, SPREAD)
-    try:
+    with configured(request.getfixturevalue("spark"), {"spark.sql.shuffle.partitions": SPREAD}):
         yield
-    finally:
-        spark.conf.set(key, before)
 
 
 @pytest.fixture(scope="module")
