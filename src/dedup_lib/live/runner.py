@@ -39,7 +39,7 @@ from dedup_lib.live.checkpoint import (
 )
 from dedup_lib.live.durable import read_arrow, read_json, remove, write_arrow
 from dedup_lib.live.intake.keyed import MONITOR_COLUMNS
-from dedup_lib.live.intake.micro_batch import Intake, load_micro_batch
+from dedup_lib.live.intake.micro_batch import Intake, load_micro_batch, plan_micro_batch
 from dedup_lib.live.landing import ledger
 from dedup_lib.live.landing.chunks import remove_chunks
 from dedup_lib.live.output.labels import EntityLabels
@@ -150,12 +150,14 @@ class Runner:
         started = time.monotonic()
         batch, settings = recorded.batch, self.settings
         intake = load_micro_batch(
-            self.landing,
-            recorded.paths,
-            recorded.names,
-            settings.policy,
-            settings.content,
-            batch,
+            plan_micro_batch(
+                self.landing,
+                recorded.paths,
+                recorded.names,
+                settings.policy,
+                settings.content,
+                batch,
+            )
         )
         pending = self.pending if self.pending is not None else intake.sends.slice(0, 0)
         judged = judge(batch, intake.sends, pending, self.clock, self.state)

@@ -1,7 +1,9 @@
 """One micro-batch's chunks through Spark in one pass: read, judged by the loader's rules,
-keyed as the batch replay keys sends, and brought into the driver as Arrow, the quarantined
-rows beside the valid ones. Spark reads and parses each chunk once; what follows (the walk,
-the verdicts' files) is the driver's.
+keyed as the batch replay keys sends (:func:`plan_micro_batch`), and brought into the driver
+as Arrow, the quarantined rows beside the valid ones (:func:`load_micro_batch`). Spark reads
+and parses each chunk once; what follows (the walk, the verdicts' files) is the driver's.
+With the state on the executors, the same pass is written by Spark instead
+(:mod:`dedup_lib.live.executors.staging`).
 
 Records that are not sends (other spans of OTLP traces) are counted as they pass and left in
 Spark. The counts must add up (:func:`dedup_lib.telemetry.tally.check_adds_up`).
@@ -21,7 +23,7 @@ from pyspark.sql import types as T
 
 from dedup_lib.columns import PARSED, QUARANTINED, VALID, column
 from dedup_lib.errors import printable
-from dedup_lib.live.intake.keyed import keyed_sends
+from dedup_lib.live.intake.keyed import Keyed, keyed_sends
 from dedup_lib.replay.sql_rules import with_batches
 from dedup_lib.telemetry.formats import SOURCE_FILE
 from dedup_lib.telemetry.landing import source_names
@@ -51,16 +53,38 @@ class Intake:
     counts: dict[str, int]
 
 
-def load_micro_batch(
+@dataclass(frozen=True)
+class MicroBatchPass:
+    """A micro-batch's Spark pass, planned and not yet run: every send of its chunks keyed in
+    one frame (``keyed``), the valid ones flagged in :data:`VALID` and the refused ones with
+    their reason and the columns as read under :data:`QUARANTINED`; the loader's column
+    ``order``; what the pass counts as it runs (``seen``), and the folder it reads (``where``,
+    for messages)."""
+
+    keyed: Keyed
+    order: list[str]
+    seen: Observation
+    where: str
+
+    def counts(self) -> dict[str, int]:
+        """The records the pass read, by fate; an error if they do not add up. Known once
+        an action has run the pass."""
+        counts = {k: int(v) for k, v in self.seen.get.items()}
+        check_adds_up(self.where, counts)
+        return counts
+
+
+def plan_micro_batch(
     landing: Landing,
     paths: list[str],
     names: dict[str, str],
     policy: Policies,
     content: list[str],
     batch: int,
-) -> Intake:
-    """Read the chunks at ``paths`` (``names``: each chunk file's name to the file the user
-    landed) and bring their sends and quarantine into the driver."""
+) -> MicroBatchPass:
+    """The Spark pass over the chunks at ``paths`` (``names``: each chunk file's name to the
+    file the user landed): read, judged by the loader's rules, keyed as the batch replay keys
+    sends. Records that are not sends are counted and left out."""
     raw = source_names(landing.read(paths), names)
     opened, frame = landing.with_reasons(raw)
     seen = Observation(f"dedup-watch-{uuid.uuid4().hex}")
@@ -75,16 +99,24 @@ def load_micro_batch(
     )
     rows = _both(opened, frame.where(~not_send), valid)
     if "event_id" not in rows.columns:
+        # One partition, named as such: a micro-batch's sends are numbered in one order
+        # (without a partition, Spark Connect's client warns on every plan it sends).
+        whole = Window.partitionBy(F.lit(0))
         place = F.row_number().over(
-            Window.orderBy(column(SOURCE_FILE), F.monotonically_increasing_id())
+            whole.orderBy(column(SOURCE_FILE), F.monotonically_increasing_id())
         )
         rows = rows.withColumn("event_id", F.lit(batch * _BATCH_SPAN) + place)
     rows = with_batches(rows, policy, F.monotonically_increasing_id())
-    keyed = keyed_sends(rows, policy, content)
-    table = keyed.completed(keyed.frame.toArrow())
-    counts = {k: int(v) for k, v in seen.get.items()}
-    check_adds_up(printable(landing.path), counts)
-    return _split(table, counts, opened.order)
+    return MicroBatchPass(
+        keyed_sends(rows, policy, content), opened.order, seen, printable(landing.path)
+    )
+
+
+def load_micro_batch(run: MicroBatchPass) -> Intake:
+    """The pass ``run`` (:func:`plan_micro_batch`) run, its sends and quarantine brought into
+    the driver."""
+    table = run.keyed.completed(run.keyed.frame.toArrow())
+    return _split(table, run.counts(), run.order)
 
 
 def _both(opened: OpenedInput, frame: DataFrame, valid: Column) -> DataFrame:
