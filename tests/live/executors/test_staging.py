@@ -5,18 +5,26 @@ counted once; a pass whose written rows are not the records it counted is refuse
 from __future__ import annotations
 
 import dataclasses
+import os
+from datetime import timedelta
 
 import pandas as pd
 import pytest
 
-from dedup_lib import DedupPolicy
+from dedup_lib import DedupPolicy, load_telemetry, sample_path
 from dedup_lib.columns import KEYED_CONTENT, SEND_MICROS, WINDOW
 from dedup_lib.errors import DedupLibError
-from dedup_lib.live.executors.staging import stage_pass
+from dedup_lib.live.checkpoint import Folders
+from dedup_lib.live.executors.plans import PlanFeed, run_plans
+from dedup_lib.live.executors.staging import PlanIntake, stage_pass
 from dedup_lib.live.intake.micro_batch import load_micro_batch, plan_micro_batch
+from dedup_lib.live.landing.ledger import Reading
+from dedup_lib.live.output.sink import part_name
 from dedup_lib.telemetry.landing import open_landing
+from executors_kit import answers, replayed, verdicts
+from executors_kit import start as start_query
 
-pytestmark = [pytest.mark.spark, pytest.mark.connect]
+pytestmark = pytest.mark.spark
 
 POLICY = DedupPolicy("PT1M")
 CSV = """message_id,send_time,entity,payload_hash
@@ -32,6 +40,7 @@ def _by_event(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values("event_id").reset_index(drop=True)
 
 
+@pytest.mark.connect
 def test_the_written_pass_is_the_driver_s_pass(spark, tmp_path):
     landing_folder = tmp_path / "landing"
     landing_folder.mkdir()
@@ -54,6 +63,7 @@ def test_the_written_pass_is_the_driver_s_pass(spark, tmp_path):
     assert staged.quarantine.toPandas().to_dict("list") == intake.quarantine.to_pydict()
 
 
+@pytest.mark.connect
 def test_rows_that_are_not_the_records_counted_are_refused(spark, tmp_path):
     landing_folder = tmp_path / "landing"
     landing_folder.mkdir()
@@ -68,3 +78,56 @@ def test_rows_that_are_not_the_records_counted_are_refused(spark, tmp_path):
 
     with pytest.raises(DedupLibError, match="rows would be lost in the micro-batch written"):
         stage_pass(dataclasses.replace(run, seen=Inflated()), str(tmp_path / "written"))
+
+
+COLUMNS = ["event_id", "message_id", "send_time", "entity", "partition_key", "session_id"]
+#: Rows whose time is unreadable, landed with the second file.
+BAD = "-2,x,yesterday,orders,,\n-3,y,,orders,,\n"
+
+
+@pytest.mark.usefixtures("spread_keys")
+def test_plans_from_a_landing_answer_each_valid_send_once_and_quarantine_the_rest(spark, tmp_path):
+    """Two CSV files of the incident's first twenty minutes, then a send a day later that
+    moves the watermark past them, through the feed as ``watch --state executors`` runs it:
+    every valid send answered once with the batch replay's verdict, the bad rows written
+    once, as the plan's quarantine file."""
+    incident = pd.read_parquet(sample_path("incident.parquet"), columns=COLUMNS)
+    start = incident["send_time"].min()
+    incident = incident[incident["send_time"] < start + pd.Timedelta(minutes=20)]
+    first = incident[incident["send_time"] < start + pd.Timedelta(minutes=10)]
+    second = incident.drop(first.index)
+    flush = incident.head(1).assign(event_id=-1, send_time=start + pd.Timedelta(days=1))
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    folders = Folders(str(tmp_path / "out"), str(tmp_path), str(tmp_path / "quarantine"), None)
+    query = start_query(spark, str(tmp_path), timedelta(minutes=1))
+    try:
+        intake = None
+        for number, part in enumerate([first, second, flush]):
+            _write_csv(part, landing / f"sends-{number}.csv", BAD if number == 1 else "")
+            if intake is None:
+                opened = open_landing(spark, str(landing))
+                root = os.path.join(str(tmp_path), "executors")
+                intake = PlanIntake(opened, POLICY, [], root, folders.quarantine)
+                feed = PlanFeed(str(landing), Reading("csv", settle=0.0), folders, query, intake)
+            assert run_plans(feed, once=True) == 1
+            assert intake.counts["quarantined"] == (2 if number == 1 else 0)
+    finally:
+        query.stop()
+    got = answers(verdicts(spark, str(tmp_path)))
+    valid = load_telemetry(spark, str(landing / "sends-0.csv")).valid
+    valid = valid.unionByName(load_telemetry(spark, str(landing / "sends-1.csv")).valid)
+    assert got == replayed(valid, POLICY)
+    assert len(got) == len(incident)  # the send a day later waits for a later watermark
+    (part,) = os.listdir(folders.quarantine)
+    assert part == part_name(1)
+    refused = pd.read_parquet(os.path.join(folders.quarantine, part))
+    assert sorted(refused["message_id"]) == ["x", "y"]
+    assert refused["source_file"].str.endswith("sends-1.csv").all()
+    assert os.listdir(os.path.join(root, "read")) == ["plan-0000000002"]
+
+
+def _write_csv(table: pd.DataFrame, path, more: str) -> None:
+    table.to_csv(path, index=False, date_format="%Y-%m-%dT%H:%M:%S.%fZ")
+    with open(path, "a") as out:
+        out.write(more)

@@ -9,10 +9,16 @@ streaming query) and the quarantined rows (in the loader's quarantine columns) a
 reads of that folder, and a third counts both against what the pass counted: no row is lost
 between the chunks and the stream, nor counted twice. A crash while the folder is written
 leaves a partial folder, which the plan staged again overwrites.
+
+:class:`PlanIntake` does this for each plan the feed stages, and writes the plan's
+quarantined rows as the driver's mode does, one Parquet file per plan.
 """
 
 from __future__ import annotations
 
+import glob
+import os
+import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,6 +26,8 @@ from pyspark.sql import functions as F
 
 from dedup_lib.columns import QUARANTINED, VALID, column
 from dedup_lib.live.executors.processor import stream_columns
+from dedup_lib.live.intake.micro_batch import plan_micro_batch
+from dedup_lib.live.output.sink import part_name
 from dedup_lib.telemetry.formats import SOURCE_FILE
 from dedup_lib.telemetry.quarantine import REASON
 from dedup_lib.telemetry.tally import check_adds_up
@@ -27,7 +35,10 @@ from dedup_lib.telemetry.tally import check_adds_up
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from dedup_lib.live.checkpoint import PlanRecord
     from dedup_lib.live.intake.micro_batch import MicroBatchPass
+    from dedup_lib.rules.policy import Policies
+    from dedup_lib.telemetry.landing import Landing
 
 
 @dataclass(frozen=True)
@@ -65,3 +76,54 @@ def stage_pass(run: MicroBatchPass, folder: str) -> StagedPass:
         *(column(kept.get(c, c)).alias(c) for c in [*run.order, REASON, SOURCE_FILE])
     )
     return StagedPass(sends, refused, counts)
+
+
+class PlanIntake:
+    """Each ledger plan's sends for the streaming query (a
+    :class:`~dedup_lib.live.executors.plans.PlanFeed`'s ``keyed``): the plan's micro-batch
+    pass over its chunks, read from ``landing`` and keyed by ``policy`` and ``content`` as the
+    driver's mode keys them, written under ``root`` (:func:`stage_pass`); its quarantined
+    rows written as the plan's Parquet file in ``quarantine``, as the driver's mode names it;
+    its valid sends returned for the inbox. ``counts`` are the last plan's records by fate.
+
+    The pass's folder of a plan stays until the next plan's is written (the inbox reads it
+    while it stages the plan); a restart writes a plan's again, whole.
+    """
+
+    def __init__(
+        self, landing: Landing, policy: Policies, content: list[str], root: str, quarantine: str
+    ) -> None:
+        self.landing, self.policy, self.content = landing, policy, content
+        self.root, self.quarantine = root, quarantine
+        self.counts: dict[str, int] = {}
+
+    def __call__(self, recorded: PlanRecord) -> DataFrame:
+        """Plan ``recorded``'s valid sends, keyed, as Spark wrote them."""
+        batch = recorded.batch
+        for number, folder in self._written():
+            if number < batch:
+                shutil.rmtree(folder, ignore_errors=True)
+        run = plan_micro_batch(
+            self.landing, recorded.paths, recorded.names, self.policy, self.content, batch
+        )
+        staged = stage_pass(run, os.path.join(self.root, "read", f"plan-{batch:010d}"))
+        if staged.counts["quarantined"]:
+            write_quarantine(staged.quarantine, self.quarantine, batch)
+        self.counts = staged.counts
+        return staged.sends
+
+    def _written(self) -> list[tuple[int, str]]:
+        """The passes' folders under ``root``, by plan."""
+        found = glob.glob(os.path.join(self.root, "read", "plan-*"))
+        return [(int(os.path.basename(f).removeprefix("plan-")), f) for f in found]
+
+
+def write_quarantine(rows: DataFrame, folder: str, batch: int) -> None:
+    """Plan ``batch``'s quarantined ``rows`` as its one Parquet file in ``folder``
+    (:func:`~dedup_lib.live.output.sink.part_name`), written by Spark under a hidden name and
+    renamed in whole, replacing what a run of the same plan left."""
+    work = os.path.join(folder, f".part-{batch:010d}.spark")
+    rows.coalesce(1).write.mode("overwrite").parquet(work)
+    (part,) = glob.glob(os.path.join(work, "part-*.parquet"))
+    os.replace(part, os.path.join(folder, part_name(batch)))
+    shutil.rmtree(work, ignore_errors=True)
