@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from codegen_kit import configured
+
 
 @pytest.mark.connect
 @pytest.mark.usefixtures("spread_keys")
@@ -18,13 +20,9 @@ def test_hashed_keeps_every_row_in_the_sessions_shuffle_partitions(spark):
 
     rows = spark.range(2_000).select((F.col("id") % 500).alias("k"))
     where = F.spark_partition_id().alias("p")
-    before = spark.conf.get("spark.sql.adaptive.enabled")
-    spark.conf.set("spark.sql.adaptive.enabled", "true")
-    try:
+    with configured(spark, {"spark.sql.adaptive.enabled": "true"}):
         placed = hashed(rows, "k").select("k", where).toPandas()
         merged = rows.repartition("k").select(where).distinct().count()
-    finally:
-        spark.conf.set("spark.sql.adaptive.enabled", before)
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
     assert len(placed) == 2_000
     assert placed.groupby("k")["p"].nunique().max() == 1

@@ -17,6 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from codegen_kit import configured
 from dedup_lib.telemetry.loaded import LoadedTelemetry
 from dedup_lib.telemetry.loader import load_telemetry
 from dedup_lib.telemetry.times import NUMBER
@@ -54,12 +55,8 @@ def times_by_id(loaded: LoadedTelemetry, column: str = "send_time") -> dict[str,
 @pytest.fixture
 def new_york(spark: Any) -> Iterator[None]:
     """A session time zone far from UTC, restored afterwards."""
-    before = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
-    try:
+    with configured(spark, {"spark.sql.session.timeZone": "America/New_York"}):
         yield
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", before or "UTC")
 
 
 @pytest.mark.spark

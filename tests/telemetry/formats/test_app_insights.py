@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from pyspark.sql import functions as F
 
+from codegen_kit import configured
 from dedup_lib import DedupPolicy, detect_duplicates, generate_telemetry
 from dedup_lib.columns import CORRUPT, NOT_SEND
 from dedup_lib.errors import InputError
@@ -355,10 +356,6 @@ def test_write_refuses_a_send_without_time(spark: Any, tmp_path: Path, generated
 @pytest.mark.connect
 def test_portal_times_ignore_the_session_time_zone(spark: Any, tmp_path: Path) -> None:
     path = _write(tmp_path / "classic.csv", CLASSIC)
-    before = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
-    try:
+    with configured(spark, {"spark.sql.session.timeZone": "America/New_York"}):
         got = rows(sends(records(spark, APP_INSIGHTS, [path])), "send_time")
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", before)
     assert got == [(micros("2026-11-03T21:00:00.250"),)]
