@@ -10,7 +10,9 @@ then, for each window, times in the same run and interleaved:
   each once the monitor has judged the one before: the time from the first file to the
   last verdict, and each file's cost, from landing to its verdicts committed (the latency
   beyond the trigger and the lateness, which the feed does not wait for);
-- **all at once**: ``watch_duplicates(once=True)`` over the F files from a fresh checkpoint.
+- **all at once**: ``watch_duplicates(once=True)`` over the F files from a fresh checkpoint;
+- **on the executors**: the same files all at once with the state in Spark's state store
+  (issue 71's pieces, driven as ``watch --state executors`` will drive them: no alerts yet).
 
 Each monitor writes its verdicts, its alerts file and its checkpoint. Printed per window: the
 ratios to the batch replay (median over the rounds of the ratio within a round), the late
@@ -44,14 +46,24 @@ from pyspark.sql import functions as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import paired
 from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
+from dedup_lib.live.checkpoint import Folders
+from dedup_lib.live.executors.plans import PlanFeed, run_plans
+from dedup_lib.live.executors.query import ExecutorsQuery
+from dedup_lib.live.executors.staging import PlanIntake
+from dedup_lib.live.landing.ledger import Reading
 from dedup_lib.live.options import ReadOptions, WatchOptions, WriteOptions
 from dedup_lib.live.watch import watch_duplicates
+from dedup_lib.rules.durations import parse_window
 from dedup_lib.synth import generate_telemetry
+from dedup_lib.telemetry.landing import open_landing
 from results_table import Figure, add_option, record, short_count
 
 LATENESS = "PT1M"
 WINDOWS = ("PT10M", "P1D")
 TARGET, FLAT = 3.0, 1.5
+#: The largest size the state on the executors is measured at by default: it judges some
+#: 2,000 sends a second so far, hours at 10 M sends.
+EXECUTORS_UP_TO = 1_000_000
 
 
 def land_files(spark: SparkSession, rows: int, files: int, folder: str) -> list[str]:
@@ -146,6 +158,36 @@ def all_at_once(spark: SparkSession, files: list[str], window: str, scratch: str
     return time.perf_counter() - start
 
 
+def on_the_executors(
+    spark: SparkSession, files: list[str], window: str, scratch: str
+) -> tuple[float, int]:
+    """The state on the executors over the F files from a fresh checkpoint, all at once: the
+    ledger's plans staged by Spark (``PlanIntake``) and judged by the one streaming query in
+    Spark's RocksDB state store, to the last verdict the watermark allows. Its pieces, driven
+    as ``watch --state executors`` will drive them; it writes verdicts and the quarantine, no
+    alerts (the driver's mode also keeps its resend alerts). The time, and the state store's
+    rows at the end."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    folder = os.path.dirname(files[0])
+    out = _outputs(scratch)
+    folders = Folders(out["out"], out["checkpoint"], f"{out['out']}-quarantine", None)
+    root = os.path.join(folders.checkpoint, "executors")
+    start = time.perf_counter()
+    landing = open_landing(spark, folder)
+    intake = PlanIntake(landing, DedupPolicy(window), [], root, folders.quarantine)
+    query = ExecutorsQuery(spark, root, folders.out, parse_window(LATENESS), trigger="0.5 seconds")
+    try:
+        feed = PlanFeed(folder, Reading(landing.format, settle=0.0), folders, query, intake)
+        run_plans(feed, once=True)
+        figures = query.figures()
+    finally:
+        query.stop()
+    elapsed = time.perf_counter() - start
+    dropped = sum(f.dropped for f in figures)
+    assert dropped == 0, f"Spark dropped {dropped} sends behind the watermark"
+    return elapsed, figures[-1].state_rows if figures else 0
+
+
 def one_at_a_time(
     spark: SparkSession, files: list[str], window: str, scratch: str
 ) -> tuple[float, list[float], dict[str, int]]:
@@ -207,9 +249,12 @@ def measure(spark: SparkSession, rows: int, args: argparse.Namespace, tmp: str) 
     figures: dict = {"rows": rows, "valid": valid, "files": len(files), "windows": {}}
     for window in WINDOWS:
         scratch = os.path.join(tmp, "watch")
-        base, once, fed, totals = [], [], [], []
+        base, once, fed, totals, executors, held = [], [], [], [], [], 0
         batch(spark, files, window)  # warm-up: the JIT, the file cache, numba
         all_at_once(spark, files, window, scratch)
+        executing = rows <= args.executors_up_to
+        if executing:
+            on_the_executors(spark, files, window, scratch)  # and the state store's jar
         for round_ in range(args.repeat):
             base.append(batch(spark, files, window))
             gc.collect()  # the peaks are the running monitor's, not beside the last one's
@@ -219,9 +264,11 @@ def measure(spark: SparkSession, rows: int, args: argparse.Namespace, tmp: str) 
             fed.append(costs)
             totals.append(total)
             once.append(all_at_once(spark, files, window, scratch))
+            took, held = on_the_executors(spark, files, window, scratch) if executing else (0, 0)
+            executors.append(took)
             print(
                 f"  {window} round {round_ + 1}: batch {base[-1]:.1f} s, one at a time "
-                f"{total:.1f} s, all at once {once[-1]:.1f} s"
+                f"{total:.1f} s, all at once {once[-1]:.1f} s, on the executors {took:.1f} s"
             )
             print("    per file: " + " ".join(f"{c:.1f}" for c in costs))
         late = statistics.median(statistics.mean(c[-3:]) / statistics.mean(c[1:4]) for c in fed)
@@ -231,6 +278,7 @@ def measure(spark: SparkSession, rows: int, args: argparse.Namespace, tmp: str) 
             "all at once (s)": statistics.median(once),
             "one at a time / batch": paired(totals, base),
             "all at once / batch": paired(once, base),
+            **(_executors(executors, base, once, valid, held) if executing else {}),
             "late files / early files": late,
             "a file landed to its verdicts, median (s)": statistics.median(
                 c for f in fed for c in f
@@ -249,12 +297,31 @@ def measure(spark: SparkSession, rows: int, args: argparse.Namespace, tmp: str) 
     return figures
 
 
+def _executors(
+    took: list[float], base: list[float], once: list[float], valid: int, held: int
+) -> dict:
+    """The figures of the state on the executors."""
+    return {
+        "on the executors (s)": statistics.median(took),
+        "on the executors / batch": paired(took, base),
+        "on the executors / all at once": paired(took, once),
+        "sends per second, on the executors": valid / statistics.median(took),
+        "state store rows at the end": held,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--files", type=int, default=10, help="files landed (default 10)")
     parser.add_argument("--repeat", type=int, default=2, help="timed rounds (default 2)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument(
+        "--executors-up-to",
+        type=int,
+        default=EXECUTORS_UP_TO,
+        help=f"sizes measured on the executors too (default up to {EXECUTORS_UP_TO:,} sends)",
+    )
     add_option(parser)
     args = parser.parse_args(argv)
 
@@ -304,7 +371,7 @@ def _rows(window: str, figures: dict, checked: bool) -> list[Figure]:
         f"{w['peak Python (GiB)']:.1f} GiB, JVM {w['peak JVM (GiB)']:.1f} GiB"
     )
     late = w["late files / early files"]
-    return [
+    rows = [
         Figure(
             f"{window}, one at a time / batch",
             w["one at a time / batch"],
@@ -324,6 +391,19 @@ def _rows(window: str, figures: dict, checked: bool) -> list[Figure]:
             *(within(late, FLAT) if window == "P1D" else ("", None)),
         ),
         Figure(f"{window}, a file landed to its verdicts; the state, peaks", None, landed),
+    ]
+    if "on the executors / batch" not in w:
+        return rows
+    return [
+        *rows,
+        Figure(
+            f"{window}, on the executors, all at once / batch",
+            w["on the executors / batch"],
+            f"on the executors {w['on the executors (s)']:.1f} s "
+            f"({w['sends per second, on the executors']:,.0f} sends/s, "
+            f"{short_count(w['state store rows at the end'])} state rows), {batch}; "
+            f"{w['on the executors / all at once']:.2f}x the driver's all at once",
+        ),
     ]
 
 
