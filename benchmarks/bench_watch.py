@@ -158,15 +158,12 @@ def all_at_once(spark: SparkSession, files: list[str], window: str, scratch: str
     return time.perf_counter() - start
 
 
-def on_the_executors(
-    spark: SparkSession, files: list[str], window: str, scratch: str
-) -> tuple[float, int]:
+def on_the_executors(spark: SparkSession, files: list[str], window: str, scratch: str) -> float:
     """The state on the executors over the F files from a fresh checkpoint, all at once: the
     ledger's plans staged by Spark (``PlanIntake``) and judged by the one streaming query in
     Spark's RocksDB state store, to the last verdict the watermark allows. Its pieces, driven
     as ``watch --state executors`` will drive them; it writes verdicts and the quarantine, no
-    alerts (the driver's mode also keeps its resend alerts). The time, and the state store's
-    rows at the end."""
+    alerts (the driver's mode also keeps its resend alerts). The time."""
     shutil.rmtree(scratch, ignore_errors=True)
     folder = os.path.dirname(files[0])
     out = _outputs(scratch)
@@ -185,7 +182,7 @@ def on_the_executors(
     elapsed = time.perf_counter() - start
     dropped = sum(f.dropped for f in figures)
     assert dropped == 0, f"Spark dropped {dropped} sends behind the watermark"
-    return elapsed, figures[-1].state_rows if figures else 0
+    return elapsed
 
 
 def one_at_a_time(
@@ -249,7 +246,7 @@ def measure(spark: SparkSession, rows: int, args: argparse.Namespace, tmp: str) 
     figures: dict = {"rows": rows, "valid": valid, "files": len(files), "windows": {}}
     for window in WINDOWS:
         scratch = os.path.join(tmp, "watch")
-        base, once, fed, totals, executors, held = [], [], [], [], [], 0
+        base, once, fed, totals, executors = [], [], [], [], []
         batch(spark, files, window)  # warm-up: the JIT, the file cache, numba
         all_at_once(spark, files, window, scratch)
         executing = rows <= args.executors_up_to
@@ -264,7 +261,7 @@ def measure(spark: SparkSession, rows: int, args: argparse.Namespace, tmp: str) 
             fed.append(costs)
             totals.append(total)
             once.append(all_at_once(spark, files, window, scratch))
-            took, held = on_the_executors(spark, files, window, scratch) if executing else (0, 0)
+            took = on_the_executors(spark, files, window, scratch) if executing else 0.0
             executors.append(took)
             print(
                 f"  {window} round {round_ + 1}: batch {base[-1]:.1f} s, one at a time "
@@ -278,7 +275,7 @@ def measure(spark: SparkSession, rows: int, args: argparse.Namespace, tmp: str) 
             "all at once (s)": statistics.median(once),
             "one at a time / batch": paired(totals, base),
             "all at once / batch": paired(once, base),
-            **(_executors(executors, base, once, valid, held) if executing else {}),
+            **(_executors(executors, base, once, valid) if executing else {}),
             "late files / early files": late,
             "a file landed to its verdicts, median (s)": statistics.median(
                 c for f in fed for c in f
@@ -297,16 +294,13 @@ def measure(spark: SparkSession, rows: int, args: argparse.Namespace, tmp: str) 
     return figures
 
 
-def _executors(
-    took: list[float], base: list[float], once: list[float], valid: int, held: int
-) -> dict:
+def _executors(took: list[float], base: list[float], once: list[float], valid: int) -> dict:
     """The figures of the state on the executors."""
     return {
         "on the executors (s)": statistics.median(took),
         "on the executors / batch": paired(took, base),
         "on the executors / all at once": paired(took, once),
         "sends per second, on the executors": valid / statistics.median(took),
-        "state store rows at the end": held,
     }
 
 
@@ -400,8 +394,7 @@ def _rows(window: str, figures: dict, checked: bool) -> list[Figure]:
             f"{window}, on the executors, all at once / batch",
             w["on the executors / batch"],
             f"on the executors {w['on the executors (s)']:.1f} s "
-            f"({w['sends per second, on the executors']:,.0f} sends/s, "
-            f"{short_count(w['state store rows at the end'])} state rows), {batch}; "
+            f"({w['sends per second, on the executors']:,.0f} sends/s), {batch}; "
             f"{w['on the executors / all at once']:.2f}x the driver's all at once",
         ),
     ]

@@ -42,11 +42,18 @@ ORIGINAL_MICROS = "original_micros"
 MISSED_MS = "missed_ms"
 #: Spark's RocksDB state store: state on the executors' disks, in bounded memory.
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+#: Whether the state store counts its rows: on, each write first reads its key to keep the
+#: count (a native RocksDB ``get`` per ``put`` and ``remove``), which took most of the data
+#: micro-batch (200 k sends of the day scenario, PT10M: 88 s with the count, 10 s without;
+#: docs/decisions/live-state-executors.md). The count is a metric only: off, progress reports
+#: ``numRowsTotal`` 0.
+TRACK_ROWS = "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows"
 #: The settings the streaming query's own session runs with.
 STATE_SETTINGS = {
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
+    TRACK_ROWS: "false",
     "spark.sql.adaptive.enabled": "false",
 }
 

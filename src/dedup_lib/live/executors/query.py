@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -70,8 +71,10 @@ def write_verdicts(answered: DataFrame, batch: int, out: str) -> None:
 
 @dataclass(frozen=True)
 class Figures:
-    """What one of Spark's micro-batches did: sends read, rows in the state store after it,
-    rows Spark dropped behind the watermark, timers fired, and its watermark.
+    """What one of Spark's micro-batches did: sends read, rows in the state store after it
+    (0 unless the store counts them:
+    :data:`~dedup_lib.live.executors.processor.TRACK_ROWS`), rows Spark dropped behind the
+    watermark, timers fired, and its watermark.
 
     Examples
     --------
@@ -108,7 +111,9 @@ class ExecutorsQuery:
     on a checkpoint that has one; ``trigger`` is Spark's processing-time interval (each
     trigger looks for a new file, and a micro-batch without one fires the timers the last
     watermark made due); ``partitions`` is the state store's number of partitions, fixed by
-    the first start of a checkpoint (default: the session's shuffle partitions).
+    the first start of a checkpoint (default: the session's shuffle partitions); ``settings``
+    are set on the query's session over
+    :data:`~dedup_lib.live.executors.processor.STATE_SETTINGS`.
     """
 
     def __init__(
@@ -120,9 +125,11 @@ class ExecutorsQuery:
         *,
         trigger: str = "1 second",
         partitions: int | None = None,
+        settings: Mapping[str, str] | None = None,
     ) -> None:
         self.spark, self.root, self.out, self.lateness = spark, root, out, lateness
         self.trigger, self.partitions = trigger, partitions
+        self.settings = {**STATE_SETTINGS, **(settings or {})}
         self.inbox = Inbox(root)
         self.query: StreamingQuery | None = None
         load(spark)
@@ -166,7 +173,7 @@ class ExecutorsQuery:
         if schema is None:
             return
         session = self.spark.newSession()
-        settings = dict(STATE_SETTINGS)
+        settings = dict(self.settings)
         if self.partitions is not None:
             settings["spark.sql.shuffle.partitions"] = str(self.partitions)
         for key, value in settings.items():
