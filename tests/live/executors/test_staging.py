@@ -40,13 +40,18 @@ def _by_event(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values("event_id").reset_index(drop=True)
 
 
+def _landed(spark, tmp_path):
+    """The landing folder with :data:`CSV` landed in it, and that file's path."""
+    folder = tmp_path / "landing"
+    folder.mkdir()
+    (folder / "sends.csv").write_text(CSV)
+    return open_landing(spark, str(folder)), [str(folder / "sends.csv")]
+
+
 @pytest.mark.connect
 def test_the_written_pass_is_the_driver_s_pass(spark, tmp_path):
-    landing_folder = tmp_path / "landing"
-    landing_folder.mkdir()
-    (landing_folder / "sends.csv").write_text(CSV)
-    landing = open_landing(spark, str(landing_folder))
-    paths, content = [str(landing_folder / "sends.csv")], ["payload_hash"]
+    landing, paths = _landed(spark, tmp_path)
+    content = ["payload_hash"]
 
     intake = load_micro_batch(plan_micro_batch(landing, paths, {}, POLICY, content, 3))
     run = plan_micro_batch(landing, paths, {}, POLICY, content, 3)
@@ -65,11 +70,8 @@ def test_the_written_pass_is_the_driver_s_pass(spark, tmp_path):
 
 @pytest.mark.connect
 def test_rows_that_are_not_the_records_counted_are_refused(spark, tmp_path):
-    landing_folder = tmp_path / "landing"
-    landing_folder.mkdir()
-    (landing_folder / "sends.csv").write_text(CSV)
-    landing = open_landing(spark, str(landing_folder))
-    run = plan_micro_batch(landing, [str(landing_folder / "sends.csv")], {}, POLICY, [], 0)
+    landing, paths = _landed(spark, tmp_path)
+    run = plan_micro_batch(landing, paths, {}, POLICY, [], 0)
 
     class Inflated:  # the pass's Observation, one record more than Spark wrote
         @property

@@ -74,16 +74,13 @@ class Inbox:
             schema = sends.schema
             write_json(os.path.join(self.root, "schema.json"), json.loads(schema.json()))
         work = os.path.join(self.root, "staging", f"plan-{batch:010d}")
-        _conformed(sends, schema).coalesce(1).write.mode("overwrite").parquet(work)
-        parts = sorted(glob.glob(os.path.join(work, "part-*.parquet")))
+        part = write_one_parquet(_conformed(sends, schema), work)
         target = self.file(batch)
         os.makedirs(self.folder, exist_ok=True)
         after = int(self._record().get("mtime_ns", 0))
-        mtime = after
-        for part in parts:  # coalesced: one file
-            mtime = max(time.time_ns(), after + 1_000_000)
-            os.utime(part, ns=(mtime, mtime))
-            os.replace(part, target)
+        mtime = max(time.time_ns(), after + 1_000_000)
+        os.utime(part, ns=(mtime, mtime))
+        os.replace(part, target)
         shutil.rmtree(work, ignore_errors=True)
         write_json(os.path.join(self.root, "staged.json"), {"plan": batch, "mtime_ns": mtime})
         return target
@@ -91,6 +88,15 @@ class Inbox:
     def _record(self) -> dict[str, int]:
         path = os.path.join(self.root, "staged.json")
         return dict(read_json(path)) if os.path.exists(path) else {}
+
+
+def write_one_parquet(frame: DataFrame, work: str) -> str:
+    """``frame`` written by Spark (one job) as one Parquet file in the folder ``work``,
+    replacing what is there: the file's path, for the caller to rename into place whole.
+    (Spark writes a file for the one partition even when it holds no row.)"""
+    frame.coalesce(1).write.mode("overwrite").parquet(work)
+    (part,) = glob.glob(os.path.join(work, "part-*.parquet"))
+    return part
 
 
 def _conformed(sends: DataFrame, schema: T.StructType) -> DataFrame:

@@ -24,12 +24,11 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from dedup_lib.columns import QUARANTINED, VALID, column
+from dedup_lib.columns import VALID, column
+from dedup_lib.live.executors.inbox import write_one_parquet
 from dedup_lib.live.executors.processor import stream_columns
-from dedup_lib.live.intake.micro_batch import plan_micro_batch
+from dedup_lib.live.intake.micro_batch import plan_micro_batch, split_columns
 from dedup_lib.live.output.sink import part_name
-from dedup_lib.telemetry.formats import SOURCE_FILE
-from dedup_lib.telemetry.quarantine import REASON
 from dedup_lib.telemetry.tally import check_adds_up
 
 if TYPE_CHECKING:
@@ -69,11 +68,10 @@ def stage_pass(run: MicroBatchPass, folder: str) -> StagedPass:
     (found,) = held.collect()
     written_counts = {**counts, "valid": found["valid"], "quarantined": found["refused"]}
     check_adds_up("the micro-batch written for the executors", written_counts)
-    quarantined = [c for c in written.columns if c.startswith(QUARANTINED)]
-    kept = {c.removeprefix(QUARANTINED): c for c in quarantined}
+    quarantined, sources = split_columns(written.columns, run.order)
     sends = written.where(valid).drop(VALID, *quarantined)
     refused = written.where(~valid).select(
-        *(column(kept.get(c, c)).alias(c) for c in [*run.order, REASON, SOURCE_FILE])
+        *(column(source).alias(c) for c, source in sources.items())
     )
     return StagedPass(sends, refused, counts)
 
@@ -123,7 +121,6 @@ def write_quarantine(rows: DataFrame, folder: str, batch: int) -> None:
     (:func:`~dedup_lib.live.output.sink.part_name`), written by Spark under a hidden name and
     renamed in whole, replacing what a run of the same plan left."""
     work = os.path.join(folder, f".part-{batch:010d}.spark")
-    rows.coalesce(1).write.mode("overwrite").parquet(work)
-    (part,) = glob.glob(os.path.join(work, "part-*.parquet"))
+    part = write_one_parquet(rows, work)
     os.replace(part, os.path.join(folder, part_name(batch)))
     shutil.rmtree(work, ignore_errors=True)

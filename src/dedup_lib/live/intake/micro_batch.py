@@ -146,15 +146,30 @@ def _both(opened: OpenedInput, frame: DataFrame, valid: Column) -> DataFrame:
     )
 
 
+def split_columns(columns: list[str], order: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Of a pass's ``columns`` (:func:`_both`'s, keyed): those only refused rows fill, which
+    the valid sends drop; and each column of the quarantine (the loader's ``order``, the
+    reason, the file) with the pass's column it is read from: the value as read where typing
+    changed it.
+
+    Examples
+    --------
+    >>> split_columns(["message_id", "send_time", "__dedup_q_send_time"], ["send_time"])[1]
+    {'send_time': '__dedup_q_send_time', 'reason': 'reason', 'source_file': 'source_file'}
+    """
+    quarantined = [c for c in columns if c.startswith(QUARANTINED)]
+    kept = {c.removeprefix(QUARANTINED): c for c in quarantined}
+    return quarantined, {c: kept.get(c, c) for c in [*order, REASON, SOURCE_FILE]}
+
+
 def _split(table: pa.Table, counts: dict[str, int], order: list[str]) -> Intake:
     """The valid sends and the quarantined rows (in the loader's quarantine columns), each
     with its own columns; an error if they are not the rows counted."""
     valid = pc.fill_null(table[VALID], False)
-    quarantined = [c for c in table.column_names if c.startswith(QUARANTINED)]
+    quarantined, sources = split_columns(table.column_names, order)
     sends = table.filter(valid).drop_columns([VALID, *quarantined])
     refused = table.filter(pc.invert(valid))
-    kept = {c.removeprefix(QUARANTINED): c for c in quarantined}
-    refused = pa.table({c: refused[kept.get(c, c)] for c in [*order, REASON, SOURCE_FILE]})
+    refused = pa.table({c: refused[source] for c, source in sources.items()})
     check_adds_up(
         "the micro-batch brought into the driver",
         {**counts, "read": sends.num_rows + refused.num_rows + counts["skipped"]},
