@@ -261,11 +261,12 @@ def measure(spark: SparkSession, rows: int, args: argparse.Namespace, tmp: str) 
             fed.append(costs)
             totals.append(total)
             once.append(all_at_once(spark, files, window, scratch))
-            took = on_the_executors(spark, files, window, scratch) if executing else 0.0
-            executors.append(took)
+            if executing:
+                executors.append(on_the_executors(spark, files, window, scratch))
+            there = f", on the executors {executors[-1]:.1f} s" if executing else ""
             print(
                 f"  {window} round {round_ + 1}: batch {base[-1]:.1f} s, one at a time "
-                f"{total:.1f} s, all at once {once[-1]:.1f} s, on the executors {took:.1f} s"
+                f"{total:.1f} s, all at once {once[-1]:.1f} s{there}"
             )
             print("    per file: " + " ".join(f"{c:.1f}" for c in costs))
         late = statistics.median(statistics.mean(c[-3:]) / statistics.mean(c[1:4]) for c in fed)
