@@ -224,8 +224,11 @@ def test_files_of_the_same_size_modified_the_same_millisecond_get_no_numbers(
 ) -> None:
     paths = _three_files(tmp_path)
     (tmp_path / "b.csv").write_text("message_id\nm2\n", encoding="utf-8")
-    stamp = os.stat(paths[0]).st_mtime_ns
-    os.utime(paths[1], ns=(stamp, stamp + 999))
+    # A whole millisecond, set on both: the disk's own stamps can sit anywhere in theirs
+    # (a coarse clock ticks at one offset), and 999 ns more could cross into the next.
+    stamp = os.stat(paths[0]).st_mtime_ns // 1_000_000 * 1_000_000
+    os.utime(paths[0], ns=(stamp, stamp))
+    os.utime(paths[1], ns=(stamp, stamp + 999_999))
     assert local_file_ids(InputFiles(root=str(tmp_path), files=paths)) is None
     os.utime(paths[1], ns=(stamp, stamp + 1_000_000))
     assert local_file_ids(InputFiles(root=str(tmp_path), files=paths)) is not None

@@ -147,7 +147,7 @@ def _both(opened: OpenedInput, frame: DataFrame, valid: Column) -> DataFrame:
 
 
 def split_columns(columns: list[str], order: list[str]) -> tuple[list[str], dict[str, str]]:
-    """Of a pass's ``columns`` (:func:`_both`'s, keyed): those only refused rows fill, which
+    """Of a pass's ``columns`` (:func:`_both`'s, keyed): those only quarantined rows fill, which
     the valid sends drop; and each column of the quarantine (the loader's ``order``, the
     reason, the file) with the pass's column it is read from: the value as read where typing
     changed it.
