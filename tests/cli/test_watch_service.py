@@ -14,7 +14,6 @@ PID 1."""
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import os
 import random
@@ -29,24 +28,20 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.resources import as_file, files
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from collector_kit import Collector
-from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, sample_path
 from dedup_lib.live.service.pulse import HUNG_AFTER
 from dedup_lib.memory import size_in_bytes
-from dedup_lib.spark import free_port, to_pandas
+from dedup_lib.spark import free_port
 from listeners_kit import assert_on_loopback, listeners
 from metrics_kit import scrape, summed
 from prometheus_kit import Prometheus
-
-COLUMNS = ["verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
-
+from watch_kit import Feed, assert_judged_once, judged, lines_of, load_expected
 
 #: The systemd unit the package ships.
 UNIT = files("dedup_lib") / "resources" / "systemd" / "dedup-watch.service"
@@ -192,34 +187,6 @@ def events(printed: list[str]) -> list[str]:
 
 #: Alerts on the data, not on the monitor: none of them a false page of a restart.
 DATA_ALERTS = {"DedupCollision", "DedupResendsReachConsumers", "DedupLateSends"}
-#: How the feed's sender sets a SessionId: apart from the PartitionKey, which the SDK refuses
-#: whatever the entity's policy. With the unit's window and no partitioning the sample raises
-#: no other alert (its spans carry no content to collide on): these are the alerts to count.
-SESSION = b'"servicebus.message.session_id","value":{"stringValue":"'
-
-
-@dataclass
-class Feed:
-    """The Collector's file exporter writing the sample's first 700 lines into ``landing``,
-    rotating its file every 800 kB."""
-
-    landing: Path
-    lines: list[bytes] = field(default_factory=list)
-    exported: int = 0
-
-    def __post_init__(self) -> None:
-        with gzip.open(sample_path("incident-otlp.jsonl.gz"), "rb") as sample:
-            lines = [line.rstrip(b"\n") for line in sample][:700]
-        self.lines = [line.replace(SESSION, SESSION + b"not-") for line in lines]
-        assert self.lines != lines, "the sample no longer sets a SessionId: refuse sends anew"
-        self.landing.mkdir()
-        self.collector = Collector(str(self.landing / "traces.json"), max_bytes=800_000)
-
-    def export(self, count: int) -> None:
-        for line in self.lines[self.exported : self.exported + count]:
-            self.collector.export(line)
-        self.exported = min(len(self.lines), self.exported + count)
-        self.collector.flush()
 
 
 @pytest.mark.slow
@@ -282,7 +249,7 @@ def test_the_units_command_killed_and_started_again_judges_every_send_once_and_p
     first.assert_told_systemd(stopped=False)
     restarted.assert_told_systemd(stopped=True)
     assert (state / "checkpoint" / "commits").is_dir()
-    assert_judged_once(out, state / "alerts.jsonl", expected, counted)
+    assert_judged_and_alerted_once(out, state / "alerts.jsonl", expected, counted)
     monitor = {a for names in seen.values() for a in names} - DATA_ALERTS
     assert seen.get("firing", set()) - DATA_ALERTS == set(), seen
     assert monitor <= {"DedupMonitorDown", "DedupMonitorNotReady"}, seen
@@ -381,30 +348,11 @@ def the_unit(
             time.sleep(0.5)  # the last notify messages heard
 
 
-def lines_of(process: subprocess.Popen[str], seen: list[str]) -> threading.Thread:
-    """What the command prints, kept as it comes."""
-
-    def read() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            seen.append(line.rstrip("\n"))
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    return reader
-
-
-def assert_judged_once(out: Path, alerts: Path, expected: dict, counted: dict) -> None:
+def assert_judged_and_alerted_once(out: Path, alerts: Path, expected: dict, counted: dict) -> None:
     """Every send due judged once, with the batch replay's verdict; every alert in the alerts
     file once, on a whole line; the counters, restored from the checkpoint at the restart,
     count every send and every alert once."""
-    got = pd.read_parquet(out).set_index("event_id")
-    assert got.index.is_unique, "a send was judged twice"
-    want = expected["verdicts"]
-    assert set(got.index) == set(want.index) - expected["waiting"]
-    pd.testing.assert_frame_equal(
-        got[COLUMNS].sort_index(), want.loc[got.index, COLUMNS].sort_index(), check_dtype=False
-    )
+    got = assert_judged_once(out, expected)
     text = alerts.read_text()
     raised = [json.loads(line) for line in text.splitlines()]  # a cut line would not parse
     assert text.endswith("\n")
@@ -415,25 +363,3 @@ def assert_judged_once(out: Path, alerts: Path, expected: dict, counted: dict) -
     for verdict, count in got["verdict"].value_counts().items():
         assert summed(counted, "dedup_sends_judged_total", verdict=verdict) == count
     assert summed(counted, "dedup_alerts_total", kind="rejected") == rejected
-
-
-def judged(out: Path) -> int:
-    """The sends in the verdicts' files so far."""
-    return sum(pd.read_parquet(p, columns=["event_id"]).shape[0] for p in out.glob("*.parquet"))
-
-
-def load_expected(spark, whole: Path, command: list[str]) -> dict:
-    """The batch replay's verdicts over the lines exported, with the policy of ``command``
-    (``dedup-lib watch``'s), and the sends that wait for a watermark beyond the last (those
-    the rules alone decide do not wait)."""
-    window = command[command.index("--window") + 1]
-    lateness = pd.Timedelta(command[command.index("--lateness") + 1]).value // 1000
-    policy = DedupPolicy(window, partitioning="--partitioning" in command)
-    valid = load_telemetry(spark, str(whole)).valid
-    result = detect_duplicates(valid, policy).select("event_id", "send_time", *COLUMNS)
-    verdicts = to_pandas(result).set_index("event_id")
-    micros = verdicts["send_time"].astype("datetime64[us]").astype("int64")
-    watermark = (int(micros.max()) // 1000 * 1000) - lateness
-    decided = (verdicts["verdict"] == "rejected") | verdicts["reason"].notna()
-    waiting = set(verdicts.index[(micros > watermark) & ~decided])
-    return {"verdicts": verdicts, "waiting": waiting, "due": len(verdicts) - len(waiting)}

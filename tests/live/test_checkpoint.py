@@ -44,6 +44,27 @@ def test_a_checkpoint_keeps_the_settings_it_began_with(tmp_path: Path) -> None:
         check_settings(str(tmp_path), later)
 
 
+def test_a_checkpoint_of_one_state_mode_is_refused_by_the_other(tmp_path: Path) -> None:
+    check_settings(str(tmp_path), SETTINGS)
+    executors = replace(SETTINGS, state="executors")
+    with pytest.raises(InputError, match=r"started with --state driver, .* go on with --state "):
+        check_settings(str(tmp_path), executors)
+    other = tmp_path / "other"
+    check_settings(str(other), executors)
+    with pytest.raises(InputError, match=r"started with --state executors, .* --state driver does"):
+        check_settings(str(other), SETTINGS)
+
+
+def test_a_checkpoint_from_before_the_modes_is_the_driver_s(tmp_path: Path) -> None:
+    check_settings(str(tmp_path), SETTINGS)
+    recorded = json.loads((tmp_path / "settings.json").read_text())
+    del recorded["state"]
+    (tmp_path / "settings.json").write_text(json.dumps(recorded))
+    check_settings(str(tmp_path), SETTINGS)
+    with pytest.raises(InputError, match="started with --state driver"):
+        check_settings(str(tmp_path), replace(SETTINGS, state="executors"))
+
+
 def test_per_entity_policies_are_part_of_the_identity() -> None:
     policies = {"b": DedupPolicy("PT1M", partitioning=True), "a": None}
     rules = replace(SETTINGS, policy=policies).identity()["policy"]

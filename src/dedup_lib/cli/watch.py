@@ -37,6 +37,7 @@ examples:
   dedup-lib watch landing/ --window PT5M --lateness PT2M --out verdicts/ --checkpoint ck/ \\
       --alerts alerts.jsonl
   dedup-lib watch traces/ --format otlp --entities entities-arm.json --out v/ --checkpoint ck/
+  dedup-lib watch landing/ --state executors --out verdicts/ --checkpoint ck/
   dedup-lib watch /var/lib/otelcol/servicebus --format otlp --out v/ --checkpoint ck/ \
       --alerts alerts.jsonl --metrics 127.0.0.1:9464
 """
@@ -141,6 +142,7 @@ def _options(
         JudgeOptions,
         ReadOptions,
         ServeOptions,
+        StateOptions,
         WatchOptions,
         WriteOptions,
     )
@@ -157,6 +159,7 @@ def _options(
         judging=JudgeOptions(content=content, resend_horizon=args.resend_horizon),
         writing=WriteOptions(quarantine=args.quarantine, alerts=args.alerts),
         serving=ServeOptions(metrics=args.metrics),
+        state=StateOptions(mode=args.state),
     )
 
 
@@ -202,6 +205,14 @@ def add_to(
         "--checkpoint",
         required=True,
         help="folder of the monitor's progress and state: a restart with it resumes, once",
+    )
+    cmd.add_argument(
+        "--state",
+        choices=("driver", "executors"),
+        default="driver",
+        help="where the state is kept: the driver's memory, or Spark's state store on the "
+        "executors, judged by one streaming query (classic Spark; verdicts, quarantine and "
+        "lines, no alerts or metrics yet) (default: driver)",
     )
     _policy_options(cmd)
     _output_options(cmd)

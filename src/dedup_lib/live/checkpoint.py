@@ -46,6 +46,8 @@ class Settings:
     horizon: timedelta | None
     content: list[str]
     reading: Reading
+    #: Where the state is kept: ``driver`` or ``executors`` (:class:`~dedup_lib.StateOptions`).
+    state: str = "driver"
 
     def identity(self) -> dict[str, Any]:
         """What must not change over a checkpoint's life: the rules that key and judge."""
@@ -61,6 +63,7 @@ class Settings:
                 None if self.horizon is None else self.horizon // timedelta(microseconds=1)
             ),
             "format": self.reading.fmt,
+            "state": self.state,
         }
 
 
@@ -211,7 +214,15 @@ def check_settings(checkpoint: str, settings: Settings) -> None:
     if not os.path.exists(path):
         write_json(path, wanted)
         return
-    found = read_json(path)
+    found = {"state": "driver", **read_json(path)}  # a checkpoint from before the modes
+    if found["state"] != wanted["state"]:
+        kept = printable(str(found["state"]))
+        raise InputError(
+            f"watch_duplicates: the checkpoint {printable(checkpoint)} was started with "
+            f"--state {kept}, and its state is kept where that mode keeps it, which "
+            f"--state {wanted['state']} does not read: go on with --state {kept}, or start "
+            "a new checkpoint"
+        )
     changed = [k for k in wanted if found.get(k) != wanted[k]]
     if changed:
         raise InputError(

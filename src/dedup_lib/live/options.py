@@ -137,18 +137,21 @@ class StateOptions:
 
     Parameters
     ----------
-    mode : {"driver"}, default "driver"
+    mode : {"driver", "executors"}, default "driver"
         ``driver``: in the driver's memory, its segments in the checkpoint
-        (docs/decisions/live-state.md). The only mode so far.
+        (docs/decisions/live-state.md). ``executors``: in Spark's state store on the
+        executors, judged in one long-running streaming query, on classic Spark
+        (docs/decisions/live-state-executors.md); it writes verdicts, quarantined rows and
+        lines, not yet alerts or metrics. A checkpoint keeps the mode it was started with.
 
     Examples
     --------
     >>> from dedup_lib import StateOptions
-    >>> StateOptions().mode
-    'driver'
+    >>> StateOptions().mode, StateOptions("executors").mode
+    ('driver', 'executors')
     """
 
-    mode: Literal["driver"] = "driver"
+    mode: Literal["driver", "executors"] = "driver"
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from dedup_lib.live.intake.micro_batch import Intake, load_micro_batch, plan_mic
 from dedup_lib.live.landing import ledger
 from dedup_lib.live.landing.chunks import remove_chunks
 from dedup_lib.live.output.labels import EntityLabels
-from dedup_lib.live.output.lines import BatchLine, StateSize
+from dedup_lib.live.output.lines import BatchLine, StateSize, Tell
 from dedup_lib.live.output.sink import AlertsFile, write_part
 from dedup_lib.live.output.totals import Totals
 from dedup_lib.live.service.metrics import Metrics
@@ -53,15 +53,7 @@ from dedup_lib.live.state.resends import Resends
 from dedup_lib.live.state.store import KeyedState
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from dedup_lib.telemetry.landing import Landing
-
-
-#: What the caller is told: each micro-batch's line, its load's counts, and notes.
-Tell = tuple[
-    "Callable[[BatchLine], None]", "Callable[[dict[str, int]], None]", "Callable[[str], None]"
-]
 
 
 class Runner:
@@ -126,6 +118,13 @@ class Runner:
             if recorded is None:
                 return None
         return self._run(recorded)
+
+    def settle(self) -> None:
+        """Nothing to wait for: a micro-batch is judged and written when :meth:`step` returns
+        (the executors' runner waits for its query here)."""
+
+    def stop(self) -> None:
+        """Nothing runs between steps (the executors' runner stops its query here)."""
 
     def _plan(self) -> PlanRecord | None:
         """What is new, copied into the checkpoint and recorded; None when nothing is."""

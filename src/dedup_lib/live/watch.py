@@ -24,9 +24,10 @@ import pandas as pd
 from dedup_lib.analysis.evidence import Evidence
 from dedup_lib.errors import InputError
 from dedup_lib.live.checkpoint import Folders, Settings
+from dedup_lib.live.executors.runner import ExecutorsRunner
 from dedup_lib.live.landing.ledger import Reading
 from dedup_lib.live.options import WatchOptions, WriteOptions
-from dedup_lib.live.output.lines import BatchLine
+from dedup_lib.live.output.lines import BatchLine, Tell
 from dedup_lib.live.runner import Runner
 from dedup_lib.live.service.metrics import Metrics
 from dedup_lib.live.service.pulse import Pulse, restoring
@@ -39,6 +40,8 @@ from dedup_lib.telemetry.landing import open_landing
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from dedup_lib.telemetry.landing import Landing
 
 
 #: The latest micro-batches' lines and load counts a monitor keeps: it runs for weeks, and
@@ -95,7 +98,9 @@ class Loop:
     """The thread that runs a micro-batch every ``every`` seconds (sooner while files wait)
     until ``stopping`` is set (:meth:`Watch.stop`); a failure is kept in ``progress``."""
 
-    def __init__(self, runner: Runner, pulse: Pulse, progress: Progress, every: float) -> None:
+    def __init__(
+        self, runner: Runner | ExecutorsRunner, pulse: Pulse, progress: Progress, every: float
+    ) -> None:
         self.runner, self.pulse, self.progress, self.every = runner, pulse, progress, every
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, name="dedup-watch", daemon=True)
@@ -111,7 +116,10 @@ class Loop:
         except BaseException as failure:
             self.progress.error = self.pulse.error = failure
         finally:
-            self.pulse.stopped = True
+            try:
+                self.runner.stop()
+            finally:
+                self.pulse.stopped = True
 
 
 @dataclass(frozen=True)
@@ -122,8 +130,9 @@ class Watch:
 
     Attributes
     ----------
-    runner : Runner
-        Its micro-batches (:mod:`dedup_lib.live.runner`).
+    runner : Runner or ExecutorsRunner
+        Its micro-batches (:mod:`dedup_lib.live.runner`, or
+        :mod:`dedup_lib.live.executors.runner` with the state on the executors).
     columns : tuple of str
         The columns of the sends.
     content : tuple of str
@@ -162,7 +171,7 @@ class Watch:
     The methods' examples go on with this ``watch``; :meth:`stop` ends it.
     """
 
-    runner: Runner
+    runner: Runner | ExecutorsRunner
     columns: tuple[str, ...]
     content: tuple[str, ...]
     notes: tuple[str, ...]
@@ -374,8 +383,7 @@ def watch_duplicates(
     """
     options = options if options is not None else WatchOptions()
     reading, judging, writing = options.reading, options.judging, options.writing
-    if options.state.mode != "driver":
-        raise InputError(f"state: expected 'driver', got {options.state.mode!r}")
+    _check_mode(options)
     landing = open_landing(
         spark, os.fspath(source), reading.format, reading.mapping, entity=reading.entity
     )
@@ -388,7 +396,7 @@ def watch_duplicates(
         landing.format, parse_window(reading.settle).total_seconds(), exclude=tuple(reading.exclude)
     )
     policy = check_policies(policy if policy is not None else DedupPolicy())
-    settings = Settings(policy, parse_window(lateness), horizon, wanted, read)
+    settings = Settings(policy, parse_window(lateness), horizon, wanted, read, options.state.mode)
     folders = _folders(out, checkpoint, writing)
     every = _seconds(reading.trigger)
     say = on_note or (lambda _: None)
@@ -403,13 +411,16 @@ def watch_duplicates(
     address = metrics.serve(served) if served is not None else None
     try:
         with restoring(pulse):
-            runner = Runner(
-                landing, settings, folders, (progress.committed, progress.read, say), metrics
-            )
+            tell = (progress.committed, progress.read, say)
+            runner = _runner(spark, landing, settings, folders, tell, metrics, every)
         loop = None if once else Loop(runner, pulse, progress, every)
         if loop is None:
-            while runner.step() is not None or runner.more:
-                pass
+            try:
+                while runner.step() is not None or runner.more:
+                    pass
+                runner.settle()
+            finally:
+                runner.stop()
         found = (tuple(columns), tuple(wanted), landing.notes)
         watch = Watch(runner, *found, metrics, address, pulse, progress, loop)
         if loop is not None:
@@ -418,6 +429,39 @@ def watch_duplicates(
         metrics.close()
         raise
     return watch
+
+
+def _check_mode(options: WatchOptions) -> None:
+    """The state's mode known, and asked for nothing it does not do yet."""
+    mode = options.state.mode
+    if mode not in ("driver", "executors"):
+        raise InputError(f"state: expected 'driver' or 'executors', got {mode!r}")
+    if mode == "driver":
+        return
+    for asked, what in (
+        (options.writing.alerts, "an alerts file"),
+        (options.serving.metrics, "metrics"),
+    ):
+        if asked is not None:
+            raise InputError(
+                f"state 'executors' writes verdicts, quarantined rows and lines, not yet "
+                f"{what}: leave it out, or keep the state on the driver (--state driver)"
+            )
+
+
+def _runner(
+    spark: SparkSession,
+    landing: Landing,
+    settings: Settings,
+    folders: Folders,
+    tell: Tell,
+    metrics: Metrics,
+    every: float,
+) -> Runner | ExecutorsRunner:
+    """The micro-batches' runner of the state's mode, its state restored."""
+    if settings.state == "executors":
+        return ExecutorsRunner(spark, landing, settings, folders, tell, f"{every} seconds")
+    return Runner(landing, settings, folders, tell, metrics)
 
 
 def _folders(out: PathText, checkpoint: PathText, writing: WriteOptions) -> Folders:

@@ -34,7 +34,8 @@ class PlanFeed:
     """The plans of the folder ``landing`` (read as ``reading``) fed to ``query``, recorded
     in ``folders``' checkpoint; ``keyed`` turns a plan into its keyed sends, a Spark frame
     (its chunks read, loaded and keyed, with
-    :func:`~dedup_lib.live.executors.processor.stream_columns`), never rows in the driver."""
+    :func:`~dedup_lib.live.executors.processor.stream_columns`), never rows in the driver;
+    ``on_note`` is told what the ledger refuses or cannot read exactly, as it plans."""
 
     def __init__(
         self,
@@ -43,9 +44,10 @@ class PlanFeed:
         folders: Folders,
         query: ExecutorsQuery,
         keyed: Callable[[PlanRecord], DataFrame],
+        on_note: Callable[[str], None] = lambda _: None,
     ) -> None:
         self.landing, self.reading, self.folders = landing, reading, folders
-        self.query, self.keyed = query, keyed
+        self.query, self.keyed, self.on_note = query, keyed, on_note
         self.batch = query.next_plan
         self.files: dict[str, Seen]
         self.files, self.redo = folders.plans_at(self.batch)
@@ -66,6 +68,8 @@ class PlanFeed:
     def _plan(self) -> PlanRecord | None:
         """What is new, copied into the checkpoint and recorded; None when nothing is."""
         planned = ledger.plan(self.landing, self.files, self.reading, time.time())
+        for note in planned.notes:
+            self.on_note(note.text)
         if not planned.chunks:
             self.files, self.more = planned.files, False
             return None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
@@ -116,7 +116,12 @@ def judged(sends: DataFrame, lateness: timedelta) -> DataFrame:
         .withWatermark(EVENT_TIME, delay)
         .drop(EVENT_TIME)
     )
-    monitor = spark._jvm.dedup_lib.LiveMonitor  # type: ignore[union-attr]
+    jvm: Any = spark._jvm
+    # py4j finds classes through the calling thread's context loader, and ADD JAR set the
+    # session's jar loader on the thread that ran it only: a monitor's loop runs in another.
+    loader = spark._jsparkSession.sharedState().jarClassLoader()
+    jvm.java.lang.Thread.currentThread().setContextClassLoader(loader)
+    monitor = jvm.dedup_lib.LiveMonitor
     names = (K0, K1, SEND_MICROS, WINDOW, "event_id", DECIDED, "verdict")
     from pyspark.sql import DataFrame
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -113,7 +113,8 @@ class ExecutorsQuery:
     watermark made due); ``partitions`` is the state store's number of partitions, fixed by
     the first start of a checkpoint (default: the session's shuffle partitions); ``settings``
     are set on the query's session over
-    :data:`~dedup_lib.live.executors.processor.STATE_SETTINGS`.
+    :data:`~dedup_lib.live.executors.processor.STATE_SETTINGS`; ``on_written`` is called with
+    each micro-batch's id and folder of verdicts once they are written (in Spark's thread).
     """
 
     def __init__(
@@ -126,9 +127,10 @@ class ExecutorsQuery:
         trigger: str = "1 second",
         partitions: int | None = None,
         settings: Mapping[str, str] | None = None,
+        on_written: Callable[[int, str], None] | None = None,
     ) -> None:
         self.spark, self.root, self.out, self.lateness = spark, root, out, lateness
-        self.trigger, self.partitions = trigger, partitions
+        self.trigger, self.partitions, self.on_written = trigger, partitions, on_written
         self.settings = {**STATE_SETTINGS, **(settings or {})}
         self.inbox = Inbox(root)
         self.query: StreamingQuery | None = None
@@ -155,6 +157,12 @@ class ExecutorsQuery:
         if self.query is not None:
             self.query.processAllAvailable()
             self.query.processAllAvailable()
+
+    def check(self) -> None:
+        """Raise what stopped the query, if it failed (a micro-batch's error, Spark's own)."""
+        failure = self.query.exception() if self.query is not None else None
+        if failure is not None:
+            raise failure
 
     def figures(self) -> list[Figures]:
         """The figures of the micro-batches this query ran, oldest first."""
@@ -183,11 +191,13 @@ class ExecutorsQuery:
             .option("maxFilesPerTrigger", 1)
             .parquet(self.inbox.folder)
         )
-        out = self.out
+        out, told = self.out, self.on_written
         os.makedirs(out, exist_ok=True)
 
         def write(answered: DataFrame, batch: int) -> None:
             write_verdicts(answered, batch, out)
+            if told is not None:
+                told(batch, verdict_folder(out, batch))
 
         self.query = (
             judged(sends, self.lateness)

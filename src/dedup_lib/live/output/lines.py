@@ -6,6 +6,7 @@ alerts file)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,6 +17,10 @@ import pyarrow.compute as pc
 
 from dedup_lib.rules.policy import DUPLICATE
 
+#: What a monitor's caller is told: each micro-batch's line, its load's counts, and notes.
+Tell = tuple[
+    "Callable[[BatchLine], None]", "Callable[[dict[str, int]], None]", "Callable[[str], None]"
+]
 #: A micro-batch's counts per minute of send time, and its alerts' per minute and kind.
 MINUTE_COLUMNS = ["minute", "sends", "duplicates", "late"]
 ALERT_COLUMNS = ["minute", "kind", "alerts"]
@@ -29,14 +34,26 @@ _TIMES = ("send_time", "original_send_time")
 class StateSize:
     """The state after a micro-batch: ``keys`` held (each with its anchor), the bytes its
     index takes in memory, and the bytes of its segments on disk; ``waiting``, the sends that
-    wait for the watermark."""
+    wait for the watermark. With ``executors``, the state is in Spark's state store on the
+    executors, which the driver does not size (Spark's progress reports it).
+
+    Examples
+    --------
+    >>> print(StateSize(2, 160, 4096, 1))
+    state 2 keys, 160 B in memory, 4.0 KiB on disk; 1 waiting
+    >>> print(StateSize(executors=True))
+    state on the executors
+    """
 
     keys: int = 0
     memory: int = 0
     disk: int = 0
     waiting: int = 0
+    executors: bool = False
 
     def __str__(self) -> str:
+        if self.executors:
+            return "state on the executors"
         return (
             f"state {self.keys:,} keys, {_size(self.memory)} in memory, {_size(self.disk)} "
             f"on disk; {self.waiting:,} waiting"

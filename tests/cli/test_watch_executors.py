@@ -1,0 +1,84 @@
+"""``dedup-lib watch --state executors`` as a service manager runs it: beside a rotating Collector,
+killed with SIGKILL at a random moment while lines come, started again on its checkpoint, then
+stopped with SIGTERM, which exits 0. Every send is judged once, with the batch replay's
+verdict: Spark's state store and its checkpoint go on where the kill left them, and a
+micro-batch Spark runs again replaces its verdicts."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from watch_kit import Feed, assert_judged_once, judged, lines_of, load_expected
+
+
+@contextmanager
+def _running(command: list[str], errors: Path) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
+    """``command`` in a process group of its own, its stdout's lines kept as they come; what
+    is left of it killed once the block ends."""
+    with errors.open("w") as stderr:
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=stderr, text=True, start_new_session=True
+        )
+    printed: list[str] = []
+    reader = lines_of(process, printed)
+    try:
+        yield process, printed
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(60)
+        reader.join(10)
+
+
+def _wait(
+    process: subprocess.Popen[str], errors: Path, done: Callable[[], bool], what: str
+) -> None:
+    deadline = time.monotonic() + 300
+    while not done():
+        assert process.poll() is None, errors.read_text()[-3000:]
+        assert time.monotonic() < deadline, f"not {what} in 300 s: {errors.read_text()[-3000:]}"
+        time.sleep(0.3)
+
+
+@pytest.mark.slow
+def test_killed_and_started_again_it_judges_every_send_once(spark, tmp_path):
+    rng = random.Random(12)
+    feed = Feed(tmp_path / "landing")
+    out = tmp_path / "verdicts"
+    command = [
+        sys.executable, "-m", "dedup_lib", "watch", str(feed.landing), "--format", "otlp",
+        "--window", "PT10M", "--lateness", "PT1M", "--state", "executors", "--every", "1",
+        "--out", str(out), "--checkpoint", str(tmp_path / "ck"),
+    ]  # fmt: skip
+    feed.export(50)
+    errors = tmp_path / "first.stderr"
+    with _running(command, errors) as (first, printed):
+        _wait(first, errors, lambda: any(p.startswith("batch ") for p in printed), "a line")
+        feed.export(300)
+        time.sleep(rng.uniform(0.2, 4.0))  # anywhere in a plan's staging or a micro-batch
+        first.send_signal(signal.SIGKILL)
+        assert first.wait(60) == -signal.SIGKILL
+    feed.export(len(feed.lines))
+    feed.collector.close()
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"\n".join(feed.lines) + b"\n")
+    expected = load_expected(spark, whole, command)
+    errors = tmp_path / "restarted.stderr"
+    with _running(command, errors) as (restarted, printed):
+        _wait(restarted, errors, lambda: judged(out) >= expected["due"], "every send due judged")
+        restarted.send_signal(signal.SIGTERM)
+        assert restarted.wait(120) == 0, errors.read_text()[-3000:]
+    assert "rows loaded" in printed[-1]  # the summary: SIGTERM finished the step in hand
+    got = assert_judged_once(out, expected)
+    assert set(got["verdict"]) >= {"accepted", "rejected"}

@@ -1,0 +1,103 @@
+"""The live monitor run as a service runs it, for the tests that kill it and start it again: the
+Collector's file exporter writing the OTLP sample into a landing folder, a command's lines kept
+as they come, and the batch replay's verdicts every send must get once."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from collector_kit import Collector
+from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, sample_path
+from dedup_lib.spark import to_pandas
+
+#: What is compared of each send's verdict.
+COLUMNS = ["verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
+
+
+#: How the feed's sender sets a SessionId: apart from the PartitionKey, which the SDK refuses
+#: whatever the entity's policy. With the unit's window and no partitioning the sample raises
+#: no other alert (its spans carry no content to collide on): these are the alerts to count.
+SESSION = b'"servicebus.message.session_id","value":{"stringValue":"'
+
+
+@dataclass
+class Feed:
+    """The Collector's file exporter writing the sample's first 700 lines into ``landing``,
+    rotating its file every 800 kB."""
+
+    landing: Path
+    lines: list[bytes] = field(default_factory=list)
+    exported: int = 0
+
+    def __post_init__(self) -> None:
+        with gzip.open(sample_path("incident-otlp.jsonl.gz"), "rb") as sample:
+            lines = [line.rstrip(b"\n") for line in sample][:700]
+        self.lines = [line.replace(SESSION, SESSION + b"not-") for line in lines]
+        assert self.lines != lines, "the sample no longer sets a SessionId: refuse sends anew"
+        self.landing.mkdir()
+        self.collector = Collector(str(self.landing / "traces.json"), max_bytes=800_000)
+
+    def export(self, count: int) -> None:
+        for line in self.lines[self.exported : self.exported + count]:
+            self.collector.export(line)
+        self.exported = min(len(self.lines), self.exported + count)
+        self.collector.flush()
+
+
+def lines_of(process: subprocess.Popen[str], seen: list[str]) -> threading.Thread:
+    """What the command prints, kept as it comes."""
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            seen.append(line.rstrip("\n"))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader
+
+
+def judged(out: Path) -> int:
+    """The sends in the verdicts' files so far: the driver's mode's ``part-N.parquet``, the
+    executors' ``batch-N/`` folders (a hidden one is a write in progress)."""
+    found = [p for p in out.rglob("*.parquet") if not p.relative_to(out).parts[0].startswith(".")]
+    try:
+        return sum(pd.read_parquet(p, columns=["event_id"]).shape[0] for p in found)
+    except FileNotFoundError:  # a micro-batch Spark runs again replaced its folder meanwhile
+        return 0
+
+
+def load_expected(spark, whole: Path, command: list[str]) -> dict:
+    """The batch replay's verdicts over the lines exported, with the policy of ``command``
+    (``dedup-lib watch``'s), and the sends that wait for a watermark beyond the last (those
+    the rules alone decide do not wait)."""
+    window = command[command.index("--window") + 1]
+    lateness = pd.Timedelta(command[command.index("--lateness") + 1]).value // 1000
+    policy = DedupPolicy(window, partitioning="--partitioning" in command)
+    valid = load_telemetry(spark, str(whole)).valid
+    result = detect_duplicates(valid, policy).select("event_id", "send_time", *COLUMNS)
+    verdicts = to_pandas(result).set_index("event_id")
+    micros = verdicts["send_time"].astype("datetime64[us]").astype("int64")
+    watermark = (int(micros.max()) // 1000 * 1000) - lateness
+    decided = (verdicts["verdict"] == "rejected") | verdicts["reason"].notna()
+    waiting = set(verdicts.index[(micros > watermark) & ~decided])
+    return {"verdicts": verdicts, "waiting": waiting, "due": len(verdicts) - len(waiting)}
+
+
+def assert_judged_once(out: Path, expected: dict) -> pd.DataFrame:
+    """Every send due judged once, with the batch replay's verdict (``expected``, as
+    :func:`load_expected` gives it); the verdicts, by event id."""
+    got = pd.read_parquet(out).set_index("event_id")
+    assert got.index.is_unique, "a send was judged twice"
+    want = expected["verdicts"]
+    assert set(got.index) == set(want.index) - expected["waiting"]
+    pd.testing.assert_frame_equal(
+        got[COLUMNS].sort_index(), want.loc[got.index, COLUMNS].sort_index(), check_dtype=False
+    )
+    return got
