@@ -101,6 +101,8 @@ def _watch(args: argparse.Namespace, journal: Journal) -> int:
     policy = _policy(args)
     content = content_columns(args.content)
     mapping = column_mapping(args.map)
+    options = _options(args, content, mapping)
+    options.check()
     spark = start_spark(args, ui=False)
     lateness = format_window(parse_window(args.lateness))
     journal.step(
@@ -115,7 +117,7 @@ def _watch(args: argparse.Namespace, journal: Journal) -> int:
         out=args.out,
         checkpoint=args.checkpoint,
         once=args.once,
-        options=_options(args, content, mapping),
+        options=options,
         on_batch=journal.batch,
         on_note=journal.note,
     )

@@ -5,13 +5,16 @@ serves (:class:`ServeOptions`) and where it keeps its state (:class:`StateOption
 in :class:`WatchOptions`, which :func:`dedup_lib.watch_duplicates` takes.
 
 Each record is frozen, with a default for every field: a monitor's options are built whole,
-and read, never changed. Nothing here imports Spark or pandas.
+and read, never changed; :meth:`WatchOptions.check` refuses what the state's mode does not
+do. Nothing here imports Spark or pandas.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
+
+from dedup_lib.errors import InputError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -192,3 +195,40 @@ class WatchOptions:
     writing: WriteOptions = field(default_factory=WriteOptions)
     serving: ServeOptions = field(default_factory=ServeOptions)
     state: StateOptions = field(default_factory=StateOptions)
+
+    def check(self) -> None:
+        """Refuse what the options ask that the state's mode does not do, before anything
+        starts.
+
+        Raises
+        ------
+        InputError
+            A mode that is not ``driver`` or ``executors``; an alerts file or metrics asked
+            of the state on the executors, which writes neither yet.
+
+        Examples
+        --------
+        >>> from dedup_lib import ServeOptions, StateOptions, WatchOptions
+        >>> WatchOptions(serving=ServeOptions(metrics="127.0.0.1:0")).check()
+        >>> from dedup_lib.errors import InputError
+        >>> executors = WatchOptions(serving=ServeOptions(metrics="127.0.0.1:0"),
+        ...                          state=StateOptions("executors"))
+        >>> try:
+        ...     executors.check()
+        ... except InputError as refused:
+        ...     print(refused)
+        state 'executors' serves no metrics yet: leave it out, or use --state driver
+        """
+        mode = self.state.mode
+        if mode not in ("driver", "executors"):
+            raise InputError(f"state: expected 'driver' or 'executors', got {mode!r}")
+        if mode == "driver":
+            return
+        for asked, what in (
+            (self.writing.alerts, "writes no alerts file"),
+            (self.serving.metrics, "serves no metrics"),
+        ):
+            if asked is not None:
+                raise InputError(
+                    f"state 'executors' {what} yet: leave it out, or use --state driver"
+                )

@@ -383,7 +383,7 @@ def watch_duplicates(
     """
     options = options if options is not None else WatchOptions()
     reading, judging, writing = options.reading, options.judging, options.writing
-    _check_mode(options)
+    options.check()
     landing = open_landing(
         spark, os.fspath(source), reading.format, reading.mapping, entity=reading.entity
     )
@@ -429,24 +429,6 @@ def watch_duplicates(
         metrics.close()
         raise
     return watch
-
-
-def _check_mode(options: WatchOptions) -> None:
-    """The state's mode known, and asked for nothing it does not do yet."""
-    mode = options.state.mode
-    if mode not in ("driver", "executors"):
-        raise InputError(f"state: expected 'driver' or 'executors', got {mode!r}")
-    if mode == "driver":
-        return
-    for asked, what in (
-        (options.writing.alerts, "an alerts file"),
-        (options.serving.metrics, "metrics"),
-    ):
-        if asked is not None:
-            raise InputError(
-                f"state 'executors' writes verdicts, quarantined rows and lines, not yet "
-                f"{what}: leave it out, or keep the state on the driver (--state driver)"
-            )
 
 
 def _runner(

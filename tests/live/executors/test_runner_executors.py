@@ -82,13 +82,14 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
 @pytest.mark.parametrize(
     ("options", "what"),
     [
-        (WatchOptions(writing=WriteOptions(alerts="alerts.jsonl")), "an alerts file"),
-        (WatchOptions(serving=ServeOptions(metrics="127.0.0.1:0")), "metrics"),
+        (WatchOptions(writing=WriteOptions(alerts="alerts.jsonl")), "writes no alerts file"),
+        (WatchOptions(serving=ServeOptions(metrics="127.0.0.1:0")), "serves no metrics"),
     ],
 )
 def test_what_the_mode_does_not_do_yet_is_refused_in_a_sentence(tmp_path, options, what):
     asked = WatchOptions(writing=options.writing, serving=options.serving, state=EXECUTORS.state)
-    with pytest.raises(InputError, match=rf"not yet {what}: .*\(--state driver\)"):
+    refusal = rf"executors' {what} yet: leave it out, or use --state driver"
+    with pytest.raises(InputError, match=refusal):
         watch_duplicates(None, tmp_path, POLICY, out=tmp_path / "o", checkpoint=tmp_path / "c",
                          options=asked)  # fmt: skip
 
