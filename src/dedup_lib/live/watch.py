@@ -415,12 +415,7 @@ def watch_duplicates(
             runner = _runner(spark, landing, settings, folders, tell, metrics, every)
         loop = None if once else Loop(runner, pulse, progress, every)
         if loop is None:
-            try:
-                while runner.step() is not None or runner.more:
-                    pass
-                runner.settle()
-            finally:
-                runner.stop()
+            _run_once(runner)
         found = (tuple(columns), tuple(wanted), landing.notes)
         watch = Watch(runner, *found, metrics, address, pulse, progress, loop)
         if loop is not None:
@@ -429,6 +424,16 @@ def watch_duplicates(
         metrics.close()
         raise
     return watch
+
+
+def _run_once(runner: Runner | ExecutorsRunner) -> None:
+    """Every micro-batch the folder holds now, judged and written, then the runner stopped."""
+    try:
+        while runner.step() is not None or runner.more:
+            pass
+        runner.settle()
+    finally:
+        runner.stop()
 
 
 def _runner(
