@@ -412,7 +412,7 @@ def watch_duplicates(
     try:
         with restoring(pulse):
             tell = (progress.committed, progress.read, say)
-            runner = _runner(spark, landing, settings, folders, tell, metrics, every)
+            runner = _runner(spark, landing, settings, folders, tell, metrics, every, once)
         loop = None if once else Loop(runner, pulse, progress, every)
         if loop is None:
             _run_once(runner)
@@ -444,10 +444,14 @@ def _runner(
     tell: Tell,
     metrics: Metrics,
     every: float,
+    once: bool,
 ) -> Runner | ExecutorsRunner:
-    """The micro-batches' runner of the state's mode, its state restored."""
+    """The micro-batches' runner of the state's mode, its state restored. Run once, the
+    executors' query looks for its next file every tenth of a second: it ends when nothing is
+    left, and at ``every`` it would wait that long for each plan and again for the timers."""
     if settings.state == "executors":
-        return ExecutorsRunner(spark, landing, settings, folders, tell, f"{every} seconds")
+        trigger = f"{ONCE_TRIGGER_MS if once else every * 1000:g} milliseconds"
+        return ExecutorsRunner(spark, landing, settings, folders, tell, trigger)
     return Runner(landing, settings, folders, tell, metrics)
 
 
@@ -459,6 +463,9 @@ def _folders(out: PathText, checkpoint: PathText, writing: WriteOptions) -> Fold
     alerts = None if writing.alerts is None else where(writing.alerts)
     return Folders(where(out), where(checkpoint), where(quarantine), alerts)
 
+
+#: The executors' query's trigger, run once: short, so the run ends soon after its work.
+ONCE_TRIGGER_MS = 100
 
 _TRIGGER = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|seconds?)?\s*$")
 
