@@ -12,6 +12,10 @@ The executors' Python is this interpreter without its ``site`` hooks: pyspark, p
 numpy import, ``dedup_lib`` (installed editable, through a ``.pth`` file) does not, as on a
 cluster where nothing but Spark was installed.
 
+The worker offers four cores (the machine's two, each twice): the Connect server's application
+takes two, and a classic application started beside it (``dedup-lib watch --master
+spark://...``) the other two, with Spark's default executor memory (1 GiB).
+
 By hand: ``python tests/cluster_kit.py`` starts it, prints ``SPARK_REMOTE`` and waits for
 Ctrl-C.
 """
@@ -31,8 +35,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
 import pyspark
 
+import dedup_lib
 from dedup_lib.class_data import alive
 from dedup_lib.spark import check_java, class_data_options, free_port
 
@@ -60,6 +66,18 @@ CLIENT_VARIABLES = (
     "PYSPARK_GATEWAY_SECRET",
     "SPARK_TESTING",
 )
+
+
+#: The cluster's folder: its logs, pids and what the tests on it write.
+FOLDER = ROOT / "build" / "cluster"
+#: The input of the cluster's batch replay, as a user in the checkout names it (relative).
+INPUT = "data/samples/incident.parquet"
+#: The columns of a verdict compared between a local run and the cluster's.
+VERDICT_COLUMNS = (
+    "event_id", "verdict", "reason", "dedup_key", "original_send_time", "original_event_id",
+)  # fmt: skip
+#: This checkout's ``src``, for the clients the tests start (not for the cluster's Python).
+SRC = str(Path(dedup_lib.__file__).resolve().parents[1])
 
 
 class ClusterError(RuntimeError):
@@ -205,11 +223,11 @@ def _start(cluster: Cluster, name: str, command: list[str], env: dict[str, str])
 
 
 def start(
-    folder: Path = ROOT / "build" / "cluster",
+    folder: Path = FOLDER,
     *,
     master_port: int | None = None,
     connect_port: int | None = None,
-    cores: int = 2,
+    cores: int = 4,
     memory: str = "4g",
 ) -> Cluster:
     """Start master, worker and Connect server, each waited for; on any failure what was
@@ -259,6 +277,7 @@ def start(
              "--conf", f"spark.ui.port={free_port()}",
              "--conf", f"spark.pyspark.python={env['PYSPARK_PYTHON']}",
              "--conf", "spark.executor.memory=2g",
+             "--conf", f"spark.cores.max={cores // 2}",
              "--driver-memory", "2g",
              *(["--driver-java-options", env["SPARK_DAEMON_JAVA_OPTS"]]
                if env["SPARK_DAEMON_JAVA_OPTS"] else [])],
@@ -317,13 +336,54 @@ def _text(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def running(folder: Path = ROOT / "build" / "cluster", **options: object) -> Iterator[Cluster]:
+def running(folder: Path = FOLDER, **options: object) -> Iterator[Cluster]:
     """A started cluster for the ``with`` block, stopped after it however it ends."""
     cluster = start(folder, **options)  # type: ignore[arg-type]
     try:
         yield cluster
     finally:
         cluster.stop()
+
+
+def client_environment(remote: str | None) -> dict[str, str]:
+    """The environment of a client the tests start: this process's without its Spark, with the
+    run's Spark defaults and configuration folder (the class path, and so the class-data
+    archive, is then the run's), this checkout's ``src`` and, when given, ``SPARK_REMOTE``."""
+    kept = ("SPARK_CONF_DIR", "PYSPARK_SUBMIT_ARGS")
+    env = {
+        k: v for k, v in os.environ.items() if k in kept or not k.startswith(("SPARK_", "PYSPARK_"))
+    }
+    env.update(PYTHONPATH=SRC, DEDUP_LOG_DIR=str(FOLDER / "client-log"), DEDUP_DRIVER_MEMORY="2g")
+    if remote is not None:
+        env["SPARK_REMOTE"] = remote
+    return env
+
+
+def simulate(
+    out: str, kernel: str, remote: str | None, *args: str, source: str = INPUT
+) -> subprocess.CompletedProcess[str]:
+    """``dedup-lib simulate`` of ``source`` (partitioned, unless ``args`` name the entities'
+    settings) with the replay ``kernel``, on the Connect server ``remote`` or on a local
+    master; its verdicts to ``out``. Fails the test, naming the cluster's logs, unless it
+    exits 0."""
+    where = ["--master", "local[2]"] if remote is None else []
+    policy = list(args) or ["--partitioning"]
+    run = subprocess.run(
+        [sys.executable, "-m", "dedup_lib", "simulate", source, *policy, "--kernel", kernel,
+         "--out", out, "--overwrite", *where],
+        cwd=ROOT, env=client_environment(remote), capture_output=True, text=True, timeout=900,
+        check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, f"{run.stderr}\n(cluster logs: {FOLDER})"
+    return run
+
+
+def verdicts_of(path: Path) -> pd.DataFrame:
+    """The verdict columns, one row per send, in one order: a multiset compared as a frame."""
+    frame = pd.read_parquet(path, columns=list(VERDICT_COLUMNS))
+    # Spark's Parquet keeps UTC instants, pandas' own naive UTC times: one spelling for both.
+    frame["original_send_time"] = pd.to_datetime(frame["original_send_time"], utc=True)
+    return frame.sort_values("event_id", kind="stable").reset_index(drop=True)
 
 
 def _interrupt(signum: int, frame: object) -> None:

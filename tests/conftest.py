@@ -223,13 +223,15 @@ NOTEBOOKS = "notebooks/"
 #: JupyterLab, the Connect pass, and the modules whose fixtures start something costly (a
 #: venv, a cluster). Every other test is a unit of its own, taken after these by whichever
 #: worker is free.
+#: The tests on the standalone cluster: one cluster serves them all (tests/cluster/conftest.py).
+CLUSTER_UNIT = "tests/cluster"
 UNITS = (
     SESSION_UNIT,
     LAB_UNIT,
     SECOND_SESSION_UNIT,  # before the Connect pass: a worker may end on Connect, not start
     CONNECT_UNIT,
     "tests/test_wheel.py",
-    "tests/cluster/test_remote.py",
+    CLUSTER_UNIT,
 )
 
 
@@ -240,6 +242,8 @@ def _unit(item: pytest.Item, mode: str | None) -> str | None:
     costly module."""
     fixtures = getattr(item, "fixturenames", ())
     module = item.nodeid.partition("::")[0]
+    if module.startswith(f"{CLUSTER_UNIT}/"):
+        return CLUSTER_UNIT
     if "spark" in fixtures:
         if mode == "connect":
             return CONNECT_UNIT

@@ -20,9 +20,6 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -31,68 +28,21 @@ import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
-import dedup_lib
-from cluster_kit import Cluster, running
+from cluster_kit import (
+    FOLDER,
+    INPUT,
+    ROOT,
+    VERDICT_COLUMNS,
+    Cluster,
+    client_environment,
+    simulate,
+    verdicts_of,
+)
 
 pytestmark = pytest.mark.cluster
 
-ROOT = Path(__file__).resolve().parents[2]
-SRC = str(Path(dedup_lib.__file__).resolve().parents[1])
-INPUT = "data/samples/incident.parquet"
-FOLDER = ROOT / "build" / "cluster"
-VERDICT = ["event_id", "verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
-
-
-def _environment(remote: str | None) -> dict[str, str]:
-    # The run's Spark defaults and configuration folder stay: the class path, and so the
-    # class-data archive, is then the run's.
-    kept = ("SPARK_CONF_DIR", "PYSPARK_SUBMIT_ARGS")
-    env = {
-        k: v for k, v in os.environ.items() if k in kept or not k.startswith(("SPARK_", "PYSPARK_"))
-    }
-    env.update(PYTHONPATH=SRC, DEDUP_LOG_DIR=str(FOLDER / "client-log"), DEDUP_DRIVER_MEMORY="2g")
-    if remote is not None:
-        env["SPARK_REMOTE"] = remote
-    return env
-
-
-def _simulate(out: str, kernel: str, remote: str | None) -> subprocess.CompletedProcess[str]:
-    run = subprocess.run(
-        [sys.executable, "-m", "dedup_lib", "simulate", INPUT, "--partitioning", "--kernel", kernel,
-         "--out", out, "--overwrite", *(["--master", "local[2]"] if remote is None else [])],
-        cwd=ROOT,
-        env=_environment(remote),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )  # fmt: skip
-    assert run.returncode == 0, f"{run.stderr}\n(cluster logs: {FOLDER})"
-    return run
-
-
-def _verdicts(path: Path) -> pd.DataFrame:
-    """The verdict columns, one row per send, in one order: a multiset compared as a frame."""
-    frame = pd.read_parquet(path, columns=VERDICT)
-    # Spark's Parquet keeps UTC instants, pandas' own naive UTC times: one spelling for both.
-    frame["original_send_time"] = pd.to_datetime(frame["original_send_time"], utc=True)
-    return frame.sort_values("event_id", kind="stable").reset_index(drop=True)
-
-
-@pytest.fixture(scope="module")
-def local() -> tuple[str, pd.DataFrame]:
-    """The local classic run's report and verdicts (before the cluster starts)."""
-    out = "build/cluster/local/verdicts.parquet"
-    run = _simulate(out, "jvm", None)
-    return run.stdout, _verdicts(ROOT / out)
-
-
-@pytest.fixture(scope="module")
-def cluster(local: object) -> Iterator[Cluster]:
-    started = time.perf_counter()
-    with running(FOLDER) as cluster:
-        print(f"\ncluster started in {time.perf_counter() - started:.0f} s")
-        yield cluster
+#: The verdicts' columns compared.
+VERDICT = list(VERDICT_COLUMNS)
 
 
 def test_simulate_on_the_cluster_gives_the_local_verdicts(
@@ -101,18 +51,18 @@ def test_simulate_on_the_cluster_gives_the_local_verdicts(
     report, verdicts = local
     out = "build/cluster/simulate/verdicts.parquet"
     target = ROOT / out
-    run = _simulate(out, "python", cluster.remote)
+    run = simulate(out, "python", cluster.remote)
     assert f"wrote verdicts to {target} (written by the cluster" in run.stderr
     assert run.stdout == report
     assert set(verdicts["verdict"]) == {"accepted", "duplicate", "rejected"}
-    pd.testing.assert_frame_equal(_verdicts(target), verdicts)
+    pd.testing.assert_frame_equal(verdicts_of(target), verdicts)
 
 
 def test_a_path_the_cluster_lacks_is_one_line_naming_it(cluster: Cluster) -> None:
     run = subprocess.run(
         [sys.executable, "-m", "dedup_lib", "simulate", "no/such/day.parquet", "-q"],
         cwd=ROOT,
-        env=_environment(cluster.remote),
+        env=client_environment(cluster.remote),
         capture_output=True,
         text=True,
         timeout=300,
@@ -167,7 +117,7 @@ def test_a_notebook_on_the_cluster_gives_the_local_verdicts(
     _, verdicts = local
     for name in [k for k in os.environ if k.startswith(("SPARK_", "PYSPARK_"))]:
         monkeypatch.delenv(name)
-    for name, value in _environment(cluster.remote).items():
+    for name, value in client_environment(cluster.remote).items():
         monkeypatch.setenv(name, value)
     cells = [f"VERDICT = {VERDICT!r}", *CELLS]
     notebook = new_notebook(cells=[new_code_cell(source) for source in cells])
@@ -185,7 +135,7 @@ def test_a_notebook_on_the_cluster_gives_the_local_verdicts(
         "master": cluster.master,
         "executors_have_dedup_lib": False,
     }
-    pd.testing.assert_frame_equal(_verdicts(FOLDER / "notebook-jvm.parquet"), verdicts)
+    pd.testing.assert_frame_equal(verdicts_of(FOLDER / "notebook-jvm.parquet"), verdicts)
     built = _printed(notebook.cells[-1])
     assert built["repeated"] == built["in_repeated_keys"] > 0
     assert built["repeated"] < built["sends"] == len(verdicts)

@@ -1,12 +1,11 @@
 """watch_duplicates: the batch replay's verdicts on sends that land out of order, in files.
 
-Two hours of the day sample land as a stream of files: most sends in the file of their
-time, some delayed within the lateness into later files, some hours late. After each file
-``once`` processes what is there. Every on-time send at or below the final watermark must
-carry exactly the verdict ``detect_duplicates`` gives it over the on-time sends, once; every
-send that arrived behind the watermark must be ``late``, with the watermark it missed. The
-late set is computed here from the files, independently of Spark: the watermark a file
-meets is the latest send time (milliseconds) of the files before it, minus the lateness.
+Two hours of the day sample land as a stream of files (:mod:`landing_kit`): most sends in
+the file of their time, some delayed within the lateness into later files, some hours late.
+After each file ``once`` processes what is there. Every on-time send at or below the final
+watermark must carry exactly the verdict ``detect_duplicates`` gives it over the on-time
+sends, once; every send that arrived behind the watermark must be ``late``, with the
+watermark it missed.
 """
 
 from __future__ import annotations
@@ -14,10 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from dedup_lib import (
@@ -30,11 +26,8 @@ from dedup_lib import (
 from dedup_lib.live.options import ReadOptions, StateOptions, WatchOptions, WriteOptions
 from dedup_lib.live.watch import watch_duplicates
 from dedup_lib.spark import to_pandas
+from landing_kit import FILES, arrivals, expected_late, first_hours, land
 
-LATENESS = pd.Timedelta(minutes=2)
-#: Files in landing order: most sends land in the first two, the hours-late ones in the third
-#: (a fourth, of 33 more hours-late sends, added a once-run and no path).
-FILES = 3
 #: One window for every entity, and each entity's own (windows from 5 minutes to an hour,
 #: payments partitioned with sessions, audit without detection). One window with
 #: partitioning adds no path of its own here: the monitor keys sends with the batch replay's
@@ -52,58 +45,7 @@ UNITS = {"one window": "us", "per entity": "ns"}
 @pytest.fixture(scope="module")
 def sends(spark) -> pd.DataFrame:
     """Two hours of the day sample's valid sends, typed as the loader gives them."""
-    valid = load_telemetry(spark, sample_path("day.parquet")).valid
-    frame = valid.toPandas()
-    start = frame["send_time"].min()
-    frame = frame[frame["send_time"] < start + pd.Timedelta(hours=2)]
-    return frame.sort_values("event_id").reset_index(drop=True)
-
-
-def arrivals(sends: pd.DataFrame, seed: int = 7) -> pd.Series:
-    """Each send's file: by the time it lands. A send call's messages land together."""
-    rng = np.random.default_rng(seed)
-    call = sends["batch_id"].where(sends["batch_id"].notna(), sends["event_id"].astype(str))
-    calls = pd.Series(pd.factorize(sends["entity"].astype(str) + "\x00" + call)[0])
-    count = int(calls.max()) + 1
-    draw = rng.random(count)
-    delay = np.where(draw < 0.85, 0.0, rng.uniform(0, 0.9 * LATENESS.total_seconds(), count))
-    delay = np.where(draw > 0.99, 3 * 3600.0, delay)
-    landed = sends["send_time"] + pd.to_timedelta(delay[calls.to_numpy()], unit="s")
-    edges = pd.date_range(sends["send_time"].min(), landed.max(), periods=FILES + 1)
-    return pd.Series(np.searchsorted(edges[1:-1], landed, side="right"), index=sends.index)
-
-
-def expected_late(sends: pd.DataFrame, file_of: pd.Series) -> tuple[set[int], int]:
-    """The event ids that land behind the watermark, and the final watermark (micros)."""
-    micros = sends["send_time"].astype("datetime64[us]").astype("int64")
-    late: set[int] = set()
-    latest_ms: int | None = None
-    lateness_ms = int(LATENESS.total_seconds() * 1000)
-    for i in range(FILES):
-        here = file_of == i
-        if latest_ms is not None:
-            watermark = (latest_ms - lateness_ms) * 1000
-            late |= set(sends.loc[here & (micros <= watermark), "event_id"].tolist())
-        if here.any():
-            top = int(micros[here].max()) // 1000
-            latest_ms = top if latest_ms is None else max(latest_ms, top)
-    assert latest_ms is not None
-    return late, (latest_ms - lateness_ms) * 1000
-
-
-def land(sends: pd.DataFrame, folder: Path, i: int, unit: str = "us") -> None:
-    """Write a file as a sender's pipeline would: under a hidden name, then renamed. Every
-    file has the same types (a column of nulls in one file is still text). ``unit`` "ns":
-    times as pandas writes them by default, which Spark reads only as epoch nanoseconds."""
-    schema = pa.Schema.from_pandas(sends, preserve_index=False)
-    fields = [f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in schema]
-    fields = [
-        f.with_type(pa.timestamp(unit, f.type.tz)) if pa.types.is_timestamp(f.type) else f
-        for f in fields
-    ]
-    table = pa.Table.from_pandas(sends, schema=pa.schema(fields), preserve_index=False)
-    pq.write_table(table, folder / f".landing-{i}", coerce_timestamps=None)
-    (folder / f".landing-{i}").rename(folder / f"sends-{i:02d}.parquet")
+    return first_hours(load_telemetry(spark, sample_path("day.parquet")).valid.toPandas())
 
 
 def policy_of(name: str):
