@@ -56,3 +56,24 @@ def test_freed_memory_goes_back_to_the_system():
 def test_without_a_c_library_nothing_is_released(monkeypatch):
     monkeypatch.setattr(memory.ctypes, "CDLL", lambda name: object())
     assert memory.release_freed() is False
+
+
+def test_the_limit_is_the_smallest_of_the_machine_and_the_cgroups_above(monkeypatch, tmp_path):
+    """cgroup v2's memory.max (systemd's MemoryMax=) and v1's memory.limit_in_bytes, read up
+    the tree; "max" and v1's huge number are no limit."""
+    v2 = tmp_path / "v2" / "system.slice" / "dedup.service"
+    v2.mkdir(parents=True)
+    (v2 / "memory.max").write_text("10737418240\n")
+    (v2.parent / "memory.max").write_text("max\n")
+    assert memory._limits(tmp_path / "v2", "/system.slice/dedup.service", "memory.max") == [
+        10 << 30
+    ]
+    v1 = tmp_path / "v1" / "docker" / "abc"
+    v1.mkdir(parents=True)
+    (v1 / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    (v1.parent / "memory.limit_in_bytes").write_text(str(3 << 30))
+    found = memory._limits(tmp_path / "v1", "/docker/abc", "memory.limit_in_bytes")
+    assert sorted(found) == [3 << 30, 9223372036854771712]
+    monkeypatch.setattr(memory, "physical_memory", lambda: 24 << 30)
+    monkeypatch.setattr(memory, "_cgroup_limits", lambda: found)
+    assert memory.memory_limit() == 3 << 30

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from pathlib import Path
 
 _GIB = 2**30
 
@@ -16,6 +17,45 @@ def physical_memory() -> int | None:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def memory_limit() -> int | None:
+    """The memory this process may use, in bytes: the smallest ``memory.max`` of its cgroup
+    and those above it (cgroup v2: systemd's ``MemoryMax=``, a container's limit), else the
+    machine's memory; None where neither is known."""
+    limits = [m for m in (physical_memory(), *_cgroup_limits()) if m is not None]
+    return min(limits) if limits else None
+
+
+def _cgroup_limits() -> list[int]:
+    """The memory limits of this process's cgroup and of each above it that sets one: v2's
+    ``memory.max``, v1's ``memory.limit_in_bytes`` (a number beyond the machine's: none)."""
+    try:
+        with open("/proc/self/cgroup") as groups:
+            lines = groups.read().splitlines()
+    except OSError:
+        return []
+    found: list[int] = []
+    for line in lines:
+        number, controllers, path = [*line.split(":", 2), "", ""][:3]
+        if number == "0" and not controllers:
+            found += _limits(Path("/sys/fs/cgroup"), path, "memory.max")
+        elif "memory" in controllers.split(","):
+            found += _limits(Path("/sys/fs/cgroup/memory"), path, "memory.limit_in_bytes")
+    return found
+
+
+def _limits(root: Path, path: str, name: str) -> list[int]:
+    """The limits in file ``name`` of the cgroup ``path`` under ``root`` and its parents."""
+    found, parts = [], [p for p in path.split("/") if p]
+    for depth in range(len(parts), -1, -1):
+        try:
+            text = (root.joinpath(*parts[:depth]) / name).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            found.append(int(text))
+    return found
 
 
 def driver_memory(physical: int | None = None) -> str:

@@ -140,3 +140,18 @@ def test_a_failure_prints_its_traceback_on_stderr(monkeypatch, capsys, tmp_path,
         assert "traceback" not in record
     else:
         assert err == said + "\n"
+
+
+def test_a_state_memory_is_a_size(capsys, tmp_path):
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    folders = ["--out", str(tmp_path / "o"), "--checkpoint", str(tmp_path / "c")]
+    argv = ["watch", str(landing), *folders]
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--state-memory", "lots"], spark=object())
+    assert stopped.value.code == 2
+    said = capsys.readouterr().err
+    assert "--state-memory: expected a size such as 4g or 512m, got 'lots'" in said
+    refused = main([*argv, "--state-memory", "4GiB", "--state", "executors"], spark=object())
+    assert refused == 1
+    assert "leave --state-memory out" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import threading
 from types import FrameType
@@ -23,6 +24,7 @@ from dedup_lib.cli.options import (
 )
 from dedup_lib.cli.terminal import describe, start_spark
 from dedup_lib.errors import printable
+from dedup_lib.memory import size_in_bytes
 from dedup_lib.rules.durations import format_window, parse_window
 from dedup_lib.rules.policy import Policies
 from dedup_lib.settings.load import load_entity_policies
@@ -161,7 +163,7 @@ def _options(
         judging=JudgeOptions(content=content, resend_horizon=args.resend_horizon),
         writing=WriteOptions(quarantine=args.quarantine, alerts=args.alerts),
         serving=ServeOptions(metrics=args.metrics),
-        state=StateOptions(mode=args.state),
+        state=StateOptions(mode=args.state, memory=args.state_memory),
     )
 
 
@@ -216,10 +218,26 @@ def add_to(
         "executors, judged by one streaming query (classic Spark; verdicts, quarantine and "
         "lines, no alerts or metrics yet) (default: driver)",
     )
+    cmd.add_argument(
+        "--state-memory",
+        type=_size,
+        metavar="SIZE",
+        help="the most the driver's state may take in memory (4g, 512m): a micro-batch that "
+        "could pass it is refused, naming --state executors (default: a quarter of the "
+        "memory the process may use)",
+    )
     _policy_options(cmd)
     _output_options(cmd)
     _input_options(cmd)
     cmd.set_defaults(run=run)
+
+
+def _size(text: str) -> int:
+    """A size in bytes: ``4g``, ``512m``, ``4GiB``, ``1048576``."""
+    spelled = text.strip().lower().replace("ib", "")
+    if not re.fullmatch(r"\d+(\.\d+)?[kmgt]?b?", spelled):
+        raise argparse.ArgumentTypeError(f"expected a size such as 4g or 512m, got {text!r}")
+    return size_in_bytes(spelled)
 
 
 def _policy_options(cmd: argparse.ArgumentParser) -> None:

@@ -146,15 +146,22 @@ class StateOptions:
         executors, judged in one long-running streaming query, on classic Spark
         (docs/decisions/live-state-executors.md); it writes verdicts, quarantined rows and
         lines, not yet alerts or metrics. A checkpoint keeps the mode it was started with.
+    memory : int, optional
+        The most the driver's state may take in memory, in bytes; a micro-batch that could
+        take it past is refused in a note that names ``executors``. Default: a quarter of
+        the memory the process may use (its cgroup's limit, else the machine's).
 
     Examples
     --------
     >>> from dedup_lib import StateOptions
     >>> StateOptions().mode, StateOptions("executors").mode
     ('driver', 'executors')
+    >>> StateOptions(memory=2 << 30).memory
+    2147483648
     """
 
     mode: Literal["driver", "executors"] = "driver"
+    memory: int | None = None
 
 
 @dataclass(frozen=True)
@@ -203,8 +210,10 @@ class WatchOptions:
         Raises
         ------
         InputError
-            A mode that is not ``driver`` or ``executors``; an alerts file or metrics asked
-            of the state on the executors, which writes neither yet.
+            A mode that is not ``driver`` or ``executors``; a memory budget that is not a
+            positive number of bytes, or asked of the state on the executors (whose state
+            is Spark's, on disk); an alerts file or metrics asked of the state on the
+            executors, which writes neither yet.
 
         Examples
         --------
@@ -222,8 +231,16 @@ class WatchOptions:
         mode = self.state.mode
         if mode not in ("driver", "executors"):
             raise InputError(f"state: expected 'driver' or 'executors', got {mode!r}")
+        memory = self.state.memory
+        if memory is not None and memory <= 0:
+            raise InputError(f"state memory: expected a positive number of bytes, got {memory}")
         if mode == "driver":
             return
+        if memory is not None:
+            raise InputError(
+                "state 'executors' keeps its state in Spark's state store, not in the driver's "
+                "memory: leave --state-memory out"
+            )
         for asked, what in (
             (self.writing.alerts, "writes no alerts file"),
             (self.serving.metrics, "serves no metrics"),

@@ -48,6 +48,7 @@ from dedup_lib.live.output.sink import AlertsFile, write_part
 from dedup_lib.live.output.totals import Totals
 from dedup_lib.live.service.metrics import Metrics
 from dedup_lib.live.state.alerts import alerts_of
+from dedup_lib.live.state.budget import OVER_BUDGET, StateBudget, default_budget
 from dedup_lib.live.state.judge import Clock, Judged, judge
 from dedup_lib.live.state.resends import Resends
 from dedup_lib.live.state.store import KeyedState
@@ -58,7 +59,9 @@ if TYPE_CHECKING:
 
 class Runner:
     """Micro-batches of the folder ``landing`` watched with ``settings``, written to
-    ``folders``; :meth:`step` runs one."""
+    ``folders``; :meth:`step` runs one. A micro-batch that could take the state's memory past
+    ``budget`` (default: :func:`~dedup_lib.live.state.budget.default_budget`) is refused:
+    said once, and no later one is judged by this process (``refused`` says why)."""
 
     def __init__(
         self,
@@ -67,10 +70,14 @@ class Runner:
         folders: Folders,
         tell: Tell,
         metrics: Metrics | None = None,
+        budget: StateBudget | None = None,
     ) -> None:
         self.landing, self.settings, self.folders = landing, settings, folders
         self.on_line, self.on_load, self.on_note = tell
         self.metrics = metrics
+        self.budget = budget if budget is not None else StateBudget(default_budget())
+        #: Why a micro-batch was refused, if one was.
+        self.refused: str | None = None
         #: The entities' labels in the counters.
         self.labels = metrics.labels if metrics is not None else EntityLabels()
         self.alerts = (
@@ -111,7 +118,10 @@ class Runner:
             self.metrics.restored(self.totals, self._size(self.pending), self.clock.watermark)
 
     def step(self) -> BatchLine | None:
-        """Plan and run one micro-batch; None when nothing new has landed."""
+        """Plan and run one micro-batch; None when nothing new has landed, or when one was
+        refused (nothing judged since: the state cannot have shrunk)."""
+        if self.refused is not None:
+            return None
         recorded, self.redo = self.redo, None
         if recorded is None:
             recorded = self._plan()
@@ -144,8 +154,9 @@ class Runner:
         self.more = recorded is None or planned.more
         return recorded
 
-    def _run(self, recorded: PlanRecord) -> BatchLine:
-        """Micro-batch ``recorded.batch``: read, judged, written, committed."""
+    def _run(self, recorded: PlanRecord) -> BatchLine | None:
+        """Micro-batch ``recorded.batch``: read, judged, written, committed; None when its
+        sends could take the state past its budget."""
         started = time.monotonic()
         batch, settings = recorded.batch, self.settings
         intake = load_micro_batch(
@@ -158,6 +169,11 @@ class Runner:
                 batch,
             )
         )
+        sends = intake.sends.num_rows
+        refusal = self.budget.refusal(batch, self._needed(sends), sends)
+        if refusal is not None:
+            self._refuse(recorded, refusal, sends)
+            return None
         pending = self.pending if self.pending is not None else intake.sends.slice(0, 0)
         judged = judge(batch, intake.sends, pending, self.clock, self.state)
         found = self._write(batch, intake, judged)
@@ -191,10 +207,25 @@ class Runner:
             written.result()
         return found
 
+    def _needed(self, adding: int) -> int:
+        """The most memory the indexes take while ``adding`` sends' keys are put in each."""
+        resends = 0 if self.resends is None else self.resends.state.memory_needed(adding)
+        return self.state.memory_needed(adding) + resends
+
+    def _refuse(self, recorded: PlanRecord, refusal: str, sends: int) -> None:
+        """Micro-batch ``recorded`` refused for the budget: said and counted once, and kept
+        to run again from its own chunks when a restart gives the state more room."""
+        self.redo, self.refused, self.more = recorded, refusal, False
+        self.on_note(refusal)
+        if self.metrics is not None:
+            self.metrics.noted(OVER_BUDGET)
+            self.metrics.refusing(sends)
+
     def _size(self, pending: pa.Table | None) -> StateSize:
         waiting = 0 if pending is None else pending.num_rows
-        state = self.state
-        return StateSize(state.keys, state.memory_bytes, state.disk_bytes, waiting)
+        state, limit = self.state, self.budget.limit
+        memory = self._needed(0)
+        return StateSize(state.keys, memory, state.disk_bytes, waiting, budget=limit)
 
     def _write_parts(self, batch: int, answered: pa.Table, quarantine: pa.Table) -> None:
         """The verdicts, without the monitor's own columns, and the quarantined rows."""

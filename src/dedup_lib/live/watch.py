@@ -32,6 +32,7 @@ from dedup_lib.live.runner import Runner
 from dedup_lib.live.service.metrics import Metrics
 from dedup_lib.live.service.pulse import Pulse, restoring
 from dedup_lib.live.state import index
+from dedup_lib.live.state.budget import StateBudget, default_budget
 from dedup_lib.replay import walk
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import DedupPolicy, Policies, check_policies
@@ -412,7 +413,8 @@ def watch_duplicates(
     try:
         with restoring(pulse):
             tell = (progress.committed, progress.read, say)
-            runner = _runner(spark, landing, settings, folders, tell, metrics, every, once)
+            budget = StateBudget(options.state.memory or default_budget())
+            runner = _runner(spark, landing, settings, folders, tell, metrics, budget, once)
         loop = None if once else Loop(runner, pulse, progress, every)
         if loop is None:
             _run_once(runner)
@@ -443,16 +445,17 @@ def _runner(
     folders: Folders,
     tell: Tell,
     metrics: Metrics,
-    every: float,
+    budget: StateBudget,
     once: bool,
 ) -> Runner | ExecutorsRunner:
-    """The micro-batches' runner of the state's mode, its state restored. Run once, the
+    """The micro-batches' runner of the state's mode, its state restored, the driver's within
+    ``budget``. Run once, the
     executors' query looks for its next file every tenth of a second: it ends when nothing is
     left, and at ``every`` it would wait that long for each plan and again for the timers."""
     if settings.state == "executors":
-        trigger = f"{ONCE_TRIGGER_MS if once else every * 1000:g} milliseconds"
-        return ExecutorsRunner(spark, landing, settings, folders, tell, trigger)
-    return Runner(landing, settings, folders, tell, metrics)
+        every = ONCE_TRIGGER_MS if once else metrics.every * 1000
+        return ExecutorsRunner(spark, landing, settings, folders, tell, f"{every:g} milliseconds")
+    return Runner(landing, settings, folders, tell, metrics, budget)
 
 
 def _folders(out: PathText, checkpoint: PathText, writing: WriteOptions) -> Folders:

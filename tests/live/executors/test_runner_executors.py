@@ -101,3 +101,12 @@ def test_a_checkpoint_of_the_driver_s_mode_is_refused(spark, tmp_path):
     _watch(spark, tmp_path, WatchOptions())
     with pytest.raises(InputError, match=r"started with --state driver, .* --state executors does"):
         _watch(spark, tmp_path)
+
+
+def test_a_memory_budget_is_the_driver_s_and_refused_of_the_executors(tmp_path):
+    asked = WatchOptions(state=StateOptions("executors", memory=1 << 30))
+    with pytest.raises(InputError, match=r"not in the driver's memory: leave --state-memory out"):
+        watch_duplicates(None, tmp_path, POLICY, out=tmp_path / "o", checkpoint=tmp_path / "c",
+                         options=asked)  # fmt: skip
+    with pytest.raises(InputError, match=r"expected a positive number of bytes, got 0"):
+        WatchOptions(state=StateOptions(memory=0)).check()

@@ -22,6 +22,7 @@ from dedup_lib.live.output.labels import ENTITIES, INVALID, OTHER, EntityLabels
 from dedup_lib.live.output.lines import StateSize
 from dedup_lib.live.output.totals import Totals
 from dedup_lib.live.service.metrics import Metrics
+from dedup_lib.live.state.budget import OVER_BUDGET
 from dedup_lib.live.state.judge import Clock
 from dedup_lib.live.watch import watch_duplicates
 from metrics_kit import scrape, summed
@@ -174,7 +175,7 @@ def test_build_info_the_process_s_metrics_and_no_created_series():
         assert summed(samples, "process_resident_memory_bytes") > 0
         assert not [n for n, _ in samples if n.endswith("_created")]
         kinds = {dict(ls)["kind"] for n, ls in samples if n == "dedup_notes_total"}
-        assert kinds == set(NOTE_KINDS), "every kind at 0 from the start"
+        assert kinds == {*NOTE_KINDS, OVER_BUDGET}, "every kind at 0 from the start"
         metrics.noted("removed_unread")
         assert summed(scrape(address), "dedup_notes_total", kind="removed_unread") == 1
     finally:

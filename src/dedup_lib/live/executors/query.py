@@ -74,12 +74,13 @@ class Figures:
     """What one of Spark's micro-batches did: sends read, rows in the state store after it
     (0 unless the store counts them:
     :data:`~dedup_lib.live.executors.processor.TRACK_ROWS`), rows Spark dropped behind the
-    watermark, timers fired, and its watermark.
+    watermark, timers fired, its watermark, and the seconds it took.
 
     Examples
     --------
-    >>> Figures.of({"batchId": 5, "numInputRows": 0, "eventTime": {}})
-    Figures(batch=5, sends=0, state_rows=0, dropped=0, timers=0, watermark=None)
+    >>> Figures.of({"batchId": 5, "numInputRows": 0, "eventTime": {},
+    ...             "durationMs": {"triggerExecution": 1250}})
+    Figures(batch=5, sends=0, state_rows=0, dropped=0, timers=0, watermark=None, seconds=1.25)
     """
 
     batch: int
@@ -88,6 +89,7 @@ class Figures:
     dropped: int
     timers: int
     watermark: str | None
+    seconds: float = 0.0
 
     @classmethod
     def of(cls, progress: dict[str, Any]) -> Figures:
@@ -100,6 +102,7 @@ class Figures:
             int(state.get("numRowsDroppedByWatermark", 0)),
             int(state.get("customMetrics", {}).get("numExpiredTimers", 0)),
             progress.get("eventTime", {}).get("watermark"),
+            progress.get("durationMs", {}).get("triggerExecution", 0) / 1000,
         )
 
 

@@ -24,6 +24,8 @@ Tell = tuple[
 #: A micro-batch's counts per minute of send time, and its alerts' per minute and kind.
 MINUTE_COLUMNS = ["minute", "sends", "duplicates", "late"]
 ALERT_COLUMNS = ["minute", "kind", "alerts"]
+#: The share of its memory budget from which a line says how close the driver's state is.
+WARN_SHARE = 0.8
 #: The latest alerts a line carries.
 LATEST = 100
 #: The alerts' fields that hold times.
@@ -33,14 +35,20 @@ _TIMES = ("send_time", "original_send_time")
 @dataclass(frozen=True)
 class StateSize:
     """The state after a micro-batch: ``keys`` held (each with its anchor), the bytes its
-    index takes in memory, and the bytes of its segments on disk; ``waiting``, the sends that
-    wait for the watermark. With ``executors``, the state is in Spark's state store on the
-    executors, which the driver does not size (Spark's progress reports it).
+    indexes take in memory, and the bytes of its segments on disk; ``waiting``, the sends that
+    wait for the watermark; ``budget``, the most it may take in memory (0: none given). With
+    ``executors``, the state is in Spark's state store on the executors, which the driver
+    does not size (Spark's progress reports it).
 
     Examples
     --------
     >>> print(StateSize(2, 160, 4096, 1))
     state 2 keys, 160 B in memory, 4.0 KiB on disk; 1 waiting
+    >>> import textwrap
+    >>> print(textwrap.fill(str(StateSize(9_000_000, 850 << 20, 0, 0, budget=1 << 30)), 88))
+    state 9,000,000 keys, 850.0 MiB in memory, 0 B on disk; 0 waiting; 83% of its memory
+    budget: past it, micro-batches are refused (--state executors keeps the state on Spark's
+    executors)
     >>> print(StateSize(executors=True))
     state on the executors
     """
@@ -50,14 +58,21 @@ class StateSize:
     disk: int = 0
     waiting: int = 0
     executors: bool = False
+    budget: int = 0
 
     def __str__(self) -> str:
         if self.executors:
             return "state on the executors"
-        return (
+        told = (
             f"state {self.keys:,} keys, {_size(self.memory)} in memory, {_size(self.disk)} "
             f"on disk; {self.waiting:,} waiting"
         )
+        if self.budget and self.memory >= WARN_SHARE * self.budget:
+            told += (
+                f"; {self.memory / self.budget:.0%} of its memory budget: past it, micro-batches"
+                " are refused (--state executors keeps the state on Spark's executors)"
+            )
+        return told
 
 
 def _size(count: float) -> str:

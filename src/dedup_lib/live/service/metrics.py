@@ -44,6 +44,7 @@ from prometheus_client.registry import Collector
 from dedup_lib.live.landing.ledger import NOTE_KINDS
 from dedup_lib.live.output.labels import EntityLabels
 from dedup_lib.live.service.exposition import Answer, Probes, serve
+from dedup_lib.live.state.budget import OVER_BUDGET
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -170,10 +171,11 @@ class Metrics:
             registry=r,
         )  # fmt: skip
         self.notes = Counter(
-            "dedup_notes", "Notes said about the folder, by kind (removed_unread, rewritten, "
-            "changed_after_read: data never judged; unfinished)", ["kind"], registry=r,
+            "dedup_notes", "Notes said, by kind: about the folder (removed_unread, rewritten, "
+            "changed_after_read: data never judged; unfinished), or a micro-batch refused "
+            "(state_over_budget)", ["kind"], registry=r,
         )  # fmt: skip
-        for kind in NOTE_KINDS:
+        for kind in (*NOTE_KINDS, OVER_BUDGET):
             self._known.add(self._key(_of(self.notes, kind=kind)))
             self.notes.labels(kind=kind)
         self.rows = Counter("dedup_rows_read", "Rows read from the folder", registry=r)
@@ -188,6 +190,16 @@ class Metrics:
             "dedup_state_bytes", "The state's size, in memory and on disk", ["store"], registry=r
         )
         self.waiting = Gauge("dedup_waiting_sends", "Sends waiting for the watermark", registry=r)
+        self.state_budget = Gauge(
+            "dedup_state_budget_bytes",
+            "The most the driver's state may take in memory (0: kept on the executors)",
+            registry=r,
+        )
+        self.refused_sends = Gauge(
+            "dedup_state_refused_sends",
+            "Sends of the micro-batch refused because the state could pass its budget (0: none)",
+            registry=r,
+        )
         self.last_alert = Gauge(
             "dedup_last_alert_timestamp_seconds",
             "When an alert of this entity and kind was last raised (Unix time)",
@@ -264,6 +276,10 @@ class Metrics:
         start: nothing waits)."""
         self.notes.labels(kind=kind).inc()
 
+    def refusing(self, sends: int) -> None:
+        """A micro-batch of ``sends`` refused: its state could pass its memory budget."""
+        self.refused_sends.set(sends)
+
     def committed(self, counted: Totals, seconds: float, size: StateSize, clock: Clock) -> None:
         """A micro-batch committed: its counts, how long it took, the state it left."""
         self._count(counted, defer=self.server is not None)
@@ -333,6 +349,7 @@ class Metrics:
         self.state_keys.set(size.keys)
         self.state_bytes.labels(store="memory").set(size.memory)
         self.state_bytes.labels(store="disk").set(size.disk)
+        self.state_budget.set(size.budget)
         self.waiting.set(size.waiting)
         self.watermark = None if watermark is None else watermark / 1e6
 

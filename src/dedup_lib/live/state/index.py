@@ -64,6 +64,16 @@ class Index:
         """The memory the table takes."""
         return self.keys.nbytes + self.used.nbytes + self.values.nbytes
 
+    def needs(self, adding: int) -> int:
+        """The most memory the table takes while ``adding`` more keys are put: when they make
+        it double, the old table and the new one, side by side."""
+        size = len(self.used)
+        while self.count + adding > size * LOAD:
+            size *= 2
+        if size == len(self.used):
+            return self.nbytes
+        return self.nbytes + self.nbytes // len(self.used) * size
+
     def find(self, keys: np.ndarray) -> np.ndarray:
         """The slot of each key (rows of ``keys``, n x 2 int64), -1 where it is not held."""
         slots = np.empty(len(keys), dtype=np.int64)

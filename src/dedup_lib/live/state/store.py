@@ -104,6 +104,10 @@ class KeyedState:
     def memory_bytes(self) -> int:
         return self.index.nbytes
 
+    def memory_needed(self, adding: int) -> int:
+        """The most memory the index takes while ``adding`` more keys are held."""
+        return self.index.needs(adding)
+
     @property
     def disk_bytes(self) -> int:
         return sum(s.nbytes for s in self._segments.values())
