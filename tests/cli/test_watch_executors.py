@@ -1,8 +1,9 @@
 """``dedup-lib watch --state executors`` as a service manager runs it: beside a rotating Collector,
 killed with SIGKILL at a random moment while lines come, started again on its checkpoint, then
 stopped with SIGTERM, which exits 0. Every send is judged once, with the batch replay's
-verdict: Spark's state store and its checkpoint go on where the kill left them, and a
-micro-batch Spark runs again replaces its verdicts."""
+verdict, and counted once by its metrics: Spark's state store and its checkpoint go on where
+the kill left them, and a micro-batch Spark runs again replaces its verdicts and its record
+of counts."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from dedup_lib.spark import free_port
+from metrics_kit import scrape, summed
 from watch_kit import Feed, assert_judged_once, judged, lines_of, load_expected
 
 
@@ -51,15 +54,22 @@ def _wait(
         time.sleep(0.3)
 
 
+def _judged_total(port: int) -> float:
+    """The sends the monitor's /metrics says it judged."""
+    return summed(scrape(("127.0.0.1", port)), "dedup_sends_judged_total")
+
+
 @pytest.mark.slow
 def test_killed_and_started_again_it_judges_every_send_once(spark, tmp_path):
     rng = random.Random(12)
     feed = Feed(tmp_path / "landing")
     out = tmp_path / "verdicts"
+    port = free_port()
     command = [
         sys.executable, "-m", "dedup_lib", "watch", str(feed.landing), "--format", "otlp",
         "--window", "PT10M", "--lateness", "PT1M", "--state", "executors", "--every", "1",
         "--out", str(out), "--checkpoint", str(tmp_path / "ck"),
+        "--metrics", f"127.0.0.1:{port}",
     ]  # fmt: skip
     feed.export(50)
     errors = tmp_path / "first.stderr"
@@ -77,6 +87,10 @@ def test_killed_and_started_again_it_judges_every_send_once(spark, tmp_path):
     errors = tmp_path / "restarted.stderr"
     with _running(command, errors) as (restarted, printed):
         _wait(restarted, errors, lambda: judged(out) >= expected["due"], "every send due judged")
+        # A micro-batch's files land before its counters move: each send counted once, the
+        # micro-batch the kill cut short included, from the records of the checkpoint.
+        _wait(restarted, errors, lambda: _judged_total(port) >= judged(out), "the counters")
+        assert _judged_total(port) == judged(out)
         restarted.send_signal(signal.SIGTERM)
         assert restarted.wait(120) == 0, errors.read_text()[-3000:]
     assert "rows loaded" in printed[-1]  # the summary: SIGTERM finished the step in hand

@@ -215,8 +215,8 @@ def add_to(
         choices=("driver", "executors"),
         default="driver",
         help="where the state is kept: the driver's memory, or Spark's state store on the "
-        "executors, judged by one streaming query (classic Spark; verdicts, quarantine and "
-        "lines, no alerts or metrics yet) (default: driver)",
+        "executors, judged by one streaming query (classic Spark; verdicts, quarantine, lines "
+        "and metrics, no alerts yet) (default: driver)",
     )
     cmd.add_argument(
         "--state-memory",

@@ -145,7 +145,7 @@ class StateOptions:
         (docs/decisions/live-state.md). ``executors``: in Spark's state store on the
         executors, judged in one long-running streaming query, on classic Spark
         (docs/decisions/live-state-executors.md); it writes verdicts, quarantined rows and
-        lines, not yet alerts or metrics. A checkpoint keeps the mode it was started with.
+        lines and metrics, not yet alerts. A checkpoint keeps the mode it was started with.
     memory : int, optional
         The most the driver's state may take in memory, in bytes; a micro-batch that could
         take it past is refused in a note that names ``executors``. Default: a quarter of
@@ -212,21 +212,21 @@ class WatchOptions:
         InputError
             A mode that is not ``driver`` or ``executors``; a memory budget that is not a
             positive number of bytes, or asked of the state on the executors (whose state
-            is Spark's, on disk); an alerts file or metrics asked of the state on the
-            executors, which writes neither yet.
+            is Spark's, on disk); an alerts file asked of the state on the executors, which
+            writes none yet.
 
         Examples
         --------
-        >>> from dedup_lib import ServeOptions, StateOptions, WatchOptions
+        >>> from dedup_lib import ServeOptions, StateOptions, WatchOptions, WriteOptions
         >>> WatchOptions(serving=ServeOptions(metrics="127.0.0.1:0")).check()
         >>> from dedup_lib.errors import InputError
-        >>> executors = WatchOptions(serving=ServeOptions(metrics="127.0.0.1:0"),
+        >>> executors = WatchOptions(writing=WriteOptions(alerts="alerts.jsonl"),
         ...                          state=StateOptions("executors"))
         >>> try:
         ...     executors.check()
         ... except InputError as refused:
         ...     print(refused)
-        state 'executors' serves no metrics yet: leave it out, or use --state driver
+        state 'executors' writes no alerts file yet: leave it out, or use --state driver
         """
         mode = self.state.mode
         if mode not in ("driver", "executors"):
@@ -241,11 +241,7 @@ class WatchOptions:
                 "state 'executors' keeps its state in Spark's state store, not in the driver's "
                 "memory: leave --state-memory out"
             )
-        for asked, what in (
-            (self.writing.alerts, "writes no alerts file"),
-            (self.serving.metrics, "serves no metrics"),
-        ):
-            if asked is not None:
-                raise InputError(
-                    f"state 'executors' {what} yet: leave it out, or use --state driver"
-                )
+        if self.writing.alerts is not None:
+            raise InputError(
+                "state 'executors' writes no alerts file yet: leave it out, or use --state driver"
+            )

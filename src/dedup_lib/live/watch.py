@@ -454,7 +454,8 @@ def _runner(
     left, and at ``every`` it would wait that long for each plan and again for the timers."""
     if settings.state == "executors":
         every = ONCE_TRIGGER_MS if once else metrics.every * 1000
-        return ExecutorsRunner(spark, landing, settings, folders, tell, f"{every:g} milliseconds")
+        trigger = f"{every:g} milliseconds"
+        return ExecutorsRunner(spark, landing, settings, folders, tell, trigger, metrics)
     return Runner(landing, settings, folders, tell, metrics, budget)
 
 

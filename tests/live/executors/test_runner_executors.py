@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from datetime import timedelta
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -15,7 +16,6 @@ import pytest
 
 from dedup_lib import (
     DedupPolicy,
-    ServeOptions,
     StateOptions,
     WatchOptions,
     WriteOptions,
@@ -55,9 +55,14 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
     assert first.loaded["read"] == 29_872
     assert sum(line.judged for line in first.lines) == 29_719  # 153 wait for the watermark
     assert all(line.state.executors for line in first.lines)
+    counted = _counted(first)
+    assert counted["dedup_rows_read_total"] == 29_872
+    assert counted["dedup_micro_batches_total"] == len(first.lines) + 1  # the timers' own
+    _assert_counts_the_verdicts(counted, tmp_path / "out")
     again = _watch(spark, tmp_path)
     assert again.loaded["micro_batches"] == 0
     assert len(verdicts(spark, str(tmp_path))) == 29_719
+    assert _counted(again) == counted, "a restart's counters go on from the records"
 
     incident = pq.read_table(landing / "incident.parquet")
     latest = pc.max(incident["send_time"]).as_py() + timedelta(days=1)
@@ -75,20 +80,34 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
     pq.write_table(later, landing / "later.parquet", use_deprecated_int96_timestamps=True)
     last = _watch(spark, tmp_path)
     assert sum(line.judged for line in last.lines) == 153
+    assert _counted(last)["dedup_rows_read_total"] == 29_873
+    _assert_counts_the_verdicts(_counted(last), tmp_path / "out")
     got = answers(verdicts(spark, str(tmp_path)))
     assert got == replayed(load_telemetry(spark, str(landing / "incident.parquet")).valid, POLICY)
 
 
-@pytest.mark.parametrize(
-    ("options", "what"),
-    [
-        (WatchOptions(writing=WriteOptions(alerts="alerts.jsonl")), "writes no alerts file"),
-        (WatchOptions(serving=ServeOptions(metrics="127.0.0.1:0")), "serves no metrics"),
-    ],
-)
-def test_what_the_mode_does_not_do_yet_is_refused_in_a_sentence(tmp_path, options, what):
-    asked = WatchOptions(writing=options.writing, serving=options.serving, state=EXECUTORS.state)
-    refusal = rf"executors' {what} yet: leave it out, or use --state driver"
+def _counted(watch) -> dict[str, float]:
+    """The counters' sums by metric, and the judged sends' by verdict."""
+    table = watch.counters()
+    table = table[table["metric"].str.endswith("_total")]
+    found = table.groupby("metric")["value"].sum().to_dict()
+    judged = table[table["metric"] == "dedup_sends_judged_total"]
+    for labels, value in zip(judged["labels"], judged["value"], strict=True):
+        verdict = dict(p.split("=", 1) for p in labels.split(", "))["verdict"]
+        found[f"judged {verdict}"] = found.get(f"judged {verdict}", 0) + value
+    return found
+
+
+def _assert_counts_the_verdicts(counted: dict[str, float], out) -> None:
+    """Each verdict counted as often as the verdicts' files hold it."""
+    written = pd.read_parquet(out)["verdict"].value_counts().to_dict()
+    got = {k.removeprefix("judged "): v for k, v in counted.items() if k.startswith("judged ")}
+    assert {k: v for k, v in got.items() if v} == written
+
+
+def test_what_the_mode_does_not_do_yet_is_refused_in_a_sentence(tmp_path):
+    asked = WatchOptions(writing=WriteOptions(alerts="alerts.jsonl"), state=EXECUTORS.state)
+    refusal = r"executors' writes no alerts file yet: leave it out, or use --state driver"
     with pytest.raises(InputError, match=refusal):
         watch_duplicates(None, tmp_path, POLICY, out=tmp_path / "o", checkpoint=tmp_path / "c",
                          options=asked)  # fmt: skip

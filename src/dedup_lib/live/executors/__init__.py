@@ -10,6 +10,8 @@ index (docs/decisions/live-state-executors.md), in one long-running streaming qu
 - :mod:`~dedup_lib.live.executors.query`: the streaming query, its verdicts written once per
   micro-batch, and its figures.
 - :mod:`~dedup_lib.live.executors.plans`: the ledger's plans fed to the query, each once.
+- :mod:`~dedup_lib.live.executors.counts`: what the loads and the verdicts counted, recorded in
+  the checkpoint for the metrics and a restart.
 - :mod:`~dedup_lib.live.executors.runner`: ``watch --state executors``'s micro-batches, with
   the driver's runner's face.
 """

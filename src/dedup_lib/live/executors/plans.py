@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from dedup_lib.live.checkpoint import Folders
     from dedup_lib.live.executors.query import ExecutorsQuery
-    from dedup_lib.live.landing.ledger import Reading, Seen
+    from dedup_lib.live.landing.ledger import Plan, Reading, Seen
 
 
 class PlanFeed:
@@ -35,7 +35,9 @@ class PlanFeed:
     in ``folders``' checkpoint; ``keyed`` turns a plan into its keyed sends, a Spark frame
     (its chunks read, loaded and keyed, with
     :func:`~dedup_lib.live.executors.processor.stream_columns`), never rows in the driver;
-    ``on_note`` is told what the ledger refuses or cannot read exactly, as it plans."""
+    ``on_note`` is told what the ledger refuses or cannot read exactly, as it plans, and
+    ``on_scan`` each plan of the ledger, new or not (the backlog, when bytes landed, the notes
+    by kind)."""
 
     def __init__(
         self,
@@ -45,9 +47,11 @@ class PlanFeed:
         query: ExecutorsQuery,
         keyed: Callable[[PlanRecord], DataFrame],
         on_note: Callable[[str], None] = lambda _: None,
+        on_scan: Callable[[Plan], None] = lambda _: None,
     ) -> None:
         self.landing, self.reading, self.folders = landing, reading, folders
         self.query, self.keyed, self.on_note = query, keyed, on_note
+        self.on_scan = on_scan
         self.batch = query.next_plan
         self.files: dict[str, Seen]
         self.files, self.redo = folders.plans_at(self.batch)
@@ -68,6 +72,7 @@ class PlanFeed:
     def _plan(self) -> PlanRecord | None:
         """What is new, copied into the checkpoint and recorded; None when nothing is."""
         planned = ledger.plan(self.landing, self.files, self.reading, time.time())
+        self.on_scan(planned)
         for note in planned.notes:
             self.on_note(note.text)
         if not planned.chunks:

@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
@@ -117,7 +118,8 @@ class ExecutorsQuery:
     the first start of a checkpoint (default: the session's shuffle partitions); ``settings``
     are set on the query's session over
     :data:`~dedup_lib.live.executors.processor.STATE_SETTINGS`; ``on_written`` is called with
-    each micro-batch's id and folder of verdicts once they are written (in Spark's thread).
+    each micro-batch's id, folder of verdicts and the seconds it took to judge and write them,
+    once they are written (in Spark's thread).
     """
 
     def __init__(
@@ -130,7 +132,7 @@ class ExecutorsQuery:
         trigger: str = "1 second",
         partitions: int | None = None,
         settings: Mapping[str, str] | None = None,
-        on_written: Callable[[int, str], None] | None = None,
+        on_written: Callable[[int, str, float], None] | None = None,
     ) -> None:
         self.spark, self.root, self.out, self.lateness = spark, root, out, lateness
         self.trigger, self.partitions, self.on_written = trigger, partitions, on_written
@@ -173,6 +175,14 @@ class ExecutorsQuery:
             return []
         return [Figures.of(json.loads(p.json)) for p in self.query.recentProgress]
 
+    def watermark_ms(self) -> int | None:
+        """The watermark of the last micro-batch the query finished (milliseconds), if any."""
+        progress: dict[str, Any] = (self.query.lastProgress if self.query else None) or {}
+        mark = progress.get("eventTime", {}).get("watermark")
+        if mark is None:
+            return None
+        return int(datetime.fromisoformat(mark.replace("Z", "+00:00")).timestamp() * 1000)
+
     def stop(self) -> None:
         """Stop the query between micro-batches; its checkpoint goes on at the next start."""
         if self.query is not None:
@@ -198,9 +208,10 @@ class ExecutorsQuery:
         os.makedirs(out, exist_ok=True)
 
         def write(answered: DataFrame, batch: int) -> None:
-            write_verdicts(answered, batch, out)
+            started = time.monotonic()
+            write_verdicts(answered, batch, out)  # the micro-batch judged as it is written
             if told is not None:
-                told(batch, verdict_folder(out, batch))
+                told(batch, verdict_folder(out, batch), time.monotonic() - started)
 
         self.query = (
             judged(sends, self.lateness)

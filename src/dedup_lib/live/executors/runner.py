@@ -4,7 +4,8 @@ it for the streaming query (:mod:`~dedup_lib.live.executors.plans`,
 :mod:`~dedup_lib.live.executors.staging`); the query judges it in Spark's state store and
 writes the verdicts of each of its micro-batches (:mod:`~dedup_lib.live.executors.query`),
 after which that micro-batch's line (:class:`~dedup_lib.live.output.lines.BatchLine`) is
-counted by Spark from the verdicts written and told.
+counted by Spark from the verdicts written and told, and its counts recorded
+(:mod:`~dedup_lib.live.executors.counts`).
 
 It has the driver's runner's face (:class:`dedup_lib.live.runner.Runner`: ``step``,
 ``more``, ``settle``, ``stop``), so the watch's loop runs either.
@@ -13,30 +14,34 @@ It has the driver's runner's face (:class:`dedup_lib.live.runner.Runner`: ``step
 from __future__ import annotations
 
 import os
+import time
+from collections import Counter as Tally
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
-import pandas as pd
-from pyspark.sql import functions as F
-
-from dedup_lib.columns import column
 from dedup_lib.live.checkpoint import check_settings
+from dedup_lib.live.executors import counts
 from dedup_lib.live.executors.plans import PlanFeed
 from dedup_lib.live.executors.query import ExecutorsQuery
 from dedup_lib.live.executors.staging import PlanIntake
-from dedup_lib.live.output.lines import MINUTE_COLUMNS, BatchLine, StateSize, Tell
-from dedup_lib.rules.policy import DUPLICATE
+from dedup_lib.live.output.labels import EntityLabels
+from dedup_lib.live.output.lines import StateSize, Tell
+from dedup_lib.live.state.judge import Clock
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from dedup_lib.live.checkpoint import Folders, PlanRecord, Settings
+    from dedup_lib.live.landing.ledger import Plan
+    from dedup_lib.live.service.metrics import Metrics
     from dedup_lib.telemetry.landing import Landing
 
 
 class ExecutorsRunner:
     """Micro-batches of the folder ``landing`` watched with ``settings`` (whose ``state`` is
     ``executors``), written to ``folders``, Spark's query triggered every ``trigger``; the
-    state, Spark's, under ``<checkpoint>/executors``."""
+    state, Spark's, under ``<checkpoint>/executors``. ``metrics``, when given, counts as the
+    driver's mode counts, from the records of :mod:`~dedup_lib.live.executors.counts`."""
 
     def __init__(
         self,
@@ -46,10 +51,17 @@ class ExecutorsRunner:
         folders: Folders,
         tell: Tell,
         trigger: str = "1 second",
+        metrics: Metrics | None = None,
     ) -> None:
         check_settings(folders.checkpoint, settings)
         self.on_line, self.on_load, on_note = tell
-        root = os.path.join(folders.checkpoint, "executors")
+        self.root = root = os.path.join(folders.checkpoint, "executors")
+        self.metrics = metrics
+        self.labels = metrics.labels if metrics is not None else EntityLabels()
+        self.lateness_ms = settings.lateness // timedelta(milliseconds=1)
+        #: Notes said since the last plan's loads were recorded, by kind.
+        self.notes: Tally[str] = Tally()
+        self.counted = self._restore()
         self.query = ExecutorsQuery(
             spark, root, folders.out, settings.lateness, trigger=trigger, on_written=self._told
         )
@@ -57,8 +69,9 @@ class ExecutorsRunner:
             landing, settings.policy, settings.content, root, folders.quarantine
         )
         self.feed = PlanFeed(
-            landing.path, settings.reading, folders, self.query, self.intake, on_note
-        )
+            landing.path, settings.reading, folders, self.query, self._keyed, on_note,
+            self._scanned,
+        )  # fmt: skip
 
     @property
     def more(self) -> bool:
@@ -89,31 +102,53 @@ class ExecutorsRunner:
         """Stop the query between two of its micro-batches."""
         self.query.stop()
 
-    def _told(self, batch: int, folder: str) -> None:
-        """Micro-batch ``batch``'s line, from its verdicts written in ``folder``; none when it
-        answered nothing (a micro-batch whose timers found nothing due)."""
-        line = line_of(self.query.spark, batch, folder)
+    def _restore(self) -> int:
+        """The counters as the records left them; the last micro-batch counted."""
+        _, loads = counts.latest(self.root, counts.LOADS)
+        counted, verdicts = counts.latest(self.root, counts.VERDICTS)
+        loads.add(verdicts)
+        self.labels.restore(entity for entity, _ in loads.sends)
+        if self.metrics is not None:
+            self.metrics.restored(loads, StateSize(executors=True), None)
+        return counted
+
+    def _scanned(self, planned: Plan) -> None:
+        """A look at the folder: its backlog and notes told to the metrics."""
+        for note in planned.notes:
+            self.notes[note.kind] += 1
+            if self.metrics is not None:
+                self.metrics.noted(note.kind)
+        if self.metrics is not None:
+            self.metrics.scanned(*planned.backlog, planned.landed)
+
+    def _keyed(self, recorded: PlanRecord) -> DataFrame:
+        """Plan ``recorded``'s keyed sends (:class:`PlanIntake`), its loads recorded before it
+        is staged and counted."""
+        sends = self.intake(recorded)
+        assert self.intake.quarantined is not None
+        loads = counts.loads_of(self.intake.counts, self.intake.quarantined, self.notes)
+        counts.record(self.root, counts.LOADS, recorded.batch, loads)
+        self.notes.clear()
+        if self.metrics is not None:
+            self.metrics.loaded(loads)
+        return sends
+
+    def _told(self, batch: int, folder: str, seconds: float) -> None:
+        """Micro-batch ``batch``'s verdicts in ``folder``, judged and written in ``seconds``:
+        counted and recorded, counted by the metrics unless a record of it had been (a
+        micro-batch Spark runs again after a restart), and its line told when it answered
+        anything."""
+        spark = self.query.spark
+        line, counted = counts.counted_batch(spark, batch, folder, self.labels, time.time())
+        counts.record(self.root, counts.VERDICTS, batch, counted)
+        if self.metrics is not None and batch > self.counted:
+            clock = Clock(self.lateness_ms, self._latest_ms())
+            self.metrics.committed(counted, seconds, StateSize(executors=True), clock)
+        self.counted = max(self.counted, batch)
         if line is not None:
             self.on_line(line)
 
-
-def line_of(spark: SparkSession, batch: int, folder: str) -> BatchLine | None:
-    """The line of micro-batch ``batch`` from its verdicts in ``folder``, counted per minute
-    of send time by one Spark job; None when it holds none."""
-    verdict = column("verdict")
-    minutes = (
-        spark.read.parquet(folder)
-        .groupBy(F.floor(F.unix_micros(column("send_time")) / 60_000_000).alias("minute"))
-        .agg(
-            F.count(F.lit(1)).alias("sends"),
-            F.count_if(verdict == DUPLICATE).alias("duplicates"),
-            F.count_if(verdict == "late").alias("late"),
-        )
-        .orderBy("minute")
-        .toPandas()
-    )
-    if minutes.empty:
-        return None
-    minutes["minute"] = pd.to_datetime(minutes["minute"] * 60, unit="s", utc=True)
-    minutes = minutes.astype({c: "int64" for c in MINUTE_COLUMNS[1:]})[MINUTE_COLUMNS]
-    return BatchLine(batch, minutes, state=StateSize(executors=True))
+    def _latest_ms(self) -> int | None:
+        """The latest send time the watermark of the last finished micro-batch stands for."""
+        mark = self.query.watermark_ms()
+        return None if mark is None or mark <= 0 else mark + self.lateness_ms

@@ -82,7 +82,8 @@ class PlanIntake:
     pass over its chunks, read from ``landing`` and keyed by ``policy`` and ``content`` as the
     driver's mode keys them, written under ``root`` (:func:`stage_pass`); its quarantined
     rows written as the plan's Parquet file in ``quarantine``, as the driver's mode names it;
-    its valid sends returned for the inbox. ``counts`` are the last plan's records by fate.
+    its valid sends returned for the inbox. ``counts`` are the last plan's records by fate,
+    ``quarantined`` its quarantined rows (read from the folder written, lazily).
 
     The pass's folder of a plan stays until the next plan's is written (the inbox reads it
     while it stages the plan); a restart writes a plan's again, whole.
@@ -94,6 +95,7 @@ class PlanIntake:
         self.landing, self.policy, self.content = landing, policy, content
         self.root, self.quarantine = root, quarantine
         self.counts: dict[str, int] = {}
+        self.quarantined: DataFrame | None = None
 
     def __call__(self, recorded: PlanRecord) -> DataFrame:
         """Plan ``recorded``'s valid sends, keyed, as Spark wrote them."""
@@ -107,7 +109,7 @@ class PlanIntake:
         staged = stage_pass(run, os.path.join(self.root, "read", f"plan-{batch:010d}"))
         if staged.counts["quarantined"]:
             write_quarantine(staged.quarantine, self.quarantine, batch)
-        self.counts = staged.counts
+        self.counts, self.quarantined = staged.counts, staged.quarantine
         return staged.sends
 
     def _written(self) -> list[tuple[int, str]]:

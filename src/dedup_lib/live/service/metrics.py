@@ -276,6 +276,11 @@ class Metrics:
         start: nothing waits)."""
         self.notes.labels(kind=kind).inc()
 
+    def loaded(self, loads: Totals) -> None:
+        """A plan's loads counted (the state on the executors counts them apart from its
+        verdicts, which :meth:`committed` counts)."""
+        self._count(loads, defer=self.server is not None)
+
     def refusing(self, sends: int) -> None:
         """A micro-batch of ``sends`` refused: its state could pass its memory budget."""
         self.refused_sends.set(sends)
