@@ -64,7 +64,7 @@ def test_watch_prints_what_the_read_did_before_the_first_line(monkeypatch, capsy
     def watching(spark, source, *args, on_batch, on_note, **kwargs):
         on_note("<i>land</i>: a note")
         on_batch("a line")
-        return SimpleNamespace(metrics_address=None, loaded=Counter())
+        return SimpleNamespace(metrics_address=None, loaded=Counter(), refused=None)
 
     monkeypatch.setattr(live, "watch_duplicates", watching)
     (tmp_path / "land").mkdir()
@@ -155,3 +155,15 @@ def test_a_state_memory_is_a_size(capsys, tmp_path):
     refused = main([*argv, "--state-memory", "4GiB", "--state", "executors"], spark=object())
     assert refused == 1
     assert "leave --state-memory out" in capsys.readouterr().err
+
+
+def test_a_once_run_whose_micro_batch_is_refused_says_so_and_exits_1(spark, capsys, tmp_path):
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "incident.parquet").write_bytes((SAMPLES / "incident.parquet").read_bytes())
+    folders = ["--out", str(tmp_path / "o"), "--checkpoint", str(tmp_path / "c")]
+    argv = ["watch", str(landing), *folders, "--once", "--state-memory", "1m"]
+    assert main(argv, spark=spark) == 1
+    said = capsys.readouterr().out
+    assert "micro-batch 0 refused: its 29,872 sends could take the driver's state" in said
+    assert "--state executors, with a new checkpoint" in said

@@ -135,7 +135,8 @@ def _watch(args: argparse.Namespace, journal: Journal) -> int:
         + (f", {loaded['skipped']:,} not sends" if loaded["skipped"] else "")
         + f"; verdicts in {printable(args.out)}"
     )
-    return 0
+    # A micro-batch refused for the state's memory budget (said above): nothing more judged.
+    return 1 if watch.refused else 0
 
 
 def _options(

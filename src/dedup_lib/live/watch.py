@@ -268,6 +268,12 @@ class Watch:
         if self.error is not None:
             raise self.error
 
+    @property
+    def refused(self) -> str | None:
+        """str or None: Why a micro-batch was refused for the driver's state's memory budget
+        (nothing more is judged then), if one was."""
+        return self.runner.refused
+
     def counters(self) -> pd.DataFrame:
         """The monitor's counters and gauges as of now, as ``/metrics`` serves them.
 

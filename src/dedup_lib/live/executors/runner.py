@@ -59,6 +59,8 @@ class ExecutorsRunner:
         self.metrics = metrics
         self.labels = metrics.labels if metrics is not None else EntityLabels()
         self.lateness_ms = settings.lateness // timedelta(milliseconds=1)
+        #: Never set: the state store spills to disk (the driver's runner's face).
+        self.refused: str | None = None
         #: Notes said since the last plan's loads were recorded, by kind.
         self.notes: Tally[str] = Tally()
         self.counted = self._restore()
