@@ -46,7 +46,7 @@ def test_the_defaults_write_the_template(capsys):
 def test_the_rules_name_the_job_and_link_the_runbooks(tmp_path, capsys):
     rules = written(tmp_path, "--job", ODD_JOB, "--runbook-url", "https://wiki.example.com/rb/")
     assert capsys.readouterr().out == (
-        f"12 alerts for job 'dedup \"live\" \\ {{prod}} é' written to {tmp_path / 'rules.yml'}\n"
+        f"13 alerts for job 'dedup \"live\" \\ {{prod}} é' written to {tmp_path / 'rules.yml'}\n"
     )
     template = alerts(yaml.safe_load(RULES.read_text()))
     matcher = 'job="dedup \\"live\\" \\\\ {prod} é"'

@@ -1,9 +1,9 @@
 """``dedup-lib watch --state executors`` as a service manager runs it: beside a rotating Collector,
 killed with SIGKILL at a random moment while lines come, started again on its checkpoint, then
 stopped with SIGTERM, which exits 0. Every send is judged once, with the batch replay's
-verdict, and counted once by its metrics: Spark's state store and its checkpoint go on where
-the kill left them, and a micro-batch Spark runs again replaces its verdicts and its record
-of counts."""
+verdict, and counted once by its metrics; what it listens on is on loopback. Spark's state
+store and its checkpoint go on where the kill left them, and a micro-batch Spark runs again
+replaces its verdicts and its record of counts."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from dedup_lib.spark import free_port
+from listeners_kit import assert_on_loopback, listeners
 from metrics_kit import scrape, summed
 from watch_kit import Feed, assert_judged_once, judged, lines_of, load_expected
 
@@ -91,6 +92,8 @@ def test_killed_and_started_again_it_judges_every_send_once(spark, tmp_path):
         # micro-batch the kill cut short included, from the records of the checkpoint.
         _wait(restarted, errors, lambda: _judged_total(port) >= judged(out), "the counters")
         assert _judged_total(port) == judged(out)
+        # Its metrics, Spark's driver and block manager: on loopback, the query running.
+        assert_on_loopback(listeners(restarted.pid))
         restarted.send_signal(signal.SIGTERM)
         assert restarted.wait(120) == 0, errors.read_text()[-3000:]
     assert "rows loaded" in printed[-1]  # the summary: SIGTERM finished the step in hand

@@ -59,7 +59,7 @@ class LiveMonitor:
     >>> import re
     >>> print(re.sub("[0-9]{2}:[0-9]{2}:[0-9]{2}", "hh:mm:ss", monitor.status.value))
     Micro-batch 0 at hh:mm:ss: 29,719 sends judged, 3,101 duplicates, 0 late, 203 alerts;
-    state 1,489 keys, 2.6 MiB in memory, 88.5 KiB on disk; 153 waiting.
+    state 1,489 keys, 5.1 MiB in memory, 88.5 KiB on disk; 153 waiting.
 
     The methods' examples go on with this ``monitor`` and ``watch``; :meth:`stop` ends it.
     """
@@ -354,7 +354,7 @@ class LiveMonitor:
         >>> monitor.stop()
         >>> print(re.sub("[0-9]{2}:[0-9]{2}:[0-9]{2}", "hh:mm:ss", monitor.status.value))
         Micro-batch 0 at hh:mm:ss: 29,719 sends judged, 3,101 duplicates, 0 late, 203 alerts;
-        state 1,489 keys, 2.6 MiB in memory, 88.5 KiB on disk; 153 waiting. Stopped.
+        state 1,489 keys, 5.1 MiB in memory, 88.5 KiB on disk; 153 waiting. Stopped.
         """
         if after:
             time.sleep(after)
