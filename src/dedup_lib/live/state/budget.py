@@ -42,7 +42,7 @@ class StateBudget:
     micro-batch 3 refused: its 500,000 sends could take the driver's state to 1.2 GiB in
     memory, past its budget of 1.0 GiB (--state-memory). Keep the state on Spark's executors
     instead: --state executors, with a new checkpoint; or give the process more memory and
-    raise --state-memory.
+    raise --state-memory
     """
 
     limit: int
@@ -54,11 +54,15 @@ class StateBudget:
             return None
         return (
             f"micro-batch {batch} refused: its {sends:,} sends could take the driver's state to "
-            f"{_gib(needed)} in memory, past its budget of {_gib(self.limit)} (--state-memory). "
+            f"{_size(needed)} in memory, past its budget of {_size(self.limit)} (--state-memory). "
             "Keep the state on Spark's executors instead: --state executors, with a new "
-            "checkpoint; or give the process more memory and raise --state-memory."
+            "checkpoint; or give the process more memory and raise --state-memory"
         )
 
 
-def _gib(count: int) -> str:
-    return f"{count / (1 << 30):,.1f} GiB"
+def _size(count: int) -> str:
+    """``count`` bytes in the largest of GiB, MiB and KiB that holds one."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if count >= scale:
+            return f"{count / scale:,.1f} {unit}"
+    return f"{count / 1024:,.1f} KiB"
