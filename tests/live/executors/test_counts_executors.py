@@ -24,6 +24,9 @@ def test_a_record_is_the_one_before_and_what_it_counted_and_is_written_again_ali
     number, last = counts.latest(root, counts.LOADS)
     assert (number, last.rows, last.notes) == (1, 15, Tally({"unfinished": 1}))
     assert counts.latest(root, counts.LOADS, upto=0)[1].rows == 10
+    counts.record(root, counts.LOADS, 2, Totals(rows=1))
+    kept = sorted(p.name for p in (tmp_path / counts.LOADS).iterdir())
+    assert kept == ["loads-0000000001.json", "loads-0000000002.json"], "older records go"
     assert counts.latest(root, counts.VERDICTS) == (-1, Totals())
 
 

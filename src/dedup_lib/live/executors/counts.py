@@ -26,7 +26,7 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 from dedup_lib.columns import column
-from dedup_lib.live.durable import read_json, write_json
+from dedup_lib.live.durable import read_json, remove, write_json
 from dedup_lib.live.output.lines import MINUTE_COLUMNS, BatchLine, StateSize
 from dedup_lib.live.output.totals import Totals
 from dedup_lib.rules.policy import DUPLICATE
@@ -57,11 +57,16 @@ def latest(root: str, kind: str, upto: int | None = None) -> tuple[int, Totals]:
 
 def record(root: str, kind: str, number: int, counted: Totals) -> Totals:
     """Record ``number`` of ``kind``: the one before it with ``counted`` added, written whole
-    (replacing one a run of the same number left); the totals it holds."""
+    (replacing one a run of the same number left); the totals it holds. Records before the
+    one before go: a run of ``number`` again needs only that one, and the folder stays as
+    small after weeks as after an hour."""
     _, totals = latest(root, kind, number - 1)
     totals.add(counted)
     os.makedirs(os.path.join(root, kind), exist_ok=True)
     write_json(os.path.join(root, kind, f"{kind}-{number:010d}.json"), totals.to_json())
+    for old in glob.glob(os.path.join(root, kind, f"{kind}-*.json")):
+        if int(os.path.basename(old).removeprefix(f"{kind}-").removesuffix(".json")) < number - 1:
+            remove(old)
     return totals
 
 
