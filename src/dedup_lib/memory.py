@@ -71,6 +71,16 @@ def driver_memory(physical: int | None = None) -> str:
     return f"{min(max(memory // 4 // _GIB, 2), 32)}g"
 
 
+def format_size(count: float) -> str:
+    """``count`` bytes as a reader takes them in: ``160 B``, ``4.0 KiB``, ``5.1 MiB``,
+    ``1.2 GiB``."""
+    for unit in ("B", "KiB", "MiB"):
+        if count < 1024:
+            return f"{count:,.0f} {unit}" if unit == "B" else f"{count:,.1f} {unit}"
+        count /= 1024
+    return f"{count:,.1f} GiB"
+
+
 def size_in_bytes(text: str) -> int:
     """A Spark size (``1g``, ``512m``, ``2048k``, ``0``) in bytes."""
     value = text.strip().lower().removesuffix("b")

@@ -15,6 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dedup_lib.memory import format_size
 from dedup_lib.rules.policy import DUPLICATE
 
 #: What a monitor's caller is told: each micro-batch's line, its load's counts, and notes.
@@ -64,8 +65,8 @@ class StateSize:
         if self.executors:
             return "state on the executors"
         told = (
-            f"state {self.keys:,} keys, {_size(self.memory)} in memory, {_size(self.disk)} "
-            f"on disk; {self.waiting:,} waiting"
+            f"state {self.keys:,} keys, {format_size(self.memory)} in memory, "
+            f"{format_size(self.disk)} on disk; {self.waiting:,} waiting"
         )
         if self.budget and self.memory >= WARN_SHARE * self.budget:
             told += (
@@ -73,14 +74,6 @@ class StateSize:
                 " are refused (--state executors keeps the state on Spark's executors)"
             )
         return told
-
-
-def _size(count: float) -> str:
-    for unit in ("B", "KiB", "MiB"):
-        if count < 1024:
-            return f"{count:,.0f} {unit}" if unit == "B" else f"{count:,.1f} {unit}"
-        count /= 1024
-    return f"{count:,.1f} GiB"
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dedup_lib.memory import memory_limit
+from dedup_lib.memory import format_size, memory_limit
 
 #: The note's kind (``dedup_notes_total{kind}``) when a micro-batch is refused.
 OVER_BUDGET = "state_over_budget"
@@ -54,15 +54,8 @@ class StateBudget:
             return None
         return (
             f"micro-batch {batch} refused: its {sends:,} sends could take the driver's state to "
-            f"{_size(needed)} in memory, past its budget of {_size(self.limit)} (--state-memory). "
+            f"{format_size(needed)} in memory, past its budget of {format_size(self.limit)} "
+            "(--state-memory). "
             "Keep the state on Spark's executors instead: --state executors, with a new "
             "checkpoint; or give the process more memory and raise --state-memory"
         )
-
-
-def _size(count: int) -> str:
-    """``count`` bytes in the largest of GiB, MiB and KiB that holds one."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20)):
-        if count >= scale:
-            return f"{count / scale:,.1f} {unit}"
-    return f"{count / 1024:,.1f} KiB"
