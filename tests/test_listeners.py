@@ -1,8 +1,11 @@
 """Nothing a ``dedup-lib`` command starts is open to the network by default: every TCP socket
 that listens and every UDP socket that is bound, IPv4 and IPv6, of ``watch`` and all it starts
 (Spark's driver JVM, a local Connect server), is on loopback (127.0.0.0/8, ::1), read from
-``/proc`` (:mod:`listeners_kit`); ``explore``'s, with Voila, its kernel and its JVM, are
-checked on the server ``tests/cli/test_explore_server.py`` starts. And the options that ask
+``/proc`` (:mod:`listeners_kit`): here on Spark Connect; on classic Spark, by the chaos test's
+restarted monitor (``tests/cli/test_watch_executors.py``, the library's defaults) and the
+unit's (``tests/cli/test_watch_service.py``, with ``SPARK_LOCAL_IP`` as the unit sets it).
+``explore``'s, with Voila, its kernel and its JVM, are checked on the server
+``tests/cli/test_explore_server.py`` starts. And the options that ask
 otherwise (``--driver-host``, ``--spark-ui``), as the commands pass them on."""
 
 from __future__ import annotations
@@ -51,17 +54,13 @@ def _first_line(process: subprocess.Popen[str], err: Path, seconds: float = 240)
     return lines[0]
 
 
-@pytest.fixture(
-    params=[["--master", "local[1]"], ["--remote", "local[1]"]], ids=["classic", "connect"]
-)
-def watching(
-    request: pytest.FixtureRequest, landing: Path, tmp_path: Path
-) -> Iterator[subprocess.Popen[str]]:
-    """``watch`` on classic Spark, and on a local Spark Connect server it starts."""
+@pytest.fixture
+def watching(landing: Path, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """``watch`` on a local Spark Connect server it starts."""
     argv = [
         sys.executable, "-m", "dedup_lib", "watch", str(landing),
         "--out", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck"),
-        "--every", "0.5", *request.param, "--metrics", f"127.0.0.1:{free_port()}",
+        "--every", "0.5", "--remote", "local[1]", "--metrics", f"127.0.0.1:{free_port()}",
     ]  # fmt: skip
     env = {**os.environ, "DEDUP_DRIVER_MEMORY": "1g"}
     env.pop("SPARK_REMOTE", None)

@@ -76,7 +76,7 @@ def test_killed_and_started_again_it_judges_every_send_once(spark, tmp_path):
     errors = tmp_path / "first.stderr"
     with _running(command, errors) as (first, printed):
         _wait(first, errors, lambda: any(p.startswith("batch ") for p in printed), "a line")
-        feed.export(300)
+        feed.export(150)
         time.sleep(rng.uniform(0.2, 4.0))  # anywhere in a plan's staging or a micro-batch
         first.send_signal(signal.SIGKILL)
         assert first.wait(60) == -signal.SIGKILL

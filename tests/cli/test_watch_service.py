@@ -215,7 +215,7 @@ def test_the_units_command_killed_and_started_again_judges_every_send_once_and_p
         feed.export(50)
         with the_unit(service, env, tmp_path / "first", prometheus, seen) as first:
             first.wait_for(lambda: "micro_batch" in events(first.printed), "a micro-batch")
-            feed.export(300)
+            feed.export(150)
             time.sleep(rng.uniform(0.2, 6.0))  # anywhere in a turn of its loop (--every 5)
             first.process.send_signal(signal.SIGKILL)
             assert first.process.wait(60) == -signal.SIGKILL
