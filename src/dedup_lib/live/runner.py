@@ -48,7 +48,7 @@ from dedup_lib.live.output.sink import AlertsFile, write_part
 from dedup_lib.live.output.totals import Totals
 from dedup_lib.live.service.metrics import Metrics
 from dedup_lib.live.state.alerts import alerts_of
-from dedup_lib.live.state.budget import OVER_BUDGET, StateBudget, default_budget
+from dedup_lib.live.state.budget import OVER_BUDGET, StateBudget
 from dedup_lib.live.state.judge import Clock, Judged, judge
 from dedup_lib.live.state.resends import Resends
 from dedup_lib.live.state.store import KeyedState
@@ -75,7 +75,7 @@ class Runner:
         self.landing, self.settings, self.folders = landing, settings, folders
         self.on_line, self.on_load, self.on_note = tell
         self.metrics = metrics
-        self.budget = budget if budget is not None else StateBudget(default_budget())
+        self.budget = budget if budget is not None else StateBudget()
         #: Why a micro-batch was refused, if one was.
         self.refused: str | None = None
         #: The entities' labels in the counters.

@@ -32,7 +32,7 @@ from dedup_lib.live.runner import Runner
 from dedup_lib.live.service.metrics import Metrics
 from dedup_lib.live.service.pulse import Pulse, restoring
 from dedup_lib.live.state import index
-from dedup_lib.live.state.budget import StateBudget, default_budget
+from dedup_lib.live.state.budget import StateBudget
 from dedup_lib.replay import walk
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import DedupPolicy, Policies, check_policies
@@ -419,7 +419,7 @@ def watch_duplicates(
     try:
         with restoring(pulse):
             tell = (progress.committed, progress.read, say)
-            budget = StateBudget(options.state.memory or default_budget())
+            budget = StateBudget(options.state.memory) if options.state.memory else StateBudget()
             runner = _runner(spark, landing, settings, folders, tell, metrics, budget, once)
         loop = None if once else Loop(runner, pulse, progress, every)
         if loop is None:

@@ -8,7 +8,7 @@ of memory mid-incident. The lines warn from :data:`WARN_SHARE` of it on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dedup_lib.memory import format_size, memory_limit
 
@@ -30,7 +30,8 @@ def default_budget() -> int:
 
 @dataclass(frozen=True)
 class StateBudget:
-    """At most ``limit`` bytes for the driver's state in memory.
+    """At most ``limit`` bytes for the driver's state in memory (default:
+    :func:`default_budget`).
 
     Examples
     --------
@@ -45,7 +46,7 @@ class StateBudget:
     raise --state-memory
     """
 
-    limit: int
+    limit: int = field(default_factory=default_budget)
 
     def refusal(self, batch: int, needed: int, sends: int) -> str | None:
         """Why micro-batch ``batch`` of ``sends`` sends is refused, when the state could need
