@@ -26,6 +26,7 @@ help:
 	@echo "make bench-load   load_telemetry (with its tally) against one scan of every value (10 M)"
 	@echo "make bench-synth  generator benchmark, 10 M sends against the same floor"
 	@echo "make bench-watch [ROWS='1000000 10000000']  the live monitor against the batch replay of the same files"
+	@echo "make bench-watch-cluster [ROWS=6000000]  the state on the executors on a standalone cluster, 1 GiB driver, P7D"
 	@echo "make bench-soak [MINUTES=60]  the live monitor fed a file every 4 s: its memory flat over the hour"
 	@echo "make bench-explorer [ROWS=...] [REPEAT=3] [RESULT_SIZE=1g]  explorer and sweep against one detect_duplicates run (10 M)"
 	@echo "make bench-browser [ROWS=10000000]  notebook 02 in Chromium: first chart, redraws (200 k)"
@@ -139,6 +140,14 @@ bench-browser: $(STAMP)
 bench-watch: $(STAMP)
 	$(BIN)/python benchmarks/bench_watch.py --rows $(or $(ROWS),1000000 10000000) \
 		$(if $(REPEAT),--repeat $(REPEAT)) --json bench-watch.json
+
+# The state on the executors on a standalone cluster (tests/cluster_kit.py) with a 1 GiB driver
+# and executors at Spark's default heap: 6 M sends of P7D in 6 files, the driver's Python and
+# JVM and the executor's peaks against 1 GiB, beside the batch replay on the same application.
+.PHONY: bench-watch-cluster
+bench-watch-cluster: $(STAMP)
+	$(BIN)/python benchmarks/bench_watch_cluster.py --rows $(or $(ROWS),6000000) \
+		--json bench-watch-cluster.json
 
 # The live monitor (`dedup-lib watch`) fed a file every 4 s for MINUTES (60): its Python's and
 # its JVM's memory by quarter, flat when the last quarter is within 1.1x the second.
