@@ -30,6 +30,31 @@ NOT_RUN = {
 }
 
 
+def _says_the_entities_settings(out: str) -> None:
+    """The entity-settings guide's line: the verdicts per entity with the settings, then the
+    missed resends and collisions they explain."""
+    assert "per-entity settings: audit detection off; inventory window 1h" in out
+    assert "payments window 10m, partitioning enabled" in out
+    assert "Duplicates were not checked on audit: detection is off there" in out
+    misses = out.split("Missed resends", 1)[1].split("Collisions", 1)[0]
+    assert "detection off" in misses
+    assert "new MessageId" in misses
+    # payments refuses billing-batch's batches (partitioning and detection): its replays hours
+    # later are first deliveries there, not resends after the window.
+    assert "after the window" not in misses
+    lost = out.split("Collisions: ", 1)[1]
+    assert "all-zero GUID" in lost
+    assert "legacy-export" in lost
+
+
+#: What a line prints that its page says, by the line's first words: checked on its output.
+SAYS = {
+    "simulate data/samples/day.parquet --entities data/samples/entities-arm.json": (
+        _says_the_entities_settings
+    ),
+}
+
+
 def _command_lines() -> list[tuple[str, str]]:
     """Every ``dedup-lib`` line of the pages' shell blocks, continuation lines joined."""
     found = []
@@ -96,3 +121,13 @@ def test_the_command_lines_of_the_readme_and_guides_run(
     said = capsys.readouterr()
     assert said.out.strip(), f"{page}: {line} printed nothing"
     assert "Traceback" not in said.err, said.err
+    for head, check in SAYS.items():
+        if " ".join(_words(line)).startswith(head):
+            check(said.out)
+
+
+def test_each_line_said_is_run() -> None:
+    """A line :data:`SAYS` checks is one of the lines run."""
+    run = [" ".join(_words(line)) for _, _, line in _distinct(_command_lines())]
+    for head in SAYS:
+        assert any(text.startswith(head) for text in run), head
