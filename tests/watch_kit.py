@@ -71,8 +71,10 @@ def lines_of(process: subprocess.Popen[str], seen: list[str]) -> threading.Threa
 def judged(out: Path) -> int:
     """The sends in the verdicts' files so far: the driver's mode's ``part-N.parquet``, the
     executors' ``batch-N/`` folders (a hidden one is a write in progress)."""
-    found = [p for p in out.rglob("*.parquet") if not p.relative_to(out).parts[0].startswith(".")]
-    try:
+    try:  # a hidden folder is not walked: Spark removes its task folders while it writes
+        shown = [e for e in out.iterdir() if not e.name.startswith(".")] if out.is_dir() else []
+        found = [p for e in shown for p in (e.rglob("*.parquet") if e.is_dir() else [e])]
+        found = [p for p in found if p.suffix == ".parquet"]
         return sum(pd.read_parquet(p, columns=["event_id"]).shape[0] for p in found)
     except FileNotFoundError:  # a micro-batch Spark runs again replaced its folder meanwhile
         return 0
