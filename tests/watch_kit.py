@@ -4,11 +4,17 @@ as they come, and the batch replay's verdicts every send must get once."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import os
+import signal
 import subprocess
 import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -66,6 +72,41 @@ def lines_of(process: subprocess.Popen[str], seen: list[str]) -> threading.Threa
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     return reader
+
+
+@contextlib.contextmanager
+def running(
+    command: list[str], errors: Path, **options: Any
+) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
+    """``command`` (Popen's ``options`` beside) in a process group of its own, its stderr to
+    ``errors``, its stdout's lines kept as they come; what is left of it killed once the
+    block ends."""
+    with errors.open("w") as stderr:
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=stderr, text=True, start_new_session=True,
+            **options,
+        )  # fmt: skip
+    printed: list[str] = []
+    reader = lines_of(process, printed)
+    try:
+        yield process, printed
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(60)
+        reader.join(10)
+
+
+def wait_until(
+    process: subprocess.Popen[str], errors: Path, done: Callable[[], bool], what: str
+) -> None:
+    """Until ``done()``, for at most 300 s; ``process`` must not stop meanwhile (its stderr,
+    ``errors``, says why it did)."""
+    deadline = time.monotonic() + 300
+    while not done():
+        assert process.poll() is None, errors.read_text()[-3000:]
+        assert time.monotonic() < deadline, f"not {what} in 300 s: {errors.read_text()[-3000:]}"
+        time.sleep(0.3)
 
 
 def judged(out: Path) -> int:

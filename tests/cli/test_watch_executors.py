@@ -7,52 +7,17 @@ replaces its verdicts and its record of counts."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import random
 import signal
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from dedup_lib.spark import free_port
 from listeners_kit import assert_on_loopback, listeners
 from metrics_kit import scrape, summed
-from watch_kit import Feed, assert_judged_once, judged, lines_of, load_expected
-
-
-@contextmanager
-def _running(command: list[str], errors: Path) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
-    """``command`` in a process group of its own, its stdout's lines kept as they come; what
-    is left of it killed once the block ends."""
-    with errors.open("w") as stderr:
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=stderr, text=True, start_new_session=True
-        )
-    printed: list[str] = []
-    reader = lines_of(process, printed)
-    try:
-        yield process, printed
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(60)
-        reader.join(10)
-
-
-def _wait(
-    process: subprocess.Popen[str], errors: Path, done: Callable[[], bool], what: str
-) -> None:
-    deadline = time.monotonic() + 300
-    while not done():
-        assert process.poll() is None, errors.read_text()[-3000:]
-        assert time.monotonic() < deadline, f"not {what} in 300 s: {errors.read_text()[-3000:]}"
-        time.sleep(0.3)
+from watch_kit import Feed, assert_judged_once, judged, load_expected, running, wait_until
 
 
 def _judged_total(port: int) -> float:
@@ -74,8 +39,8 @@ def test_killed_and_started_again_it_judges_every_send_once(spark, tmp_path):
     ]  # fmt: skip
     feed.export(50)
     errors = tmp_path / "first.stderr"
-    with _running(command, errors) as (first, printed):
-        _wait(first, errors, lambda: any(p.startswith("batch ") for p in printed), "a line")
+    with running(command, errors) as (first, printed):
+        wait_until(first, errors, lambda: any(p.startswith("batch ") for p in printed), "a line")
         feed.export(150)
         time.sleep(rng.uniform(0.2, 4.0))  # anywhere in a plan's staging or a micro-batch
         first.send_signal(signal.SIGKILL)
@@ -86,11 +51,12 @@ def test_killed_and_started_again_it_judges_every_send_once(spark, tmp_path):
     whole.write_bytes(b"\n".join(feed.lines) + b"\n")
     expected = load_expected(spark, whole, command)
     errors = tmp_path / "restarted.stderr"
-    with _running(command, errors) as (restarted, printed):
-        _wait(restarted, errors, lambda: judged(out) >= expected["due"], "every send due judged")
+    with running(command, errors) as (restarted, printed):
+        due = expected["due"]
+        wait_until(restarted, errors, lambda: judged(out) >= due, "every send due judged")
         # A micro-batch's files land before its counters move: each send counted once, the
         # micro-batch the kill cut short included, from the records of the checkpoint.
-        _wait(restarted, errors, lambda: _judged_total(port) >= judged(out), "the counters")
+        wait_until(restarted, errors, lambda: _judged_total(port) >= judged(out), "the counters")
         assert _judged_total(port) == judged(out)
         # Its metrics, Spark's driver and block manager: on loopback, the query running.
         assert_on_loopback(listeners(restarted.pid))
