@@ -44,11 +44,7 @@ LOADS, VERDICTS = "loads", "verdicts"
 def latest(root: str, kind: str, upto: int | None = None) -> tuple[int, Totals]:
     """The last record of ``kind`` under ``root`` (at most ``upto``), with its number; -1 and
     empty totals when there is none."""
-    found = sorted(
-        (int(os.path.basename(p).removeprefix(f"{kind}-").removesuffix(".json")), p)
-        for p in glob.glob(os.path.join(root, kind, f"{kind}-*.json"))
-    )
-    found = [(n, p) for n, p in found if upto is None or n <= upto]
+    found = [(n, p) for n, p in _records(root, kind) if upto is None or n <= upto]
     if not found:
         return -1, Totals()
     number, path = found[-1]
@@ -64,10 +60,18 @@ def record(root: str, kind: str, number: int, counted: Totals) -> Totals:
     totals.add(counted)
     os.makedirs(os.path.join(root, kind), exist_ok=True)
     write_json(os.path.join(root, kind, f"{kind}-{number:010d}.json"), totals.to_json())
-    for old in glob.glob(os.path.join(root, kind, f"{kind}-*.json")):
-        if int(os.path.basename(old).removeprefix(f"{kind}-").removesuffix(".json")) < number - 1:
-            remove(old)
+    for older, path in _records(root, kind):
+        if older < number - 1:
+            remove(path)
     return totals
+
+
+def _records(root: str, kind: str) -> list[tuple[int, str]]:
+    """The records of ``kind`` under ``root``, each with its number, in order."""
+    return sorted(
+        (int(os.path.basename(p).removeprefix(f"{kind}-").removesuffix(".json")), p)
+        for p in glob.glob(os.path.join(root, kind, f"{kind}-*.json"))
+    )
 
 
 def loads_of(counts: dict[str, int], quarantine: DataFrame, notes: Tally[str]) -> Totals:
