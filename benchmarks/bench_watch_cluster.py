@@ -36,12 +36,11 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from bench_watch import LATENESS, _children, _rss, batch, on_the_executors
+from bench_watch import LATENESS, Peaks, _children, _rss, batch, on_the_executors
 from cluster_kit import running
 from dedup_lib import get_spark
 from results_table import Figure, add_option, record, short_count
@@ -64,27 +63,24 @@ def _commands(pids: list[int]) -> dict[int, bytes]:
     return found
 
 
-class ClusterPeaks:
-    """The largest resident memory of this process, of its JVM (its child that PySpark
-    launched; the cluster's JVMs are its children too) and of the application's executor (the
-    worker's child whose command names the application), while it runs."""
+class ClusterPeaks(Peaks):
+    """:class:`bench_watch.Peaks` on a cluster: this process's JVM is its child that PySpark
+    launched (the cluster's JVMs are its children too), and the application's executor (the
+    worker's child whose command names the application) is sampled beside it."""
 
     def __init__(self, app_id: str) -> None:
-        self.app_id = app_id
-        self.python = self.jvm = self.executor = 0
+        self.app_id = app_id.encode()
+        self.executor = 0
         #: The executor's heap, as the worker launched it (``-Xmx``).
         self.heap = "?"
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
+        super().__init__()
 
     def _sample(self) -> None:
         while not self._stop.wait(0.2):
             mine = _commands(_children(os.getpid()))
             every = _commands([int(e) for e in os.listdir("/proc") if e.isdigit()])
-            app = self.app_id.encode()
             driver = [p for p, c in mine.items() if b"pyspark-shell" in c]
-            executor = [p for p, c in every.items() if b"ExecutorBackend" in c and app in c]
+            executor = [p for p, c in every.items() if b"ExecutorBackend" in c and self.app_id in c]
             for flag in (f for p in executor for f in every[p].split(b"\0")):
                 if flag.startswith(b"-Xmx"):
                     self.heap = flag[4:].decode()
@@ -92,13 +88,12 @@ class ClusterPeaks:
             self.jvm = max(self.jvm, sum(_rss(pid) for pid in driver))
             self.executor = max(self.executor, sum(_rss(pid) for pid in executor))
 
-    def stop(self) -> dict[str, float]:
-        """The peaks, GiB (the executor's heap in :attr:`heap`)."""
-        self._stop.set()
-        self._thread.join()
+    def peaks(self) -> dict[str, float]:
+        """Stopped: the peaks, GiB (the executor's heap in :attr:`heap`)."""
+        python, jvm = self.stop()
         return {
-            "driver's Python": self.python / GIB,
-            "driver's JVM": self.jvm / GIB,
+            "driver's Python": python,
+            "driver's JVM": jvm,
             "executor's JVM": self.executor / GIB,
         }
 
@@ -132,7 +127,7 @@ def measure(rows: int, files: int, window: str, master: str) -> dict:
     peaks = ClusterPeaks(app)
     scratch = str(FOLDER / "run")
     elapsed, costs, disk = on_the_executors(spark, paths, window, scratch)
-    peak = peaks.stop()
+    peak = peaks.peaks()
     spark.stop()
     driver = {k: v for k, v in peak.items() if k.startswith("driver")}
     early, late = costs[1:4], costs[-3:]
