@@ -1,5 +1,6 @@
 """Plans staged for the streaming query: one file each, in order, the first's columns kept
-for every later one, and the last staged plan recorded."""
+for every later one, each row carrying the latest send time before its plan and with it, and
+the last staged plan recorded."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
+from dedup_lib.columns import SEND_MICROS
 from dedup_lib.live.executors.inbox import Inbox
+from dedup_lib.live.executors.processor import SEEN_AFTER, SEEN_BEFORE
 
 pytestmark = pytest.mark.spark
 
@@ -17,8 +20,10 @@ def test_plans_are_one_file_each_in_order_with_the_first_columns(spark, tmp_path
     inbox = Inbox(str(tmp_path / "executors"))
     assert inbox.staged == -1
     assert inbox.schema is None
-    first = spark.createDataFrame([(1, "a"), (2, "b")], "event_id long, message_id string")
-    later = spark.createDataFrame([(3, 7)], "event_id int, extra int")
+    first = spark.createDataFrame(
+        [(1, "a", 50), (2, "b", 90)], f"event_id long, message_id string, {SEND_MICROS} long"
+    )
+    later = spark.createDataFrame([(3, 7, 60)], f"event_id int, extra int, {SEND_MICROS} long")
     inbox.stage(0, first.repartition(2))
     inbox.stage(1, later)
     assert sorted(os.listdir(inbox.folder)) == [
@@ -26,10 +31,14 @@ def test_plans_are_one_file_each_in_order_with_the_first_columns(spark, tmp_path
         "plan-0000000001.parquet",
     ]
     assert inbox.staged == 1
-    assert inbox.schema == first.schema
+    columns = ["event_id", "message_id", SEND_MICROS, SEEN_BEFORE, SEEN_AFTER]
+    assert inbox.schema is not None
+    assert inbox.schema.fieldNames() == columns
     again = pq.read_table(inbox.file(1))
-    assert again.column_names == ["event_id", "message_id"]
-    assert again.to_pylist() == [{"event_id": 3, "message_id": None}]
-    assert pq.read_table(inbox.file(0)).num_rows == 2
+    assert again.column_names == columns
+    # the latest before plan 1 is plan 0's (90); with it, still 90: plan 1's 60 is earlier
+    assert again.to_pylist() == [dict(zip(columns, (3, None, 60, 90, 90), strict=True))]
+    first_file = pq.read_table(inbox.file(0)).to_pylist()
+    assert [(r[SEEN_BEFORE], r[SEEN_AFTER]) for r in first_file] == [(None, 90)] * 2
     assert os.stat(inbox.file(1)).st_mtime_ns - os.stat(inbox.file(0)).st_mtime_ns >= 1_000_000
     assert not os.listdir(os.path.join(inbox.root, "staging"))

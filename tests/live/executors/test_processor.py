@@ -1,10 +1,14 @@
 """The judge on the executors, on a hand-made stream: the batch replay's verdicts for every
 send judged (window edges, ties by event id, rejected and id-less sends, an anchor from an
-earlier micro-batch), ``late`` for a send behind the watermark with Spark dropping none, and
-each anchor let go once its window closes (the state's rows fall)."""
+earlier micro-batch), ``late`` for a send behind the watermark with Spark dropping none, each
+send answered by the micro-batch that reads it when the watermark after it reaches the send
+(by the next one that reads a plan otherwise), and each anchor let go once its window closes
+(the state's rows fall)."""
 
 from __future__ import annotations
 
+import glob
+import os
 import zipfile
 from datetime import timedelta
 
@@ -54,6 +58,8 @@ def _plans(spark):
         Message("e", at(58.0005), event_id=21),  # 13's window closed at 48.0005 s: accepted
         Message("a", at(58.5), event_id=22),  # after the watermark by half a second
         Message("clock", at(100), event_id=23),
+        Message("g", at(99), event_id=24),  # after the watermark: a timer judges it, later
+        Message("k", at(90), event_id=25),  # judged at once, its window (to 110 s) held
     ]
     flush = [Message("clock", at(10_000), event_id=99)]
     return [frame(spark, plan) for plan in (plan0, plan1, plan2, flush)]
@@ -71,11 +77,16 @@ def stream(spark, tmp_path_factory):
     finally:
         query.stop()
     rows = verdicts(spark, root)
-    return plans, answers(rows), {r["event_id"]: r for r in rows}, figures
+    answered_in = {
+        r["event_id"]: int(os.path.basename(folder).removeprefix("batch-"))
+        for folder in glob.glob(os.path.join(root, "out", "batch-*"))
+        for r in spark.read.parquet(folder).select("event_id").collect()
+    }
+    return plans, answers(rows), {r["event_id"]: r for r in rows}, figures, answered_in
 
 
 def test_hand_stream_gives_the_batch_replays_verdicts(stream):
-    plans, got, _, _ = stream
+    plans, got, *_ = stream
     late = {k for k, v in got.items() if v[1] == "late"}
     assert late == {10, 11}
     on_time = plans[0].union(plans[1].where("event_id not in (10, 11)")).union(plans[2])
@@ -90,19 +101,45 @@ def test_hand_stream_gives_the_batch_replays_verdicts(stream):
 
 
 def test_late_send_is_answered_and_spark_drops_none(stream):
-    _, _, rows, figures = stream
+    _, _, rows, figures, _ = stream
     assert rows[10]["verdict"] == "late"
     assert rows[10]["missed_watermark"] == at(28).replace(tzinfo=None)
     assert rows[10]["original_send_time"] is None
     assert rows[12]["missed_watermark"] is None
     assert sum(f.dropped for f in figures) == 0
-    assert sum(f.sends for f in figures) == 19
+    assert sum(f.sends for f in figures) == 21
+
+
+def test_each_send_is_answered_by_the_first_micro_batch_whose_watermark_after_reaches_it(
+    stream,
+):
+    """Plan by plan, the watermark after it is 28, 58, 98 and 9,998 s: a send at or before it
+    is answered by the micro-batch that reads the plan, not the one after it that fires the
+    timers; a later one by the micro-batch that reads the next plan of its key, else by a
+    timer in the micro-batch whose watermark reaches it."""
+    *_, figures, answered_in = stream
+    reading = [f.batch for f in figures if f.sends]
+    assert len(reading) == 4
+    expected = {
+        reading[0]: {1, 2, 3, 4, 5, 6, 7},  # the clock's 30 s is after 28 s
+        reading[1]: {8, 10, 11, 12, 13, 14},  # 15 (60 s) after 58 s
+        reading[2]: {15, 20, 21, 22, 25},  # 23 (100 s) and 24 (99 s) after 98 s
+        reading[3]: {23},  # 99 waits for a watermark to come
+        reading[3] + 1: {24},  # no plan of its key again: the timer, once 9,998 s passes it
+    }
+    got: dict[int, set[int]] = {}
+    for event, batch in answered_in.items():
+        got.setdefault(batch, set()).add(event)
+    assert got == expected
 
 
 def test_anchors_are_let_go_when_their_windows_close(stream):
-    *_, figures = stream
+    *_, figures, _ = stream
     held = [f.state_rows for f in figures]
-    assert any(f.timers for f in figures)
-    # At the end only the last send waits: its row, its timer and the timer's value.
-    assert max(held) > 6
+    # k's and g's anchors by timers (the others' windows closed by the watermark after their
+    # own micro-batch, or by a later send of their key), with g's send
+    assert sum(f.timers for f in figures) == 2
+    # At the end only the last send waits: its row, its timer and the timer's value; before,
+    # anchors and waiting sends of several keys.
+    assert max(held) >= 6
     assert held[-1] <= 3

@@ -9,6 +9,12 @@ source reads each path once, whatever happens after: a plan staged again after a
 the rename and the record is a file Spark has either read already (and skips: same path) or
 not yet (and reads, once). The stream's columns are those of the first file staged
 (``schema.json``); a later plan's are cast to them, missing ones null.
+
+Each file also carries, on every row, the latest send time of the plans staged before it and
+of those and itself (:data:`~dedup_lib.live.executors.processor.SEEN_BEFORE`, ``SEEN_AFTER``;
+``staged.json`` records the latter): the judge learns from them the watermark its micro-batch
+leaves, before Spark sets it. A plan staged again after a crash reads the same record, so its
+file is the same.
 """
 
 from __future__ import annotations
@@ -19,13 +25,14 @@ import os
 import shutil
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dedup_lib.columns import column
+from dedup_lib.columns import SEND_MICROS, column
 from dedup_lib.live.durable import read_json, write_json
+from dedup_lib.live.executors.processor import SEEN_AFTER, SEEN_BEFORE
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -67,8 +74,15 @@ class Inbox:
         return parsed
 
     def stage(self, batch: int, sends: DataFrame) -> str:
-        """Plan ``batch``'s keyed ``sends`` written (one Spark job) and put in place as one
-        file; its path."""
+        """Plan ``batch``'s keyed ``sends`` written (two Spark jobs: their latest send time,
+        then the file) and put in place as one file; its path."""
+        record = self._record()
+        before = record.get("seen_micros")
+        (latest,) = sends.agg(F.max(column(SEND_MICROS))).first() or (None,)
+        after = max((t for t in (before, latest) if t is not None), default=None)
+        sends = sends.withColumns(
+            {SEEN_BEFORE: F.lit(before).cast("long"), SEEN_AFTER: F.lit(after).cast("long")}
+        )
         schema = self.schema
         if schema is None:
             schema = sends.schema
@@ -77,15 +91,15 @@ class Inbox:
         part = write_one_parquet(_conformed(sends, schema), work)
         target = self.file(batch)
         os.makedirs(self.folder, exist_ok=True)
-        after = int(self._record().get("mtime_ns", 0))
-        mtime = max(time.time_ns(), after + 1_000_000)
+        mtime = max(time.time_ns(), int(record.get("mtime_ns", 0)) + 1_000_000)
         os.utime(part, ns=(mtime, mtime))
         os.replace(part, target)
         shutil.rmtree(work, ignore_errors=True)
-        write_json(os.path.join(self.root, "staged.json"), {"plan": batch, "mtime_ns": mtime})
+        staged = {"plan": batch, "mtime_ns": mtime, "seen_micros": after}
+        write_json(os.path.join(self.root, "staged.json"), staged)
         return target
 
-    def _record(self) -> dict[str, int]:
+    def _record(self) -> dict[str, Any]:
         path = os.path.join(self.root, "staged.json")
         return dict(read_json(path)) if os.path.exists(path) else {}
 

@@ -36,6 +36,12 @@ SOURCE = Path(__file__).with_name("java") / "LiveMonitor.java"
 CLASS_NAME = "dedup_lib.LiveMonitor"
 #: The column the watermark is set on: a copy of the send time, dropped before the judge.
 EVENT_TIME = INTERNAL + "event_time"
+#: The latest send time (microseconds) of the files staged before a send's, and of those and
+#: its own: from them the judge knows the watermark a send meets and the one after its
+#: micro-batch, and judges what the latter reaches in the micro-batch that reads it
+#: (:meth:`~dedup_lib.live.executors.inbox.Inbox.stage` writes them).
+SEEN_BEFORE = INTERNAL + "seen_before"
+SEEN_AFTER = INTERNAL + "seen_after"
 #: The judge's own columns beside the verdict: the original's time (microseconds) and the
 #: watermark a late send missed (milliseconds); the original's event id keeps its name.
 ORIGINAL_MICROS = "original_micros"
@@ -105,12 +111,13 @@ def judged(sends: DataFrame, lateness: timedelta) -> DataFrame:
     the executors with the watermark ``lateness`` behind the latest send time seen.
 
     Each send comes out once: decided and late ones in the micro-batch that reads them, the
-    rest in the first micro-batch whose watermark reaches their time. The rows are the
+    rest in the first micro-batch whose watermark reaches their time, or in the one that
+    reads them when the watermark after it does (:data:`SEEN_AFTER`). The rows are the
     sends' columns with their ``verdict``, and :data:`ORIGINAL_MICROS`,
     ``original_event_id`` and :data:`MISSED_MS`. The jar must be loaded (:func:`load`).
     """
     spark = sends.sparkSession
-    delay = f"{lateness // timedelta(milliseconds=1)} milliseconds"
+    delay = f"{lateness // timedelta(milliseconds=1)} milliseconds"  # the judge's too, below
     watermarked = (
         sends.withColumn(EVENT_TIME, F.timestamp_micros(column(SEND_MICROS)))
         .withWatermark(EVENT_TIME, delay)
@@ -122,7 +129,8 @@ def judged(sends: DataFrame, lateness: timedelta) -> DataFrame:
     loader = spark._jsparkSession.sharedState().jarClassLoader()
     jvm.java.lang.Thread.currentThread().setContextClassLoader(loader)
     monitor = jvm.dedup_lib.LiveMonitor
-    names = (K0, K1, SEND_MICROS, WINDOW, "event_id", DECIDED, "verdict")
+    names = (K0, K1, SEND_MICROS, WINDOW, "event_id", DECIDED, "verdict", SEEN_BEFORE, SEEN_AFTER)
     from pyspark.sql import DataFrame
 
-    return DataFrame(monitor.apply(watermarked._jdf, *names), spark)
+    late_ms = lateness // timedelta(milliseconds=1)
+    return DataFrame(monitor.apply(watermarked._jdf, *names, late_ms), spark)

@@ -30,11 +30,17 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>Grouped by the key's two hashes, in event time. A send behind the watermark it meets is
  * answered {@code late} at once, with that watermark; a send decided by the rules alone is
- * answered at once with the rules' verdict (late too, when behind the watermark); the rest wait
- * in the key's state. A timer judges them once the watermark reaches their time: every send of
- * the key up to the watermark, in replay order (time, then event id, missing ones last), each
- * against the key's anchor, the accepted send whose window is open (docs/rules.md, sections 1
- * and 8). The anchor is let go when its window closes by the watermark.
+ * answered at once with the rules' verdict (late too, when behind the watermark). The rest are
+ * judged once a watermark reaches their time: every send of the key up to it, in replay order
+ * (time, then event id, missing ones last), each against the key's anchor, the accepted send
+ * whose window is open (docs/rules.md, sections 1 and 8). The anchor is let go when its window
+ * closes by the watermark.
+ *
+ * <p>Which watermark: Spark's, of the micro-batch before, is the one a send meets; and each
+ * staged file carries the latest send time seen before it and after it (the inbox's {@code
+ * seen} columns), from which the watermark after this micro-batch is known already. The sends
+ * it reaches are judged in the micro-batch that reads them, crossing the state store once;
+ * only the others wait in the key's state, for a timer.
  *
  * <p>An event-time timer at {@code T} ms fires once the watermark {@code W >= T}: a send at
  * {@code t} µs is due once {@code t <= W * 1000}, so its timer is {@code ceil(t / 1000)}. Each
@@ -60,10 +66,15 @@ public final class LiveMonitor {
      * @param eventId the send's event id
      * @param decided true for sends the rules decided before any walk
      * @param verdict the rules' verdict, replaced by the judge's
+     * @param seenBefore latest send time (µs) of the files staged before this row's; may be
+     *     absent from the input (a checkpoint staged without it): then Spark's watermark only
+     * @param seenAfter the same, this row's file included
+     * @param latenessMs the watermark's delay behind the latest send time, milliseconds
      */
     public static Dataset<Row> apply(
             Dataset<Row> input, String k0, String k1, String micros, String window,
-            String eventId, String decided, String verdict) {
+            String eventId, String decided, String verdict, String seenBefore, String seenAfter,
+            long latenessMs) {
         StructType in = input.schema();
         StructType keys = new StructType().add(in.apply(k0)).add(in.apply(k1));
         DataType idType = in.apply(eventId).dataType();
@@ -74,9 +85,23 @@ public final class LiveMonitor {
                 input.groupBy(k0, k1).as(Encoders.row(keys), Encoders.row(in));
         Judge judge = new Judge(
                 in, idType, in.fieldIndex(micros), in.fieldIndex(window),
-                in.fieldIndex(eventId), in.fieldIndex(decided), in.fieldIndex(verdict));
+                in.fieldIndex(eventId), in.fieldIndex(decided), in.fieldIndex(verdict),
+                indexOr(in, seenBefore), indexOr(in, seenAfter), latenessMs);
         return grouped.transformWithState(
                 judge, TimeMode.EventTime(), OutputMode.Append(), Encoders.row(out));
+    }
+
+    /** The index of column {@code name} in {@code schema}, -1 when it has none. */
+    static int indexOr(StructType schema, String name) {
+        return java.util.Arrays.asList(schema.fieldNames()).indexOf(name);
+    }
+
+    /**
+     * The watermark (ms) Spark sets after seeing sends up to {@code micros}: their latest time
+     * in ms, truncated as Spark truncates it, less the delay.
+     */
+    static long watermarkAfter(long micros, long latenessMs) {
+        return micros / 1000L - latenessMs;
     }
 
     /** The timer at which a send at {@code micros} is due: the watermark's ms it needs. */
@@ -111,12 +136,15 @@ public final class LiveMonitor {
         private final int iEvent;
         private final int iDecided;
         private final int iVerdict;
+        private final int iBefore;
+        private final int iAfter;
+        private final long latenessMs;
         private transient ListState<Row> pending;
         private transient ValueState<Row> anchor;
         private transient ValueState<Long> timer;
 
         Judge(StructType sends, DataType idType, int iMicros, int iWindow, int iEvent,
-                int iDecided, int iVerdict) {
+                int iDecided, int iVerdict, int iBefore, int iAfter, long latenessMs) {
             this.sends = sends;
             this.anchors = new StructType()
                     .add("micros", DataTypes.LongType, false)
@@ -127,6 +155,9 @@ public final class LiveMonitor {
             this.iEvent = iEvent;
             this.iDecided = iDecided;
             this.iVerdict = iVerdict;
+            this.iBefore = iBefore;
+            this.iAfter = iAfter;
+            this.latenessMs = latenessMs;
         }
 
         @Override
@@ -139,28 +170,116 @@ public final class LiveMonitor {
         @Override
         public scala.collection.Iterator<Row> handleInputRows(
                 Row key, scala.collection.Iterator<Row> rows, TimerValues values) {
-            long wMs = values.getCurrentWatermarkInMs();
-            long w = wMs * 1000L;
-            List<Row> out = new ArrayList<>();
-            long earliest = Long.MAX_VALUE;
+            long sparkMs = values.getCurrentWatermarkInMs();
+            long lateMs = sparkMs;
+            long dueMs = sparkMs;
+            List<Row> in = new ArrayList<>();
             while (rows.hasNext()) {
                 Row r = rows.next();
+                lateMs = Math.max(lateMs, mark(r, iBefore));
+                dueMs = Math.max(dueMs, mark(r, iAfter));
+                in.add(r);
+            }
+            long late = lateMs * 1000L;
+            long w = dueMs * 1000L;
+            List<Row> out = new ArrayList<>();
+            List<Row> due = new ArrayList<>();
+            List<Row> waiting = new ArrayList<>();
+            for (Row r : in) {
                 boolean known = !r.isNullAt(iMicros);
                 boolean decided = !r.isNullAt(iDecided) && r.getBoolean(iDecided);
-                if (known && r.getLong(iMicros) <= w) {
-                    out.add(answer(r, "late", null, null, wMs));
+                if (known && r.getLong(iMicros) <= late) {
+                    out.add(answer(r, "late", null, null, lateMs));
                 } else if (decided || !known) {
                     out.add(answer(r, r.isNullAt(iVerdict) ? null : r.getString(iVerdict),
                             null, null, null));
                 } else {
+                    (r.getLong(iMicros) <= w ? due : waiting).add(r);
+                }
+            }
+            Long set = timer.get();
+            if (due.isEmpty() && (set == null || set > dueMs)) {
+                // Nothing of the key is due: the new sends wait, its timer at the earliest.
+                long earliest = Long.MAX_VALUE;
+                for (Row r : waiting) {
                     pending.appendValue(r);
                     earliest = Math.min(earliest, dueMs(r.getLong(iMicros)));
                 }
+                if (earliest != Long.MAX_VALUE) {
+                    schedule(set, earliest, sparkMs);
+                }
+                return CollectionConverters.asScala(out.iterator());
             }
-            if (earliest != Long.MAX_VALUE) {
-                schedule(earliest, wMs);
+            boolean held = set != null && set <= dueMs;
+            List<Row> kept = new ArrayList<>();
+            if (held) {
+                scala.collection.Iterator<Row> stored = pending.get();
+                while (stored.hasNext()) {
+                    Row p = stored.next();
+                    (p.getLong(iMicros) <= w ? due : kept).add(p);
+                }
             }
+            long next = settle(due, w, out);
+            if (held) {
+                pending.clear();
+                kept.addAll(waiting);
+            } else if (set != null) {
+                next = Math.min(next, set);  // the sends it waits for, unread, are all after w
+            }
+            for (Row p : held ? kept : waiting) {
+                pending.appendValue(p);
+                next = Math.min(next, dueMs(p.getLong(iMicros)));
+            }
+            reschedule(set, next, sparkMs);
             return CollectionConverters.asScala(out.iterator());
+        }
+
+        /** The watermark (ms) a row's {@code seen} column at {@code index} stands for. */
+        private long mark(Row r, int index) {
+            if (index < 0 || r.isNullAt(index)) {
+                return Long.MIN_VALUE;
+            }
+            return watermarkAfter(r.getLong(index), latenessMs);
+        }
+
+        /**
+         * The {@code due} sends judged against the key's anchor, the anchor kept (or let go
+         * once its window closes by {@code w} µs); the timer its window's end needs.
+         */
+        private long settle(List<Row> due, long w, List<Row> out) {
+            Row before = anchor.get();
+            Row a = due.isEmpty() ? before : walk(due, before, out);
+            if (a != null && a.getLong(1) <= w) {
+                a = null;
+            }
+            if (a == null && before != null) {
+                anchor.clear();
+            } else if (a != before) {
+                anchor.update(a);
+            }
+            return a == null ? Long.MAX_VALUE : dueMs(a.getLong(1));
+        }
+
+        /**
+         * The key's one timer moved from {@code set} (null: none) to {@code next} ms
+         * ({@code Long.MAX_VALUE}: none). A timer at or behind Spark's watermark {@code sparkMs}
+         * fires after this input whatever is done, so it is left to fire.
+         */
+        private void reschedule(Long set, long next, long sparkMs) {
+            if (set != null && set == next) {
+                return;
+            }
+            if (set != null && set > sparkMs) {
+                getHandle().deleteTimer(set);
+            }
+            if (next == Long.MAX_VALUE) {
+                if (set != null) {
+                    timer.clear();
+                }
+                return;
+            }
+            getHandle().registerTimer(next);
+            timer.update(next);
         }
 
         @Override
@@ -176,28 +295,17 @@ public final class LiveMonitor {
                 (p.getLong(iMicros) <= w ? due : rest).add(p);
             }
             List<Row> out = new ArrayList<>(due.size());
-            Row before = anchor.get();
-            Row a = before;
+            long next = settle(due, w, out);
             if (!due.isEmpty()) {
-                a = walk(due, a, out);
                 pending.clear();
                 for (Row p : rest) {
                     pending.appendValue(p);
                 }
             }
-            if (a != null && a.getLong(1) <= w) {
-                a = null;
-            }
-            if (a == null && before != null) {
-                anchor.clear();
-            } else if (a != before) {
-                anchor.update(a);
-            }
-            long next = a == null ? Long.MAX_VALUE : dueMs(a.getLong(1));
             for (Row p : rest) {
                 next = Math.min(next, dueMs(p.getLong(iMicros)));
             }
-            schedule(next, wMs);
+            schedule(timer.get(), next, wMs);
             return CollectionConverters.asScala(out.iterator());
         }
 
@@ -218,26 +326,14 @@ public final class LiveMonitor {
         }
 
         /**
-         * The key's one timer at {@code due} ms ({@code Long.MAX_VALUE}: none), unless one not
-         * yet fired (after the watermark {@code wMs}) is set at or before it.
+         * The key's one timer, now {@code set} (null: none), at {@code due} ms ({@code
+         * Long.MAX_VALUE}: none), unless one not yet fired (after the watermark {@code wMs}) is
+         * set at or before it.
          */
-        private void schedule(long due, long wMs) {
-            Long set = timer.get();
-            boolean live = set != null && set > wMs;
-            if (live && set <= due) {
-                return;
+        private void schedule(Long set, long due, long wMs) {
+            if (set == null || set <= wMs || set > due) {
+                reschedule(set, due, wMs);
             }
-            if (live) {
-                getHandle().deleteTimer(set);
-            }
-            if (due == Long.MAX_VALUE) {
-                if (set != null) {
-                    timer.clear();
-                }
-                return;
-            }
-            getHandle().registerTimer(due);
-            timer.update(due);
         }
 
         private Row answer(Row send, String verdict, Long originalMicros, Object originalId,
