@@ -38,6 +38,9 @@ def test_plans_are_one_file_each_in_order_with_the_first_columns(spark, tmp_path
     assert again.column_names == columns
     # the latest before plan 1 is plan 0's (90); with it, still 90: plan 1's 60 is earlier
     assert again.to_pylist() == [dict(zip(columns, (3, None, 60, 90, 90), strict=True))]
+    meta = pq.ParquetFile(inbox.file(0)).metadata.row_group(0)
+    encodings = {e for i in range(meta.num_columns) for e in meta.column(i).encodings}
+    assert not any("DICTIONARY" in e for e in encodings), encodings  # WRITE_OPTIONS
     first_file = pq.read_table(inbox.file(0)).to_pylist()
     assert [(r[SEEN_BEFORE], r[SEEN_AFTER]) for r in first_file] == [(None, 90)] * 2
     assert os.stat(inbox.file(1)).st_mtime_ns - os.stat(inbox.file(0)).st_mtime_ns >= 1_000_000

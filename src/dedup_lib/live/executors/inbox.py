@@ -38,6 +38,14 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
+#: The writer's options for this mode's Parquet files (the plan's pass, the inbox, the
+#: verdicts): no dictionary encoding, which columns of mostly distinct values (ids, hashes,
+#: times) try and give up on, at a cost that was most of the Parquet writing's time in a
+#: profile of the staging. A micro-batch's verdicts are about 7 % larger without it, and
+#: written in a third of the time.
+WRITE_OPTIONS = {"parquet.enable.dictionary": "false"}
+
+
 @dataclass(frozen=True)
 class Inbox:
     """The staged plans under ``root`` (a folder of the checkpoint).
@@ -88,7 +96,7 @@ class Inbox:
             schema = sends.schema
             write_json(os.path.join(self.root, "schema.json"), json.loads(schema.json()))
         work = os.path.join(self.root, "staging", f"plan-{batch:010d}")
-        part = write_one_parquet(_conformed(sends, schema), work)
+        part = write_one_parquet(_conformed(sends, schema), work, WRITE_OPTIONS)
         target = self.file(batch)
         os.makedirs(self.folder, exist_ok=True)
         mtime = max(time.time_ns(), int(record.get("mtime_ns", 0)) + 1_000_000)
@@ -104,11 +112,12 @@ class Inbox:
         return dict(read_json(path)) if os.path.exists(path) else {}
 
 
-def write_one_parquet(frame: DataFrame, work: str) -> str:
-    """``frame`` written by Spark (one job) as one Parquet file in the folder ``work``,
-    replacing what is there: the file's path, for the caller to rename into place whole.
-    (Spark writes a file for the one partition even when it holds no row.)"""
-    frame.coalesce(1).write.mode("overwrite").parquet(work)
+def write_one_parquet(frame: DataFrame, work: str, options: dict[str, str] | None = None) -> str:
+    """``frame`` written by Spark (one job) as one Parquet file in the folder ``work``, with
+    the writer's ``options``, replacing what is there: the file's path, for the caller to
+    rename into place whole. (Spark writes a file for the one partition even when it holds
+    no row.)"""
+    frame.coalesce(1).write.options(**(options or {})).mode("overwrite").parquet(work)
     (part,) = glob.glob(os.path.join(work, "part-*.parquet"))
     return part
 

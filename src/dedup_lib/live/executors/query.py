@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from dedup_lib.columns import INTERNAL, column
-from dedup_lib.live.executors.inbox import Inbox
+from dedup_lib.live.executors.inbox import WRITE_OPTIONS, Inbox
 from dedup_lib.live.executors.processor import (
     MISSED_MS,
     ORIGINAL_MICROS,
@@ -65,7 +65,7 @@ def write_verdicts(answered: DataFrame, batch: int, out: str) -> None:
     )
     target = verdict_folder(out, batch)
     partial = os.path.join(out, f".batch-{batch:010d}.part")
-    verdicts.write.mode("overwrite").parquet(partial)
+    verdicts.write.options(**WRITE_OPTIONS).mode("overwrite").parquet(partial)
     shutil.rmtree(target, ignore_errors=True)
     os.replace(partial, target)
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from dedup_lib.columns import VALID, column
-from dedup_lib.live.executors.inbox import write_one_parquet
+from dedup_lib.live.executors.inbox import WRITE_OPTIONS, write_one_parquet
 from dedup_lib.live.executors.processor import stream_columns
 from dedup_lib.live.intake.micro_batch import plan_micro_batch, split_columns
 from dedup_lib.live.output.sink import part_name
@@ -60,7 +60,7 @@ def stage_pass(run: MicroBatchPass, folder: str) -> StagedPass:
     DedupLibError
         When the records the pass counted are not the rows written (the message says which).
     """
-    stream_columns(run.keyed).write.mode("overwrite").parquet(folder)
+    stream_columns(run.keyed).write.options(**WRITE_OPTIONS).mode("overwrite").parquet(folder)
     counts = run.counts()
     written = run.keyed.frame.sparkSession.read.parquet(folder)
     valid = F.coalesce(column(VALID), F.lit(False))
