@@ -8,6 +8,7 @@ send answered by the micro-batch that reads it when the watermark after it reach
 from __future__ import annotations
 
 import glob
+import json
 import os
 import zipfile
 from datetime import timedelta
@@ -15,9 +16,10 @@ from datetime import timedelta
 import pytest
 
 from dedup_lib import DedupPolicy
+from dedup_lib.live.durable import write_json
 from dedup_lib.live.executors import processor
 from dedup_lib.testing import Message
-from executors_kit import answers, replayed, run, start, verdicts
+from executors_kit import answers, keyed, replayed, run, start, verdicts
 from replay_kit import at, frame
 
 pytestmark = pytest.mark.spark
@@ -131,6 +133,30 @@ def test_each_send_is_answered_by_the_first_micro_batch_whose_watermark_after_re
     for event, batch in answered_in.items():
         got.setdefault(batch, set()).add(event)
     assert got == expected
+
+
+def test_a_checkpoint_staged_without_the_latest_send_times_is_judged_alike(
+    spark, tmp_path, stream
+):
+    """A checkpoint whose stream began before the inbox wrote the latest send times: its
+    columns lack them, so the judge has Spark's watermark alone and answers a send in the
+    micro-batch after the one that reads it, with the same verdicts."""
+    _, got, *_ = stream
+    plans = _plans(spark)
+    executors = tmp_path / "executors"
+    (executors / "inbox").mkdir(parents=True)
+    before = json.loads(keyed(plans[0], POLICY).schema.json())
+    write_json(str(executors / "schema.json"), before)
+    query = start(spark, str(tmp_path), LATENESS)
+    try:
+        run(query, plans, POLICY)
+        figures = query.figures()
+    finally:
+        query.stop()
+    assert answers(verdicts(spark, str(tmp_path))) == got
+    first = next(f.batch for f in figures if f.sends)
+    answered = spark.read.parquet(str(tmp_path / "out" / f"batch-{first:010d}"))
+    assert {r["event_id"] for r in answered.collect()} == {6, 7}  # the rules' own: at once
 
 
 def test_anchors_are_let_go_when_their_windows_close(stream):
