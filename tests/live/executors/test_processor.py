@@ -135,9 +135,7 @@ def test_each_send_is_answered_by_the_first_micro_batch_whose_watermark_after_re
     assert got == expected
 
 
-def test_a_checkpoint_staged_without_the_latest_send_times_is_judged_alike(
-    spark, tmp_path, stream
-):
+def test_a_checkpoint_staged_without_the_latest_send_times_is_judged_alike(spark, tmp_path, stream):
     """A checkpoint whose stream began before the inbox wrote the latest send times: its
     columns lack them, so the judge has Spark's watermark alone and answers a send in the
     micro-batch after the one that reads it, with the same verdicts."""
