@@ -36,11 +36,12 @@ import scala.jdk.javaapi.CollectionConverters;
  * whose window is open (docs/rules.md, sections 1 and 8). The anchor is let go when its window
  * closes by the watermark.
  *
- * <p>Which watermark: Spark's, of the micro-batch before, is the one a send meets; and each
- * staged file carries the latest send time seen before it and after it (the inbox's {@code
- * seen} columns), from which the watermark after this micro-batch is known already. The sends
- * it reaches are judged in the micro-batch that reads them, crossing the state store once;
- * only the others wait in the key's state, for a timer.
+ * <p>Which watermark: a send meets the one the files before its own left (Spark's, set by the
+ * micro-batches before). Each staged file also carries the latest send time seen before it and
+ * with it (the inbox's {@code seen} columns), from which the watermark this micro-batch leaves
+ * is known already: the sends it reaches are judged in the micro-batch that reads them,
+ * crossing the state store once; only the others wait in the key's state, for its timer or its
+ * next send.
  *
  * <p>An event-time timer at {@code T} ms fires once the watermark {@code W >= T}: a send at
  * {@code t} µs is due once {@code t <= W * 1000}, so its timer is {@code ceil(t / 1000)}. Each
