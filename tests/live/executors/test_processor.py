@@ -18,6 +18,7 @@ import pytest
 from dedup_lib import DedupPolicy
 from dedup_lib.live.durable import write_json
 from dedup_lib.live.executors import processor
+from dedup_lib.live.executors.query import verdict_folder
 from dedup_lib.testing import Message
 from executors_kit import answers, keyed, replayed, run, start, verdicts
 from replay_kit import at, frame
@@ -153,7 +154,7 @@ def test_a_checkpoint_staged_without_the_latest_send_times_is_judged_alike(spark
         query.stop()
     assert answers(verdicts(spark, str(tmp_path))) == got
     first = next(f.batch for f in figures if f.sends)
-    answered = spark.read.parquet(str(tmp_path / "out" / f"batch-{first:010d}"))
+    answered = spark.read.parquet(verdict_folder(str(tmp_path / "out"), first))
     assert {r["event_id"] for r in answered.collect()} == {6, 7}  # the rules' own: at once
 
 

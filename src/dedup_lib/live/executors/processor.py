@@ -117,7 +117,8 @@ def judged(sends: DataFrame, lateness: timedelta) -> DataFrame:
     ``original_event_id`` and :data:`MISSED_MS`. The jar must be loaded (:func:`load`).
     """
     spark = sends.sparkSession
-    delay = f"{lateness // timedelta(milliseconds=1)} milliseconds"  # the judge's too, below
+    late_ms = lateness // timedelta(milliseconds=1)  # Spark's delay, and the judge's
+    delay = f"{late_ms} milliseconds"
     watermarked = (
         sends.withColumn(EVENT_TIME, F.timestamp_micros(column(SEND_MICROS)))
         .withWatermark(EVENT_TIME, delay)
@@ -132,5 +133,4 @@ def judged(sends: DataFrame, lateness: timedelta) -> DataFrame:
     names = (K0, K1, SEND_MICROS, WINDOW, "event_id", DECIDED, "verdict", SEEN_BEFORE, SEEN_AFTER)
     from pyspark.sql import DataFrame
 
-    late_ms = lateness // timedelta(milliseconds=1)
     return DataFrame(monitor.apply(watermarked._jdf, *names, late_ms), spark)
