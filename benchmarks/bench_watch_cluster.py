@@ -22,7 +22,10 @@ The run, in order:
   Python), of its JVM (the driver) and of the application's executor.
 
 Printed and recorded: the monitor against the batch replay, sends a second, the late files'
-cost against the early ones', the three peaks against 1 GiB, the state store on disk.
+cost against the early ones', the three peaks against 1 GiB, the state store on disk, and the
+executor's resident memory at the end split into its heap, what its JVM accounts for beside
+the heap (native memory tracking, on in the executor for this run) and what lies outside the
+JVM's accounting (RocksDB, the allocator).
 
     make bench-watch-cluster                                  # 6 M sends, P7D, 6 files
     .venv/bin/python benchmarks/bench_watch_cluster.py --rows 200000 --files 2 --no-record
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -71,6 +75,9 @@ class ClusterPeaks(Peaks):
     def __init__(self, app_id: str) -> None:
         self.app_id = app_id.encode()
         self.executor = 0
+        #: The executor's process, once seen, and how often a child of it was seen beside it.
+        self.pid: int | None = None
+        self.forks = 0
         #: The executor's heap, as the worker launched it (``-Xmx``).
         self.heap = "?"
         super().__init__()
@@ -80,7 +87,13 @@ class ClusterPeaks(Peaks):
             mine = _commands(_children(os.getpid()))
             every = _commands([int(e) for e in os.listdir("/proc") if e.isdigit()])
             driver = [p for p, c in mine.items() if b"pyspark-shell" in c]
-            executor = [p for p, c in every.items() if b"ExecutorBackend" in c and self.app_id in c]
+            named = {p for p, c in every.items() if b"ExecutorBackend" in c and self.app_id in c}
+            # A child the executor spawns (Hadoop's local file system runs `chmod` where its
+            # native library is missing) shares the executor's memory and command line until
+            # it runs its program: counted too, it doubled the peak.
+            executor = [p for p in named if _parent(p) not in named]
+            self.forks += len(named) - len(executor)
+            self.pid = executor[0] if executor else self.pid
             for flag in (f for p in executor for f in every[p].split(b"\0")):
                 if flag.startswith(b"-Xmx"):
                     self.heap = flag[4:].decode()
@@ -96,6 +109,45 @@ class ClusterPeaks(Peaks):
             "driver's JVM": jvm,
             "executor's JVM": self.executor / GIB,
         }
+
+
+#: The executor's JVM keeps a summary of its own memory (native memory tracking), which
+#: ``jcmd`` reads at the end of the run: what the JVM accounts for against its resident memory.
+EXECUTOR_OPTIONS = {"spark.executor.extraJavaOptions": "-XX:NativeMemoryTracking=summary"}
+_COMMITTED = r"committed=(\d+)KB"
+
+
+def executor_memory(pid: int | None) -> dict[str, float]:
+    """The executor's memory now, GiB: ``resident``, and of it the JVM's own accounting (native
+    memory tracking): the ``heap`` committed and the rest the JVM allocates beside it (``jvm``:
+    metaspace, direct buffers, the collector's and the compiler's); and what lies ``outside``
+    it (RocksDB's block cache and write buffers, the allocator's overhead). Empty when the
+    executor is gone."""
+    if pid is None or not _rss(pid):
+        return {}
+    printed = subprocess.run(
+        ["jcmd", str(pid), "VM.native_memory", "summary"], capture_output=True, text=True
+    ).stdout
+    total = re.search(r"Total: reserved=\d+KB, " + _COMMITTED, printed)
+    heap = re.search(r"Java Heap \(reserved=\d+KB, " + _COMMITTED, printed)
+    if total is None or heap is None:
+        return {}
+    resident, accounted = _rss(pid) / GIB, int(total[1]) * 1024 / GIB
+    committed = int(heap[1]) * 1024 / GIB
+    return {
+        "resident": resident,
+        "heap": committed,
+        "jvm": accounted - committed,
+        "outside": resident - accounted,
+    }
+
+
+def _parent(pid: int) -> int:
+    """The process's parent (0 once it is gone)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def generate(rows: int, files: int) -> list[str]:
@@ -121,12 +173,13 @@ def measure(rows: int, files: int, window: str, master: str) -> dict:
     ``master`` with a 1 GiB driver; the figures."""
     paths = generate(rows, files)
     os.environ["DEDUP_DRIVER_MEMORY"] = DRIVER_MEMORY
-    spark = get_spark("dedup-bench-watch-cluster", master=master)
+    spark = get_spark("dedup-bench-watch-cluster", master=master, config=EXECUTOR_OPTIONS)
     app = spark.conf.get("spark.app.id")
     base = batch(spark, paths, window)
     peaks = ClusterPeaks(app)
     scratch = str(FOLDER / "run")
     elapsed, costs, disk = on_the_executors(spark, paths, window, scratch)
+    at_the_end = executor_memory(peaks.pid)
     peak = peaks.peaks()
     spark.stop()
     driver = {k: v for k, v in peak.items() if k.startswith("driver")}
@@ -146,6 +199,8 @@ def measure(rows: int, files: int, window: str, master: str) -> dict:
         "peaks GiB": driver,
         "executor's JVM, peak GiB": peak["executor's JVM"],
         "executor's heap": peaks.heap,
+        "executor's children seen beside it": peaks.forks,
+        "executor's memory at the end, GiB": at_the_end,
     }
 
 
@@ -161,6 +216,16 @@ def _figures(m: dict) -> list[Figure]:
         f"{rss:.2f} GiB (heap -Xmx{heap}; RocksDB, metaspace and code outside it)",
         "runs at Spark's default heap (1 GiB)",
     )
+    split = m["executor's memory at the end, GiB"]
+    parts = []
+    if split:
+        said = (
+            f"{split['resident']:.2f} GiB: heap {split['heap']:.2f}, the JVM's own beside it "
+            f"{split['jvm']:.2f} (metaspace, direct buffers, collector, compiled code), outside "
+            f"the JVM's accounting {split['outside']:.2f} (RocksDB's cache and write buffers, "
+            "the allocator)"
+        )
+        parts.append(Figure("executor's JVM at the end, resident", None, said, ""))
     costs = ", ".join(f"{c:.1f}" for c in m["file costs s"])
     return [
         Figure(
@@ -179,6 +244,7 @@ def _figures(m: dict) -> list[Figure]:
         Figure("state store on disk", None, f"{m['state store on disk GB']:.2f} GB", ""),
         *under,
         executor,
+        *parts,
     ]
 
 
