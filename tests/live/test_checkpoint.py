@@ -65,6 +65,19 @@ def test_a_checkpoint_from_before_the_modes_is_the_driver_s(tmp_path: Path) -> N
         check_settings(str(tmp_path), replace(SETTINGS, state="executors"))
 
 
+def test_a_checkpoint_of_the_executors_earlier_layout_is_refused(tmp_path: Path) -> None:
+    executors = replace(SETTINGS, state="executors")
+    check_settings(str(tmp_path), executors)
+    check_settings(str(tmp_path), executors)
+    recorded = json.loads((tmp_path / "settings.json").read_text())
+    assert recorded["executors_layout"] == 2
+    del recorded["executors_layout"]  # as the version that kept anchor and timer apart wrote it
+    (tmp_path / "settings.json").write_text(json.dumps(recorded))
+    with pytest.raises(InputError, match=r"an earlier version .* start a new checkpoint"):
+        check_settings(str(tmp_path), executors)
+    assert "executors_layout" not in SETTINGS.identity()  # the driver's mode has none
+
+
 def test_per_entity_policies_are_part_of_the_identity() -> None:
     policies = {"b": DedupPolicy("PT1M", partitioning=True), "a": None}
     rules = replace(SETTINGS, policy=policies).identity()["policy"]

@@ -37,6 +37,12 @@ RECORDS: dict[Record, tuple[str, str]] = {
 }
 
 
+#: How the state on the executors lies in Spark's state store: 2, each key's anchor and the time
+#: of its timer one value (1: apart, two values read and written). A checkpoint laid out
+#: otherwise is refused (:func:`check_settings`): Spark would start it with every anchor gone.
+EXECUTORS_LAYOUT = 2
+
+
 @dataclass(frozen=True)
 class Settings:
     """What the monitor judges with: a checkpoint belongs to one set of these."""
@@ -64,6 +70,7 @@ class Settings:
             ),
             "format": self.reading.fmt,
             "state": self.state,
+            **({"executors_layout": EXECUTORS_LAYOUT} if self.state == "executors" else {}),
         }
 
 
@@ -222,6 +229,14 @@ def check_settings(checkpoint: str, settings: Settings) -> None:
             f"--state {kept}, and its state is kept where that mode keeps it, which "
             f"--state {wanted['state']} does not read: go on with --state {kept}, or start "
             "a new checkpoint"
+        )
+    if "executors_layout" in wanted and found.get("executors_layout", 1) != EXECUTORS_LAYOUT:
+        raise InputError(
+            f"watch_duplicates: the checkpoint {printable(checkpoint)} holds the state on the "
+            "executors as an earlier version of dedup-lib laid it out (each key's anchor and "
+            "its timer apart in Spark's state store), which this version does not read: "
+            "start a new checkpoint and verdicts folder (the monitor then judges every file "
+            "the folder holds), or finish this one with the version that wrote it"
         )
     changed = [k for k in wanted if found.get(k) != wanted[k]]
     if changed:

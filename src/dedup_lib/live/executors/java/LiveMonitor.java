@@ -46,7 +46,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>An event-time timer at {@code T} ms fires once the watermark {@code W >= T}: a send at
  * {@code t} µs is due once {@code t <= W * 1000}, so its timer is {@code ceil(t / 1000)}. Each
  * key holds one timer, the earliest that its pending sends or its anchor need (a timer
- * registered twice makes Spark log a warning).
+ * registered twice makes Spark log a warning). The key's anchor and the time of its timer are
+ * one value of the state store, {@code held}: read once and written at most once each time
+ * the key is handled.
  *
  * <p>Output: the send's columns with its verdict, then {@code original_micros}, {@code
  * original_event_id} (the duplicate's anchor) and {@code missed_ms} (the watermark a late send
@@ -131,7 +133,7 @@ public final class LiveMonitor {
     static final class Judge extends StatefulProcessor<Row, Row, Row> {
         private static final long serialVersionUID = 1L;
         private final StructType sends;
-        private final StructType anchors;
+        private final StructType kept;
         private final int iMicros;
         private final int iWindow;
         private final int iEvent;
@@ -141,16 +143,17 @@ public final class LiveMonitor {
         private final int iAfter;
         private final long latenessMs;
         private transient ListState<Row> pending;
-        private transient ValueState<Row> anchor;
-        private transient ValueState<Long> timer;
+        /** The key's anchor (time, window's end, event id; null when none) and its timer. */
+        private transient ValueState<Row> held;
 
         Judge(StructType sends, DataType idType, int iMicros, int iWindow, int iEvent,
                 int iDecided, int iVerdict, int iBefore, int iAfter, long latenessMs) {
             this.sends = sends;
-            this.anchors = new StructType()
-                    .add("micros", DataTypes.LongType, false)
-                    .add("closes", DataTypes.LongType, false)
-                    .add("event_id", idType, true);
+            this.kept = new StructType()
+                    .add("micros", DataTypes.LongType, true)
+                    .add("closes", DataTypes.LongType, true)
+                    .add("event_id", idType, true)
+                    .add("timer", DataTypes.LongType, true);
             this.iMicros = iMicros;
             this.iWindow = iWindow;
             this.iEvent = iEvent;
@@ -164,8 +167,7 @@ public final class LiveMonitor {
         @Override
         public void init(OutputMode outputMode, TimeMode timeMode) {
             pending = getHandle().getListState("pending", Encoders.row(sends), TTLConfig.NONE());
-            anchor = getHandle().getValueState("anchor", Encoders.row(anchors), TTLConfig.NONE());
-            timer = getHandle().getValueState("timer", Encoders.LONG(), TTLConfig.NONE());
+            held = getHandle().getValueState("held", Encoders.row(kept), TTLConfig.NONE());
         }
 
         @Override
@@ -198,7 +200,9 @@ public final class LiveMonitor {
                     (r.getLong(iMicros) <= w ? due : waiting).add(r);
                 }
             }
-            Long set = timer.get();
+            Row h = held.get();
+            Row before = anchorOf(h);
+            Long set = timerOf(h);
             if (due.isEmpty() && (set == null || set > dueMs)) {
                 // Nothing of the key is due: the new sends wait, its timer at the earliest.
                 long earliest = Long.MAX_VALUE;
@@ -207,31 +211,32 @@ public final class LiveMonitor {
                     earliest = Math.min(earliest, dueMs(r.getLong(iMicros)));
                 }
                 if (earliest != Long.MAX_VALUE) {
-                    schedule(set, earliest, sparkMs);
+                    keep(h, before, before, set, schedule(set, earliest, sparkMs));
                 }
                 return CollectionConverters.asScala(out.iterator());
             }
-            boolean held = set != null && set <= dueMs;
-            List<Row> kept = new ArrayList<>();
-            if (held) {
-                scala.collection.Iterator<Row> stored = pending.get();
-                while (stored.hasNext()) {
-                    Row p = stored.next();
-                    (p.getLong(iMicros) <= w ? due : kept).add(p);
+            boolean stored = set != null && set <= dueMs;
+            List<Row> later = new ArrayList<>();
+            if (stored) {
+                scala.collection.Iterator<Row> waited = pending.get();
+                while (waited.hasNext()) {
+                    Row p = waited.next();
+                    (p.getLong(iMicros) <= w ? due : later).add(p);
                 }
             }
-            long next = settle(due, w, out);
-            if (held) {
+            Row a = settle(due, w, out, before);
+            long next = a == null ? Long.MAX_VALUE : dueMs(a.getLong(1));
+            if (stored) {
                 pending.clear();
-                kept.addAll(waiting);
+                later.addAll(waiting);
             } else if (set != null) {
                 next = Math.min(next, set);  // the sends it waits for, unread, are all after w
             }
-            for (Row p : held ? kept : waiting) {
+            for (Row p : stored ? later : waiting) {
                 pending.appendValue(p);
                 next = Math.min(next, dueMs(p.getLong(iMicros)));
             }
-            reschedule(set, next, sparkMs);
+            keep(h, before, a, set, reschedule(set, next, sparkMs));
             return CollectionConverters.asScala(out.iterator());
         }
 
@@ -244,43 +249,66 @@ public final class LiveMonitor {
         }
 
         /**
-         * The {@code due} sends judged against the key's anchor, the anchor kept (or let go
-         * once its window closes by {@code w} µs); the timer its window's end needs.
+         * The {@code due} sends judged against the key's anchor {@code before}: the anchor
+         * after them (the same row when none was accepted), null once its window closes by
+         * {@code w} µs.
          */
-        private long settle(List<Row> due, long w, List<Row> out) {
-            Row before = anchor.get();
+        private Row settle(List<Row> due, long w, List<Row> out, Row before) {
             Row a = due.isEmpty() ? before : walk(due, before, out);
-            if (a != null && a.getLong(1) <= w) {
-                a = null;
-            }
-            if (a == null && before != null) {
-                anchor.clear();
-            } else if (a != before) {
-                anchor.update(a);
-            }
-            return a == null ? Long.MAX_VALUE : dueMs(a.getLong(1));
+            return a != null && a.getLong(1) <= w ? null : a;
         }
 
         /**
          * The key's one timer moved from {@code set} (null: none) to {@code next} ms
-         * ({@code Long.MAX_VALUE}: none). A timer at or behind Spark's watermark {@code sparkMs}
-         * fires after this input whatever is done, so it is left to fire.
+         * ({@code Long.MAX_VALUE}: none): the timer it holds after (null: none). A timer at or
+         * behind Spark's watermark {@code sparkMs} fires after this input whatever is done, so
+         * it is left to fire.
          */
-        private void reschedule(Long set, long next, long sparkMs) {
+        private Long reschedule(Long set, long next, long sparkMs) {
             if (set != null && set == next) {
-                return;
+                return set;
             }
             if (set != null && set > sparkMs) {
                 getHandle().deleteTimer(set);
             }
             if (next == Long.MAX_VALUE) {
-                if (set != null) {
-                    timer.clear();
+                return null;
+            }
+            getHandle().registerTimer(next);
+            return next;
+        }
+
+        /**
+         * The key's anchor {@code a} and timer {@code t} written as one value, where they
+         * differ from what {@code h} held ({@code before}, {@code set}); the value removed
+         * when the key holds neither.
+         */
+        private void keep(Row h, Row before, Row a, Long set, Long t) {
+            if (a == before && java.util.Objects.equals(set, t)) {
+                return;
+            }
+            if (a == null && t == null) {
+                if (h != null) {
+                    held.clear();
                 }
                 return;
             }
-            getHandle().registerTimer(next);
-            timer.update(next);
+            held.update(a == null
+                    ? RowFactory.create(null, null, null, t)
+                    : RowFactory.create(a.get(0), a.get(1), a.get(2), t));
+        }
+
+        /** The anchor {@code h} holds (time, window's end, event id), null when none. */
+        private static Row anchorOf(Row h) {
+            if (h == null || h.isNullAt(0)) {
+                return null;
+            }
+            return RowFactory.create(h.get(0), h.get(1), h.get(2));
+        }
+
+        /** The time of the timer {@code h} holds, null when none. */
+        private static Long timerOf(Row h) {
+            return h == null || h.isNullAt(3) ? null : h.getLong(3);
         }
 
         @Override
@@ -290,13 +318,16 @@ public final class LiveMonitor {
             long w = wMs * 1000L;
             List<Row> due = new ArrayList<>();
             List<Row> rest = new ArrayList<>();
-            scala.collection.Iterator<Row> held = pending.get();
-            while (held.hasNext()) {
-                Row p = held.next();
+            scala.collection.Iterator<Row> waited = pending.get();
+            while (waited.hasNext()) {
+                Row p = waited.next();
                 (p.getLong(iMicros) <= w ? due : rest).add(p);
             }
+            Row h = held.get();
+            Row before = anchorOf(h);
             List<Row> out = new ArrayList<>(due.size());
-            long next = settle(due, w, out);
+            Row a = settle(due, w, out, before);
+            long next = a == null ? Long.MAX_VALUE : dueMs(a.getLong(1));
             if (!due.isEmpty()) {
                 pending.clear();
                 for (Row p : rest) {
@@ -306,7 +337,8 @@ public final class LiveMonitor {
             for (Row p : rest) {
                 next = Math.min(next, dueMs(p.getLong(iMicros)));
             }
-            schedule(timer.get(), next, wMs);
+            Long set = timerOf(h);
+            keep(h, before, a, set, schedule(set, next, wMs));
             return CollectionConverters.asScala(out.iterator());
         }
 
@@ -329,12 +361,13 @@ public final class LiveMonitor {
         /**
          * The key's one timer, now {@code set} (null: none), at {@code due} ms ({@code
          * Long.MAX_VALUE}: none), unless one not yet fired (after the watermark {@code wMs}) is
-         * set at or before it.
+         * set at or before it: the timer it holds after.
          */
-        private void schedule(Long set, long due, long wMs) {
+        private Long schedule(Long set, long due, long wMs) {
             if (set == null || set <= wMs || set > due) {
-                reschedule(set, due, wMs);
+                return reschedule(set, due, wMs);
             }
+            return set;
         }
 
         private Row answer(Row send, String verdict, Long originalMicros, Object originalId,
