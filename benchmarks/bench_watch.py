@@ -127,17 +127,17 @@ def _rss(pid: int) -> int:
     return 0
 
 
+def _parent(pid: int) -> int:
+    """The process's parent (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", encoding="ascii") as stat:
-                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        found.append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-    return found
+    return [int(e) for e in os.listdir("/proc") if e.isdigit() and _parent(int(e)) == pid]
 
 
 def batch(spark: SparkSession, files: list[str], window: str) -> float:

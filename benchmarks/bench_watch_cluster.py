@@ -44,7 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from bench_watch import LATENESS, Peaks, _children, _rss, batch, on_the_executors
+from bench_watch import LATENESS, Peaks, _children, _parent, _rss, batch, on_the_executors
 from cluster_kit import running
 from dedup_lib import get_spark
 from results_table import Figure, add_option, record, short_count
@@ -140,14 +140,6 @@ def executor_memory(pid: int | None) -> dict[str, float]:
         "jvm": accounted - committed,
         "outside": resident - accounted,
     }
-
-
-def _parent(pid: int) -> int:
-    """The process's parent (0 once it is gone)."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0
 
 
 def generate(rows: int, files: int) -> list[str]:

@@ -211,7 +211,7 @@ public final class LiveMonitor {
                     earliest = Math.min(earliest, dueMs(r.getLong(iMicros)));
                 }
                 if (earliest != Long.MAX_VALUE) {
-                    keep(h, before, before, set, schedule(set, earliest, sparkMs));
+                    keep(h, before, schedule(set, earliest, sparkMs));
                 }
                 return CollectionConverters.asScala(out.iterator());
             }
@@ -236,7 +236,7 @@ public final class LiveMonitor {
                 pending.appendValue(p);
                 next = Math.min(next, dueMs(p.getLong(iMicros)));
             }
-            keep(h, before, a, set, reschedule(set, next, sparkMs));
+            keep(h, a, reschedule(set, next, sparkMs));
             return CollectionConverters.asScala(out.iterator());
         }
 
@@ -280,11 +280,11 @@ public final class LiveMonitor {
 
         /**
          * The key's anchor {@code a} and timer {@code t} written as one value, where they
-         * differ from what {@code h} held ({@code before}, {@code set}); the value removed
-         * when the key holds neither.
+         * differ from what {@code h} held (its anchor is {@code h} itself when the walk
+         * accepted none); the value removed when the key holds neither.
          */
-        private void keep(Row h, Row before, Row a, Long set, Long t) {
-            if (a == before && java.util.Objects.equals(set, t)) {
+        private void keep(Row h, Row a, Long t) {
+            if (a == anchorOf(h) && java.util.Objects.equals(timerOf(h), t)) {
                 return;
             }
             if (a == null && t == null) {
@@ -298,12 +298,12 @@ public final class LiveMonitor {
                     : RowFactory.create(a.get(0), a.get(1), a.get(2), t));
         }
 
-        /** The anchor {@code h} holds (time, window's end, event id), null when none. */
+        /**
+         * The anchor {@code h} holds, null when none: {@code h} itself, whose first fields are
+         * an anchor's (time, window's end, event id), so the walk reads it without a copy.
+         */
         private static Row anchorOf(Row h) {
-            if (h == null || h.isNullAt(0)) {
-                return null;
-            }
-            return RowFactory.create(h.get(0), h.get(1), h.get(2));
+            return h == null || h.isNullAt(0) ? null : h;
         }
 
         /** The time of the timer {@code h} holds, null when none. */
@@ -337,8 +337,7 @@ public final class LiveMonitor {
             for (Row p : rest) {
                 next = Math.min(next, dueMs(p.getLong(iMicros)));
             }
-            Long set = timerOf(h);
-            keep(h, before, a, set, schedule(set, next, wMs));
+            keep(h, a, schedule(timerOf(h), next, wMs));
             return CollectionConverters.asScala(out.iterator());
         }
 
