@@ -1,7 +1,9 @@
 """A real multi-process Spark on this machine, for the cluster test (``make test-cluster``):
 a standalone master, one worker and a Spark Connect server, each a JVM of its own started
 from the installed ``pyspark`` (its ``bin/spark-class`` and ``sbin/start-connect-server.sh``;
-pyspark 4 ships the Connect server's jar), all bound to 127.0.0.1.
+pyspark 4 ships the Connect server's jar), all bound to 127.0.0.1. The Connect server starts
+with the options ``dedup-lib connect-options`` prints (the live monitor's judge), as the guide
+starts one.
 
 Each is started in a process group of its own and waited for (its port open, the worker
 registered); their pids are written to ``pids.json``, and :meth:`Cluster.stop` ends each group
@@ -40,6 +42,8 @@ import pyspark
 
 import dedup_lib
 from dedup_lib.class_data import alive
+from dedup_lib.live.executors.connect import server_options
+from dedup_lib.live.executors.processor import jar_path
 from dedup_lib.spark import check_java, class_data_options, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -277,6 +281,7 @@ def start(
              "--conf", f"spark.ui.port={free_port()}",
              "--conf", f"spark.pyspark.python={env['PYSPARK_PYTHON']}",
              "--conf", "spark.executor.memory=2g",
+             *server_options(str(jar_path())),
              "--conf", f"spark.cores.max={cores // 2}",
              "--driver-memory", "2g",
              *(["--driver-java-options", env["SPARK_DAEMON_JAVA_OPTS"]]

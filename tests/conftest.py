@@ -29,6 +29,8 @@ from hypothesis import HealthCheck, settings
 from class_data_kit import write_class_data
 from codegen_kit import INTERPRETED, compiled, configured
 from dedup_lib import get_spark
+from dedup_lib.live.executors.connect import PLUGIN_CLASS, RELATIONS
+from dedup_lib.live.executors.processor import jar_path
 from hostile_kit import IMG, Corpus, write_corpus
 from lab_kit import FORGET, Lab, LabMissingError
 
@@ -69,11 +71,16 @@ def spark(request: pytest.FixtureRequest) -> Iterator[object]:
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
+    # The live monitor's judge in a local Connect server, as ``watch --state executors``
+    # starts one (:mod:`dedup_lib.live.executors.connect`); in the classic session too,
+    # whose JVM a worker's Connect server runs in after it: the server loads the plugin from
+    # the class path the JVM started with.
+    config = {**TEST_CONFIG, "spark.jars": str(jar_path()), RELATIONS: PLUGIN_CLASS}
     if request.param == "classic":
-        session = get_spark("dedup-tests", master="local[2]", config=TEST_CONFIG)
+        session = get_spark("dedup-tests", master="local[2]", config=config)
     else:
         remote = os.environ.get("SPARK_REMOTE", "local[2]")
-        session = get_spark("dedup-tests", remote=remote, config=TEST_CONFIG)
+        session = get_spark("dedup-tests", remote=remote, config=config)
     yield session
     session.stop()
 

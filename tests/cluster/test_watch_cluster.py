@@ -1,14 +1,16 @@
-"""``dedup-lib watch --state executors`` on a real standalone cluster (:mod:`cluster_kit`), as
-a classic application beside the Connect server's, with Spark's default executor memory
-(1 GiB) and a 1 GiB driver: two hours of the day sample land file by file (:mod:`landing_kit`:
-sends delayed within the lateness, some hours late), each entity with its own settings, while
-one monitor runs as a service runs it, stopped by SIGTERM at the end. Each file lands once the
-one before is judged as far as its watermark allows, so that the late sends are those the files
-make late. The state lives in Spark's state store on the cluster's executor; every on-time send
-at or below the final watermark gets the verdict the local batch replay gives it, once, and
-every send that landed behind the watermark is ``late``, with the watermark it missed. (A
-restart on the same checkpoint is the chaos test's, tests/cli/test_watch_executors.py: an
-application each way costs the cluster a minute a file.)"""
+"""``dedup-lib watch --state executors`` on a real standalone cluster (:mod:`cluster_kit`), as a
+classic application beside the Connect server's, with Spark's default executor memory (1 GiB)
+and a 1 GiB driver, and through the Connect server (started with the judge's plugin, its Python
+without ``dedup_lib``: the verdicts are written there by a function pickled by value, and
+counted by the monitor from the folders written): two hours of the day sample land file by file
+(:mod:`landing_kit`: sends delayed within the lateness, some hours late), each entity with its
+own settings, while one monitor runs as a service runs it, stopped by SIGTERM at the end. Each
+file lands once the one before is judged as far as its watermark allows, so that the late sends
+are those the files make late. The state lives in Spark's state store on the cluster's executor;
+every on-time send at or below the final watermark gets the verdict the local batch replay gives
+it, once, and every send that landed behind the watermark is ``late``, with the watermark it
+missed. (A restart on the same checkpoint is the chaos test's,
+tests/cli/test_watch_executors.py: an application each way costs the cluster a minute a file.)"""
 
 from __future__ import annotations
 
@@ -32,13 +34,17 @@ pytestmark = pytest.mark.cluster
 
 
 @contextlib.contextmanager
-def _watching(cluster: Cluster, folder: Path, entities: str) -> Iterator[subprocess.Popen[str]]:
-    """``watch`` over ``folder``'s landing on the cluster's master, running until the block
-    ends, then stopped by SIGTERM: it must exit 0."""
+def _watching(
+    cluster: Cluster, folder: Path, entities: str, client: str
+) -> Iterator[subprocess.Popen[str]]:
+    """``watch`` over ``folder``'s landing on the cluster (``client``: ``classic`` on its
+    master, or ``connect`` through its Connect server), running until the block ends, then
+    stopped by SIGTERM: it must exit 0."""
     env = {**client_environment(None), "DEDUP_DRIVER_MEMORY": "1g"}
+    where = ["--master", cluster.master] if client == "classic" else ["--remote", cluster.remote]
     command = [
-        sys.executable, "-m", "dedup_lib", "watch", str(folder / "landing"),
-        "--master", cluster.master, "--state", "executors", "--entities", entities,
+        sys.executable, "-m", "dedup_lib", "watch", str(folder / "landing"), *where,
+        "--state", "executors", "--entities", entities,
         "--lateness", "PT2M", "--every", "1",
         "--out", str(folder / "verdicts"), "--checkpoint", str(folder / "checkpoint"),
     ]  # fmt: skip
@@ -74,22 +80,24 @@ def _applications() -> dict[str, str]:
     return found
 
 
+@pytest.mark.parametrize("client", ["classic", "connect"])
 def test_the_state_on_the_cluster_s_executors_gives_the_batch_replay_s_verdicts(
-    day_landed, cluster: Cluster
+    day_landed, cluster: Cluster, client: str
 ) -> None:
-    folder = FOLDER / "watch"
+    folder = FOLDER / f"watch-{client}"
     shutil.rmtree(folder, ignore_errors=True)
     (folder / "landing").mkdir(parents=True)
     before = set(_applications())
     out, errors = folder / "verdicts", folder / "watch.stderr"
-    with _watching(cluster, folder, day_landed.entities) as process:
+    with _watching(cluster, folder, day_landed.entities, client) as process:
         for i, sends in enumerate(day_landed.files):
             land(sends, folder / "landing", i)
             count = _judged_by(day_landed.files[: i + 1], day_landed.verdicts)
             wait_until(process, errors, lambda n=count: judged(out) >= n, f"{count} sends judged")
-    # One application, whose executor had Spark's default heap.
+    # Classic: one application, whose executor had Spark's default heap; Connect: the
+    # server's own application.
     runs = {app: heap for app, heap in _applications().items() if app not in before}
-    assert list(runs.values()) == ["1024M"], runs
+    assert list(runs.values()) == (["1024M"] if client == "classic" else []), runs
 
     got = pd.read_parquet(out)
     assert got["event_id"].is_unique, "a send was judged twice"

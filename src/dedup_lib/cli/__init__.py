@@ -1,13 +1,14 @@
-"""``dedup-lib``: the headless jobs: ``simulate`` (load, detect, summarize, diagnose),
-``watch`` (the live monitor), ``generate``, ``postmortem``, ``reconcile`` (a replay against
-what the broker kept),
-``explore`` (the window explorer as a web page, served by Voilà), ``rules`` (the monitor's
-alerting rules for a scrape job and runbooks), ``notebooks`` (the workbench's notebooks into
-a folder) and ``doctor`` (what this machine has for the workbench), one module each. Beside
-them: :mod:`~dedup_lib.cli.options` (the options, checked before Spark starts),
-:mod:`~dedup_lib.cli.terminal` (what the commands print, and the Spark session they run on),
-:mod:`~dedup_lib.cli.failures` (the one line an error becomes) and
-:mod:`~dedup_lib.cli.journal` (what ``watch`` prints as it runs, as text or JSON lines).
+"""``dedup-lib``: the headless jobs: ``simulate`` (load, detect, summarize, diagnose), ``watch``
+(the live monitor), ``generate``, ``postmortem``, ``reconcile`` (a replay against what the
+broker kept), ``explore`` (the window explorer as a web page, served by Voilà), ``rules`` (the
+monitor's alerting rules for a scrape job and runbooks), ``notebooks`` (the workbench's
+notebooks into a folder), ``connect-options`` (:mod:`~dedup_lib.cli.connect_options`: what a
+Spark Connect server needs for the monitor's state on the executors) and ``doctor`` (what this
+machine has for the workbench), one module each. Beside them: :mod:`~dedup_lib.cli.options` (the
+options, checked before Spark starts), :mod:`~dedup_lib.cli.terminal` (what the commands print,
+and the Spark session they run on), :mod:`~dedup_lib.cli.failures` (the one line an error
+becomes) and :mod:`~dedup_lib.cli.journal` (what ``watch`` prints as it runs, as text or JSON
+lines).
 
 Errors are one line on stderr, escaped, and a non-zero exit: 2 for a wrong command line
 (argparse's usage line), 1 for anything else: input the job cannot use (any
@@ -25,6 +26,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from dedup_lib.cli import (
+    connect_options,
     doctor,
     explore,
     generate,
@@ -60,6 +62,7 @@ def parser() -> argparse.ArgumentParser:
     for command in (simulate, watch, generate, postmortem, reconcile, explore, notebooks, doctor):
         command.add_to(commands, common)
     rules.add_to(commands, common)
+    connect_options.add_to(commands, common)
     return top
 
 

@@ -49,11 +49,13 @@ def connect_progress(
     print(f"\r  Spark: {finished}/{total} tasks", end=end, file=sys.stderr, flush=True)
 
 
-def start_spark(args: argparse.Namespace, *, ui: bool = True) -> SparkSession:
+def start_spark(
+    args: argparse.Namespace, *, ui: bool = True, config: dict[str, str] | None = None
+) -> SparkSession:
     """The session a command runs on: the one it was given (tests, notebooks), else one
-    started from ``--remote``/``--master``, with Connect's progress on a terminal. Spark
-    listens on 127.0.0.1 only, but where ``--driver-host`` and ``--spark-ui`` say; ``ui``
-    False: a command without Spark's UI unless ``--spark-ui`` asks for it."""
+    started from ``--remote``/``--master`` with ``config``, with Connect's progress on a
+    terminal. Spark listens on 127.0.0.1 only, but where ``--driver-host`` and ``--spark-ui``
+    say; ``ui`` False: a command without Spark's UI unless ``--spark-ui`` asks for it."""
     if args.spark is not None:
         session: SparkSession = args.spark
         return session
@@ -64,6 +66,7 @@ def start_spark(args: argparse.Namespace, *, ui: bool = True) -> SparkSession:
         master=args.master,
         driver_host=args.driver_host,
         ui=args.spark_ui or (None if ui else "off"),
+        config=config,
     )
     if is_connect(spark) and not quiet and sys.stderr.isatty():
         spark.registerProgressHandler(connect_progress)  # type: ignore[arg-type]

@@ -105,7 +105,7 @@ def _watch(args: argparse.Namespace, journal: Journal) -> int:
     mapping = column_mapping(args.map)
     options = _options(args, content, mapping)
     options.check()
-    spark = start_spark(args, ui=False)
+    spark = start_spark(args, ui=False, config=_server_settings(args))
     lateness = format_window(parse_window(args.lateness))
     journal.step(
         f"watching {printable(args.source)}: {describe(policy)}; judged once the watermark "
@@ -216,8 +216,9 @@ def add_to(
         choices=("driver", "executors"),
         default="driver",
         help="where the state is kept: the driver's memory, or Spark's state store on the "
-        "executors, judged by one streaming query (classic Spark; verdicts, quarantine, lines "
-        "and metrics, no alerts yet) (default: driver)",
+        "executors, judged by one streaming query (verdicts, quarantine, lines and metrics, "
+        "no alerts yet; a Spark Connect server needs the options dedup-lib connect-options "
+        "prints) (default: driver)",
     )
     cmd.add_argument(
         "--state-memory",
@@ -261,6 +262,18 @@ def _policy_options(cmd: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="the entities' real settings (ARM, az output, emulator Config.json; repeatable)",
     )
+
+
+def _server_settings(args: argparse.Namespace) -> dict[str, str] | None:
+    """A local Spark Connect server's settings for the state on the executors: its judge's
+    plugin (:mod:`dedup_lib.live.executors.connect`), which a server takes when it starts."""
+    remote = args.remote or os.environ.get("SPARK_REMOTE") or ""
+    if args.state != "executors" or not remote or remote.startswith("sc://"):
+        return None
+    from dedup_lib.live.executors.connect import PLUGIN_CLASS, RELATIONS
+    from dedup_lib.live.executors.processor import jar_path
+
+    return {"spark.jars": str(jar_path()), RELATIONS: PLUGIN_CLASS}
 
 
 def _output_options(cmd: argparse.ArgumentParser) -> None:

@@ -143,9 +143,11 @@ class StateOptions:
     mode : {"driver", "executors"}, default "driver"
         ``driver``: in the driver's memory, its segments in the checkpoint
         (docs/decisions/live-state.md). ``executors``: in Spark's state store on the
-        executors, judged in one long-running streaming query, on classic Spark
-        (docs/decisions/live-state-executors.md); it writes verdicts, quarantined rows and
-        lines and metrics, not yet alerts. A checkpoint keeps the mode it was started with.
+        executors, judged in one long-running streaming query
+        (docs/decisions/live-state-executors.md; a Spark Connect server needs the judge's
+        plugin: :mod:`dedup_lib.live.executors.connect`); it writes verdicts, quarantined
+        rows and lines and metrics, not yet alerts. A checkpoint keeps the mode it was
+        started with.
     memory : int, optional
         The most the driver's state may take in memory, in bytes; a micro-batch that could
         take it past is refused in a note that names ``executors``. Default: a quarter of

@@ -1,14 +1,24 @@
-"""The streaming query's parts without a stream: a progress read as figures, and a
-micro-batch's verdicts written again replacing, never adding to, the first."""
+"""The streaming query's parts without a stream: a progress read as figures, a micro-batch's
+verdicts written again replacing, never adding to, the first, and the function that writes
+them loaded where ``dedup_lib`` is not installed (a Spark Connect server's Python)."""
 
 from __future__ import annotations
 
 import glob
 import os
+import subprocess
+import sys
+import sysconfig
 
 import pytest
 
-from dedup_lib.live.executors.query import Figures, verdict_folder, write_verdicts
+from dedup_lib.live.executors.query import (
+    SECONDS,
+    Figures,
+    verdict_columns,
+    verdict_folder,
+    verdicts_writer,
+)
 
 
 def test_figures_read_a_progress():
@@ -37,9 +47,14 @@ def test_a_micro_batch_written_again_replaces_its_verdicts(spark, tmp_path):
     )
     out = str(tmp_path / "out")
     os.makedirs(out)
+    told = []
+    write = verdicts_writer(out, lambda *said: told.append(said))
     for _ in range(2):
-        write_verdicts(answered, 3, out)
+        write(verdict_columns(answered), 3)
     assert sorted(os.listdir(out)) == ["batch-0000000003"]
+    assert [said[:2] for said in told] == [(3, verdict_folder(out, 3))] * 2
+    with open(os.path.join(verdict_folder(out, 3), SECONDS)) as seconds:
+        assert float(seconds.read()) == pytest.approx(told[-1][2], abs=1e-5)
     written = spark.read.parquet(verdict_folder(out, 3))
     assert written.columns == [
         "event_id",
@@ -51,3 +66,26 @@ def test_a_micro_batch_written_again_replaces_its_verdicts(spark, tmp_path):
     rows = written.selectExpr("event_id", "verdict", "unix_millis(missed_watermark) AS missed")
     assert sorted(tuple(r) for r in rows.collect()) == [(1, "accepted", None), (2, "late", 1_000)]
     assert not glob.glob(os.path.join(out, ".*"))
+
+
+def test_the_writer_travels_to_a_python_without_dedup_lib(tmp_path):
+    """Pickled as Spark Connect pickles a ``foreachBatch`` function, loaded in this
+    interpreter without its ``site`` hooks (no editable ``dedup_lib``), as the cluster's."""
+    from pyspark import cloudpickle
+
+    pickled = tmp_path / "writer.pickle"
+    pickled.write_bytes(cloudpickle.dumps(verdicts_writer(str(tmp_path / "out"))))
+    load = (
+        "import pickle, sys\n"
+        f"write = pickle.loads(open({str(pickled)!r}, 'rb').read())\n"
+        "assert callable(write)\n"
+        "assert not any(m.split('.')[0] == 'dedup_lib' for m in sys.modules), 'imported'\n"
+        "try:\n    import dedup_lib\nexcept ImportError:\n    print('no dedup_lib')\n"
+    )
+    packages = sysconfig.get_paths()["purelib"]
+    env = {**os.environ, "PYTHONPATH": packages}
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", load], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "no dedup_lib"

@@ -45,6 +45,7 @@ def _watch(spark, tmp_path, options=EXECUTORS):
     )
 
 
+@pytest.mark.connect
 @pytest.mark.usefixtures("spread_keys")
 def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart(spark, tmp_path):
     landing = tmp_path / "landing"

@@ -3,6 +3,8 @@ index (docs/decisions/live-state-executors.md), in one long-running streaming qu
 
 - :mod:`~dedup_lib.live.executors.processor`: the judge, a JVM ``transformWithState``
   processor compiled on first use, and the stream's columns.
+- :mod:`~dedup_lib.live.executors.connect`: the judge on a Spark Connect server, reached
+  through a relation plugin the server starts with.
 - :mod:`~dedup_lib.live.executors.staging`: a plan's micro-batch pass written by Spark, read
   back as valid sends and quarantined rows, nothing of them in the driver.
 - :mod:`~dedup_lib.live.executors.inbox`: each ledger plan's sends staged as one Parquet file,

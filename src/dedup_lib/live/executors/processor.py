@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from dedup_lib.columns import DECIDED, INTERNAL, K0, K1, SEND_MICROS, WINDOW, column
-from dedup_lib.replay.kernels.jvm import ANCHOR, JvmKernelUnavailable, built_jar
+from dedup_lib.live.executors.connect import TYPE_NAME, judged_on_server
+from dedup_lib.replay.kernels.jvm import ANCHOR, JvmKernelUnavailable, built_jar, jar_name
 from dedup_lib.spark import is_connect
 
 if TYPE_CHECKING:
@@ -33,6 +34,11 @@ if TYPE_CHECKING:
     from dedup_lib.live.intake.keyed import Keyed
 
 SOURCE = Path(__file__).with_name("java") / "LiveMonitor.java"
+#: The relation plugin that reaches the processor on a Spark Connect server
+#: (:mod:`~dedup_lib.live.executors.connect`).
+PLUGIN = Path(__file__).with_name("java") / "LiveMonitorPlugin.java"
+#: The jar's sources, and the start of its name.
+SOURCES, JAR_PREFIX = (ANCHOR, SOURCE, PLUGIN), "dedup-live"
 CLASS_NAME = "dedup_lib.LiveMonitor"
 #: The column the watermark is set on: a copy of the send time, dropped before the judge.
 EVENT_TIME = INTERNAL + "event_time"
@@ -64,6 +70,12 @@ STATE_SETTINGS = {
 }
 
 
+#: The columns the processor reads, in the order it takes their names.
+COLUMNS = (K0, K1, SEND_MICROS, WINDOW, "event_id", DECIDED, "verdict", SEEN_BEFORE, SEEN_AFTER)
+#: What a Connect server without the plugin answers, and the plugin of another version.
+_NO_PLUGIN, _OTHER_JAR = "NO_HANDLER_FOR_EXTENSION", "DEDUP_LIB_JAR_MISMATCH: "
+
+
 def jar_path() -> Path:
     """The jar holding :data:`CLASS_NAME`, compiled now if the cache lacks it.
 
@@ -72,28 +84,58 @@ def jar_path() -> Path:
     >>> jar_path().name[:11]
     'dedup-live-'
     """
-    return built_jar([ANCHOR, SOURCE], "dedup-live", "the live monitor's judge on the executors")
+    return built_jar(SOURCES, JAR_PREFIX, "the live monitor's judge on the executors")
 
 
 def load(spark: SparkSession) -> None:
-    """The judge's jar in ``spark`` (a classic session) and its executors.
+    """The judge's jar in ``spark`` (a classic session) and its executors; nothing on Spark
+    Connect, whose server has it from its start (:mod:`~dedup_lib.live.executors.connect`).
 
     Raises
     ------
     JvmKernelUnavailable
-        On Spark Connect (the judge needs a plugin on the server, not built yet), or when the
-        jar cannot be built or loaded; the message says why.
+        When the jar cannot be built or loaded; the message says why.
     """
     if is_connect(spark):
-        raise JvmKernelUnavailable(
-            "the live monitor's state on the executors runs on classic Spark only for now: "
-            "Spark Connect needs a relation plugin on the server, which is not built yet"
-        )
+        check_server(spark)
+        return
     jar = jar_path()
     try:
         spark.sql("ADD JAR '" + str(jar).replace("\\", "\\\\").replace("'", "\\'") + "'")
     except Exception as exc:
         raise JvmKernelUnavailable(f"the session could not load {jar}: {exc}") from exc
+
+
+def check_server(spark: SparkSession, jar: str | None = None, kind: str = TYPE_NAME) -> None:
+    """Whether the Spark Connect server behind ``spark`` judges as this client does (whose
+    jar is ``jar``, default this version's; ``kind`` the relation's type): the columns of an
+    empty relation judged, asked before anything is staged. No job runs.
+
+    Raises
+    ------
+    JvmKernelUnavailable
+        When the server has no plugin for ``kind``, or another version's; the message says
+        what to do.
+    """
+    types = ("long", "long", "long", "long", "long", "boolean", "string", "long", "long")
+    probe = spark.createDataFrame([], ", ".join(map(" ".join, zip(COLUMNS, types, strict=True))))
+    jar = jar or jar_name(SOURCES, JAR_PREFIX)
+    try:
+        columns = judged_on_server(probe, COLUMNS, 0, jar, kind).columns
+    except Exception as exc:
+        text = str(exc)
+        if _NO_PLUGIN in text:
+            raise JvmKernelUnavailable(
+                "the Spark Connect server has no dedup-lib judge for the state on the "
+                "executors: start it with the options `dedup-lib connect-options` prints "
+                "(docs/guide/live.md); where the server takes no plugin (a managed one), run "
+                "with --master (classic Spark) or --state driver"
+            ) from exc
+        if _OTHER_JAR in text:
+            said = text.split(_OTHER_JAR, 1)[1].splitlines()[0]
+            raise JvmKernelUnavailable(said.split(" SQLSTATE")[0]) from None
+        raise
+    assert ORIGINAL_MICROS in columns, columns
 
 
 def stream_columns(keyed: Keyed) -> DataFrame:
@@ -108,7 +150,8 @@ def stream_columns(keyed: Keyed) -> DataFrame:
 
 def judged(sends: DataFrame, lateness: timedelta) -> DataFrame:
     """The verdicts of ``sends``, a stream of keyed sends (:func:`stream_columns`), judged on
-    the executors with the watermark ``lateness`` behind the latest send time seen.
+    the executors with the watermark ``lateness`` behind the latest send time seen (on Spark
+    Connect, by the server's plugin).
 
     Each send comes out once: decided and late ones in the micro-batch that reads them, the
     rest in the first micro-batch whose watermark reaches their time, or in the one that
@@ -124,13 +167,14 @@ def judged(sends: DataFrame, lateness: timedelta) -> DataFrame:
         .withWatermark(EVENT_TIME, delay)
         .drop(EVENT_TIME)
     )
+    if is_connect(spark):
+        return judged_on_server(watermarked, COLUMNS, late_ms, jar_name(SOURCES, JAR_PREFIX))
     jvm: Any = spark._jvm
     # py4j finds classes through the calling thread's context loader, and ADD JAR set the
     # session's jar loader on the thread that ran it only: a monitor's loop runs in another.
     loader = spark._jsparkSession.sharedState().jarClassLoader()
     jvm.java.lang.Thread.currentThread().setContextClassLoader(loader)
     monitor = jvm.dedup_lib.LiveMonitor
-    names = (K0, K1, SEND_MICROS, WINDOW, "event_id", DECIDED, "verdict", SEEN_BEFORE, SEEN_AFTER)
     from pyspark.sql import DataFrame
 
-    return DataFrame(monitor.apply(watermarked._jdf, *names, late_ms), spark)
+    return DataFrame(monitor.apply(watermarked._jdf, *COLUMNS, late_ms), spark)

@@ -14,6 +14,7 @@ Spark keeps its own checkpoint (offsets, commits, state) in ``spark/`` beside th
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -34,10 +35,22 @@ from dedup_lib.live.executors.processor import (
     judged,
     load,
 )
+from dedup_lib.spark import LOCAL_DEFAULTS, is_connect
+from dedup_lib.spark.connect import client_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
+
+
+#: The file in a micro-batch's folder of verdicts that holds the seconds it took to judge and
+#: write them.
+SECONDS = "_seconds"
+
+
+#: The settings of the monitor's session its query's session takes over: the SQL ones that
+#: :func:`dedup_lib.get_spark` sets.
+SESSION_SQL = tuple(client_settings(LOCAL_DEFAULTS))
 
 
 def verdict_folder(out: str, batch: int) -> str:
@@ -51,23 +64,48 @@ def verdict_folder(out: str, batch: int) -> str:
     return os.path.join(out, f"batch-{batch:010d}")
 
 
-def write_verdicts(answered: DataFrame, batch: int, out: str) -> None:
-    """Micro-batch ``batch``'s judged rows as the driver's monitor writes verdicts (the sends'
-    columns without the monitor's own, ``original_send_time``, ``original_event_id``,
-    ``missed_watermark``), replacing any an earlier run of it wrote: one Spark job."""
+def verdict_columns(answered: DataFrame) -> DataFrame:
+    """The judged rows as the driver's monitor writes verdicts: the sends' columns without
+    the monitor's own, ``original_send_time``, ``original_event_id``, ``missed_watermark``."""
     answers = (ORIGINAL_MICROS, "original_event_id", MISSED_MS)  # written below, as verdicts
     carried = [c for c in answered.columns if not c.startswith(INTERNAL) and c not in answers]
-    verdicts = answered.select(
+    return answered.select(
         *(column(c) for c in carried),
         F.timestamp_micros(column(ORIGINAL_MICROS)).alias("original_send_time"),
         column("original_event_id"),
         F.timestamp_millis(column(MISSED_MS)).alias("missed_watermark"),
     )
-    target = verdict_folder(out, batch)
-    partial = os.path.join(out, f".batch-{batch:010d}.part")
-    verdicts.write.options(**WRITE_OPTIONS).mode("overwrite").parquet(partial)
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(partial, target)
+
+
+def verdicts_writer(
+    out: str, told: Callable[[int, str, float], None] | None = None
+) -> Callable[[DataFrame, int], None]:
+    """The ``foreachBatch`` function that writes micro-batch ``N``'s verdicts as
+    :func:`verdict_folder` ``(out, N)``, replacing any an earlier run of it wrote (one Spark
+    job), then tells ``told`` the micro-batch, its folder and the seconds it took. The
+    seconds are also written in the folder, as the text of :data:`SECONDS` (a name Parquet
+    readers skip), for a monitor that is not told (:meth:`ExecutorsQuery.written`).
+
+    It calls nothing of ``dedup_lib``: on Spark Connect the server runs it, in a Python that
+    may not have the library, and it travels pickled by value (``told`` must be None there).
+    """
+    seconds_file = SECONDS
+    options = dict(WRITE_OPTIONS)
+
+    def write(verdicts: DataFrame, batch: int) -> None:
+        started = time.monotonic()
+        target = os.path.join(out, f"batch-{batch:010d}")
+        partial = os.path.join(out, f".batch-{batch:010d}.part")
+        verdicts.write.options(**options).mode("overwrite").parquet(partial)
+        took = time.monotonic() - started
+        with open(os.path.join(partial, seconds_file), "w", encoding="utf-8") as written:
+            written.write(f"{took:.6f}\n")
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(partial, target)
+        if told is not None:
+            told(batch, target, took)
+
+    return write
 
 
 @dataclass(frozen=True)
@@ -183,6 +221,28 @@ class ExecutorsQuery:
             return None
         return int(datetime.fromisoformat(mark.replace("Z", "+00:00")).timestamp() * 1000)
 
+    def written(self, after: int) -> list[tuple[int, str, float]]:
+        """The micro-batches after ``after`` whose verdicts are written, each with its folder
+        and the seconds it took, oldest first: what a monitor on Spark Connect, whose server
+        writes the verdicts without telling it, counts."""
+        found = []
+        for folder in glob.glob(os.path.join(glob.escape(self.out), "batch-*")):
+            batch = int(os.path.basename(folder).removeprefix("batch-"))
+            if batch > after:
+                try:
+                    with open(os.path.join(folder, SECONDS), encoding="utf-8") as took:
+                        seconds = float(took.read())
+                except (OSError, ValueError):
+                    seconds = 0.0  # written by a version that did not record it
+                found.append((batch, folder, seconds))
+        return sorted(found)
+
+    @property
+    def told(self) -> bool:
+        """bool: Whether ``on_written`` is called as each micro-batch is written: not on Spark
+        Connect, where the server writes them (:meth:`written`)."""
+        return not is_connect(self.spark)
+
     def stop(self) -> None:
         """Stop the query between micro-batches; its checkpoint goes on at the next start."""
         if self.query is not None:
@@ -194,7 +254,11 @@ class ExecutorsQuery:
         if schema is None:
             return
         session = self.spark.newSession()
-        settings = dict(self.settings)
+        # This session's own SQL settings first: a Connect server's new session starts from
+        # the server's (200 shuffle partitions, each a state store partition, where this
+        # session has a few).
+        settings = {k: v for k in SESSION_SQL if (v := self.spark.conf.get(k, None)) is not None}
+        settings.update(self.settings)
         if self.partitions is not None:
             settings["spark.sql.shuffle.partitions"] = str(self.partitions)
         for key, value in settings.items():
@@ -204,19 +268,12 @@ class ExecutorsQuery:
             .option("maxFilesPerTrigger", 1)
             .parquet(self.inbox.folder)
         )
-        out, told = self.out, self.on_written
-        os.makedirs(out, exist_ok=True)
-
-        def write(answered: DataFrame, batch: int) -> None:
-            started = time.monotonic()
-            write_verdicts(answered, batch, out)  # the micro-batch judged as it is written
-            if told is not None:
-                told(batch, verdict_folder(out, batch), time.monotonic() - started)
-
+        os.makedirs(self.out, exist_ok=True)
+        told = self.on_written if self.told else None
         self.query = (
-            judged(sends, self.lateness)
+            verdict_columns(judged(sends, self.lateness))
             .writeStream.outputMode("append")
-            .foreachBatch(write)
+            .foreachBatch(verdicts_writer(self.out, told))
             .option("checkpointLocation", os.path.join(self.root, "spark"))
             .trigger(processingTime=self.trigger)
             .queryName(f"dedup-watch-{os.path.basename(os.path.dirname(self.root)) or 'state'}")

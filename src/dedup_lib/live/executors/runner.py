@@ -89,6 +89,7 @@ class ExecutorsRunner:
             What stopped the query, if it failed.
         """
         self.query.check()
+        self._count_written()
         recorded = self.feed.step()
         if recorded is not None:
             self.on_load(dict(self.intake.counts))
@@ -99,6 +100,7 @@ class ExecutorsRunner:
         due."""
         self.query.settle()
         self.query.check()
+        self._count_written()
 
     def stop(self) -> None:
         """Stop the query between two of its micro-batches."""
@@ -134,6 +136,13 @@ class ExecutorsRunner:
         if self.metrics is not None:
             self.metrics.loaded(loads)
         return sends
+
+    def _count_written(self) -> None:
+        """On Spark Connect, whose server writes the verdicts without telling this process:
+        each micro-batch written since the last counted, counted as if told."""
+        if not self.query.told:
+            for batch, folder, seconds in self.query.written(self.counted):
+                self._told(batch, folder, seconds)
 
     def _told(self, batch: int, folder: str, seconds: float) -> None:
         """Micro-batch ``batch``'s verdicts in ``folder``, judged and written in ``seconds``:

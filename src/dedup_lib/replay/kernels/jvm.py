@@ -96,9 +96,7 @@ def built_jar(sources: Sequence[Path], prefix: str, what: str) -> Path:
     'dedup-replay-'
     """
     try:
-        code = b"".join(source.read_bytes() for source in sources)
-        digest = hashlib.sha256(code + RELEASE.encode()).hexdigest()[:16]
-        jar = cache_dir() / f"{prefix}-{digest}.jar"
+        jar = cache_dir() / jar_name(sources, prefix)
         if jar.exists():
             return jar
     except (OSError, RuntimeError) as exc:
@@ -114,6 +112,24 @@ def built_jar(sources: Sequence[Path], prefix: str, what: str) -> Path:
     except JvmKernelUnavailable as exc:
         _failed[jar] = exc
         raise
+
+
+def jar_name(sources: Sequence[Path], prefix: str) -> str:
+    """The name of the jar :func:`built_jar` builds from ``sources``: ``prefix`` and a hash of
+    the sources and of the bytecode level, known without a JDK.
+
+    Raises
+    ------
+    OSError
+        When a source cannot be read.
+
+    Examples
+    --------
+    >>> jar_name([ANCHOR, SOURCE], "dedup-replay").endswith(".jar")
+    True
+    """
+    code = b"".join(source.read_bytes() for source in sources)
+    return f"{prefix}-{hashlib.sha256(code + RELEASE.encode()).hexdigest()[:16]}.jar"
 
 
 def _compile(jar: Path, sources: Sequence[Path], what: str) -> Path:
