@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import json
 import os
 import signal
 import subprocess
@@ -21,6 +22,7 @@ import pandas as pd
 from collector_kit import Collector
 from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, sample_path
 from dedup_lib.spark import to_pandas
+from metrics_kit import summed
 
 #: What is compared of each send's verdict.
 COLUMNS = ["verdict", "reason", "dedup_key", "original_send_time", "original_event_id"]
@@ -149,3 +151,20 @@ def assert_judged_once(out: Path, expected: dict) -> pd.DataFrame:
         got[COLUMNS].sort_index(), want.loc[got.index, COLUMNS].sort_index(), check_dtype=False
     )
     return got
+
+
+def assert_judged_and_alerted_once(out: Path, alerts: Path, expected: dict, counted: dict) -> None:
+    """Every send due judged once, with the batch replay's verdict; every alert in the alerts
+    file once, on a whole line; the counters, restored from the checkpoint at the restart,
+    count every send and every alert once."""
+    got = assert_judged_once(out, expected)
+    text = alerts.read_text()
+    raised = [json.loads(line) for line in text.splitlines()]  # a cut line would not parse
+    assert text.endswith("\n")
+    assert pd.DataFrame(raised)[["kind", "event_id"]].value_counts().max() == 1
+    rejected = (got["verdict"] == "rejected").sum()
+    assert sum(a["kind"] == "rejected" for a in raised) == rejected > 0
+    assert summed(counted, "dedup_sends_judged_total") == len(got)
+    for verdict, count in got["verdict"].value_counts().items():
+        assert summed(counted, "dedup_sends_judged_total", verdict=verdict) == count
+    assert summed(counted, "dedup_alerts_total", kind="rejected") == rejected

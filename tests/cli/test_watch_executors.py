@@ -1,7 +1,8 @@
 """``dedup-lib watch --state executors`` as a service manager runs it: beside a rotating Collector,
 killed with SIGKILL at a random moment while lines come, started again on its checkpoint, then
 stopped with SIGTERM, which exits 0. Every send is judged once, with the batch replay's
-verdict, and counted once by its metrics; what it listens on is on loopback. Spark's state
+verdict, every alert (the sample's rejected sends) written once in the alerts file, and each
+counted once by its metrics; what it listens on is on loopback. Spark's state
 store and its checkpoint go on where the kill left them, and a micro-batch Spark runs again
 replaces its verdicts and its record of counts."""
 
@@ -17,7 +18,14 @@ import pytest
 from dedup_lib.spark import free_port
 from listeners_kit import assert_on_loopback, listeners
 from metrics_kit import scrape, summed
-from watch_kit import Feed, assert_judged_once, judged, load_expected, running, wait_until
+from watch_kit import (
+    Feed,
+    assert_judged_and_alerted_once,
+    judged,
+    load_expected,
+    running,
+    wait_until,
+)
 
 
 def _judged_total(port: int) -> float:
@@ -35,7 +43,7 @@ def test_killed_and_started_again_it_judges_every_send_once(spark, tmp_path):
         sys.executable, "-m", "dedup_lib", "watch", str(feed.landing), "--format", "otlp",
         "--window", "PT10M", "--lateness", "PT1M", "--state", "executors", "--every", "1",
         "--out", str(out), "--checkpoint", str(tmp_path / "ck"),
-        "--metrics", f"127.0.0.1:{port}",
+        "--alerts", str(tmp_path / "alerts.jsonl"), "--metrics", f"127.0.0.1:{port}",
     ]  # fmt: skip
     feed.export(50)
     errors = tmp_path / "first.stderr"
@@ -58,10 +66,10 @@ def test_killed_and_started_again_it_judges_every_send_once(spark, tmp_path):
         # micro-batch the kill cut short included, from the records of the checkpoint.
         wait_until(restarted, errors, lambda: _judged_total(port) >= judged(out), "the counters")
         assert _judged_total(port) == judged(out)
+        counted = scrape(("127.0.0.1", port))
         # Its metrics, Spark's driver and block manager: on loopback, the query running.
         assert_on_loopback(listeners(restarted.pid))
         restarted.send_signal(signal.SIGTERM)
         assert restarted.wait(120) == 0, errors.read_text()[-3000:]
     assert "rows loaded" in printed[-1]  # the summary: SIGTERM finished the step in hand
-    got = assert_judged_once(out, expected)
-    assert set(got["verdict"]) >= {"accepted", "rejected"}
+    assert_judged_and_alerted_once(out, tmp_path / "alerts.jsonl", expected, counted)

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from importlib.resources import as_file, files
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from dedup_lib.live.service.pulse import HUNG_AFTER
@@ -41,7 +40,7 @@ from dedup_lib.spark import free_port
 from listeners_kit import assert_on_loopback, listeners
 from metrics_kit import scrape, summed
 from prometheus_kit import Prometheus
-from watch_kit import Feed, assert_judged_once, judged, lines_of, load_expected
+from watch_kit import Feed, assert_judged_and_alerted_once, judged, lines_of, load_expected
 
 #: The systemd unit the package ships.
 UNIT = files("dedup_lib") / "resources" / "systemd" / "dedup-watch.service"
@@ -346,20 +345,3 @@ def the_unit(
             process.wait(60)
             reader.join(10)
             time.sleep(0.5)  # the last notify messages heard
-
-
-def assert_judged_and_alerted_once(out: Path, alerts: Path, expected: dict, counted: dict) -> None:
-    """Every send due judged once, with the batch replay's verdict; every alert in the alerts
-    file once, on a whole line; the counters, restored from the checkpoint at the restart,
-    count every send and every alert once."""
-    got = assert_judged_once(out, expected)
-    text = alerts.read_text()
-    raised = [json.loads(line) for line in text.splitlines()]  # a cut line would not parse
-    assert text.endswith("\n")
-    assert pd.DataFrame(raised)[["kind", "event_id"]].value_counts().max() == 1
-    rejected = (got["verdict"] == "rejected").sum()
-    assert sum(a["kind"] == "rejected" for a in raised) == rejected > 0
-    assert summed(counted, "dedup_sends_judged_total") == len(got)
-    for verdict, count in got["verdict"].value_counts().items():
-        assert summed(counted, "dedup_sends_judged_total", verdict=verdict) == count
-    assert summed(counted, "dedup_alerts_total", kind="rejected") == rejected

@@ -70,11 +70,15 @@ def test_a_checkpoint_of_the_executors_earlier_layout_is_refused(tmp_path: Path)
     check_settings(str(tmp_path), executors)
     check_settings(str(tmp_path), executors)
     recorded = json.loads((tmp_path / "settings.json").read_text())
-    assert recorded["executors_layout"] == 2
-    del recorded["executors_layout"]  # as the version that kept anchor and timer apart wrote it
-    (tmp_path / "settings.json").write_text(json.dumps(recorded))
-    with pytest.raises(InputError, match=r"an earlier version .* start a new checkpoint"):
-        check_settings(str(tmp_path), executors)
+    assert recorded["executors_layout"] == 3
+    for earlier in (2, None):  # anchors without their content; anchor and timer apart
+        if earlier is None:
+            del recorded["executors_layout"]  # as the first version wrote it
+        else:
+            recorded["executors_layout"] = earlier
+        (tmp_path / "settings.json").write_text(json.dumps(recorded))
+        with pytest.raises(InputError, match=r"an earlier version .* start a new checkpoint"):
+            check_settings(str(tmp_path), executors)
     assert "executors_layout" not in SETTINGS.identity()  # the driver's mode has none
 
 

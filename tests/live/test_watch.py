@@ -64,8 +64,9 @@ def batch_verdicts(
 
 
 #: The policies each state's mode is run with: the executors' state with each entity's own
-#: window (each key's window and partitioning travel with its sends), without alerts, which
-#: that mode does not raise yet; its crashes are tests/cli/test_watch_executors.py's.
+#: window (each key's window and partitioning travel with its sends), its alerts without the
+#: resends, which that mode does not raise yet; its crashes are
+#: tests/cli/test_watch_executors.py's.
 RUNS = [("one window", "driver"), ("per entity", "driver"), ("per entity", "executors")]
 
 
@@ -82,7 +83,7 @@ def test_stream_gives_batch_verdicts(spark, sends, tmp_path, name, mode):
     # the folders as pathlib.Path, the crashed run's as text: either names the same folder
     folders = {"out": tmp_path / "out", "checkpoint": tmp_path / "ck"}
     options = WatchOptions(
-        writing=WriteOptions(alerts=alerts if mode == "driver" else None),
+        writing=WriteOptions(alerts=alerts),
         state=StateOptions(mode),
     )
     unit = UNITS[name]
@@ -125,19 +126,25 @@ def test_stream_gives_batch_verdicts(spark, sends, tmp_path, name, mode):
     right = want.loc[sorted(judged.index), columns]
     pd.testing.assert_frame_equal(left, right, check_dtype=False)
     assert (left["verdict"] == "duplicate").sum() > 50
-    if mode == "driver":
-        assert_alerted_once(spark, alerts, judged)
+    assert_alerted_once(spark, alerts, judged, resends_too=mode == "driver")
 
 
-def assert_alerted_once(spark, alerts: Path, judged: pd.DataFrame) -> None:
-    """Each collision and each resend within the horizon among ``judged`` alerted once."""
+def assert_alerted_once(
+    spark, alerts: Path, judged: pd.DataFrame, resends_too: bool = True
+) -> None:
+    """Each collision, each rejected send and (``resends_too``) each resend within the
+    horizon among ``judged`` alerted once, and nothing else."""
     raised = pd.read_json(alerts, lines=True)
     assert raised[["kind", "event_id"]].value_counts().max() == 1, "an alert was raised twice"
-    collided, resent = collisions(judged), resends(spark, judged)
+    collided = collisions(judged)
+    rejected = set(judged.index[judged["verdict"] == "rejected"])
     assert set(raised.loc[raised.kind == "collision", "event_id"]) == collided
-    assert set(raised.loc[raised.kind == "resend", "event_id"]) == resent
+    assert set(raised.loc[raised.kind == "rejected", "event_id"]) == rejected
     assert len(collided) > 10
-    assert len(resent) > 10
+    resent = resends(spark, judged) if resends_too else set()
+    assert set(raised.loc[raised.kind == "resend", "event_id"]) == resent
+    assert len(resent) > 10 or not resends_too
+    assert set(raised["kind"]) <= {"collision", "rejected", "resend"}
 
 
 def collisions(judged: pd.DataFrame) -> set[int]:

@@ -37,10 +37,11 @@ RECORDS: dict[Record, tuple[str, str]] = {
 }
 
 
-#: How the state on the executors lies in Spark's state store: 2, each key's anchor and the time
-#: of its timer one value (1: apart, two values read and written). A checkpoint laid out
-#: otherwise is refused (:func:`check_settings`): Spark would start it with every anchor gone.
-EXECUTORS_LAYOUT = 2
+#: How the state on the executors lies in Spark's state store: 3, each key's anchor (with its
+#: content, for the collision alerts) and the time of its timer one value (2: the same without
+#: the content; 1: anchor and timer apart). A checkpoint laid out otherwise is refused
+#: (:func:`check_settings`): Spark would not read its state.
+EXECUTORS_LAYOUT = 3
 
 
 @dataclass(frozen=True)

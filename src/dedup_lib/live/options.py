@@ -146,8 +146,8 @@ class StateOptions:
         executors, judged in one long-running streaming query
         (docs/decisions/live-state-executors.md; a Spark Connect server needs the judge's
         plugin: :mod:`dedup_lib.live.executors.connect`); it writes verdicts, quarantined
-        rows and lines and metrics, not yet alerts. A checkpoint keeps the mode it was
-        started with.
+        rows, lines, metrics and the collision and rejection alerts, not yet the resend
+        alerts. A checkpoint keeps the mode it was started with.
     memory : int, optional
         The most the driver's state may take in memory, in bytes; a micro-batch that could
         take it past is refused in a note that names ``executors``. Default: a quarter of
@@ -214,21 +214,19 @@ class WatchOptions:
         InputError
             A mode that is not ``driver`` or ``executors``; a memory budget that is not a
             positive number of bytes, or asked of the state on the executors (whose state
-            is Spark's, on disk); an alerts file asked of the state on the executors, which
-            writes none yet.
+            is Spark's, on disk).
 
         Examples
         --------
-        >>> from dedup_lib import ServeOptions, StateOptions, WatchOptions, WriteOptions
+        >>> from dedup_lib import ServeOptions, StateOptions, WatchOptions
         >>> WatchOptions(serving=ServeOptions(metrics="127.0.0.1:0")).check()
         >>> from dedup_lib.errors import InputError
-        >>> executors = WatchOptions(writing=WriteOptions(alerts="alerts.jsonl"),
-        ...                          state=StateOptions("executors"))
+        >>> executors = WatchOptions(state=StateOptions("executors", memory=2**30))
         >>> try:
         ...     executors.check()
         ... except InputError as refused:
-        ...     print(refused)
-        state 'executors' writes no alerts file yet: leave it out, or use --state driver
+        ...     print(str(refused).split(":")[0])
+        state 'executors' keeps its state in Spark's state store, not in the driver's memory
         """
         mode = self.state.mode
         if mode not in ("driver", "executors"):
@@ -242,8 +240,4 @@ class WatchOptions:
             raise InputError(
                 "state 'executors' keeps its state in Spark's state store, not in the driver's "
                 "memory: leave --state-memory out"
-            )
-        if self.writing.alerts is not None:
-            raise InputError(
-                "state 'executors' writes no alerts file yet: leave it out, or use --state driver"
             )

@@ -19,6 +19,7 @@ from dedup_lib.live.executors.query import (
     verdict_folder,
     verdicts_writer,
 )
+from dedup_lib.live.state.alerts import USED, alerts_of
 
 
 def test_figures_read_a_progress():
@@ -39,19 +40,33 @@ def test_figures_read_a_progress():
 
 
 @pytest.mark.spark
-def test_a_micro_batch_written_again_replaces_its_verdicts(spark, tmp_path):
+def test_a_micro_batch_written_again_replaces_its_verdicts_and_alerts(spark, tmp_path):
+    """Each send's content (``payload_hash``) against its original's: the duplicate of
+    other content (a collision) and the rejected send are the alerts' rows, in the alerts'
+    columns; the verdicts carry neither content of the original nor the flag."""
     answered = spark.createDataFrame(
-        [(1, "accepted", None, None, None, 7), (2, "late", None, None, 1_000, 7)],
-        "event_id long, verdict string, original_micros long, original_event_id long, "
-        "missed_ms long, __dedup_k0 long",
+        [
+            (1, "accepted", None, None, None, None, None, "a", 7),
+            (2, "late", None, None, None, 1_000, None, "b", 7),
+            (3, "duplicate", None, 2_000, 1, None, "a", "a", 7),
+            (4, "duplicate", None, 2_000, 1, None, "a", "z", 7),
+            (5, "rejected", "size", None, None, None, None, "c", 7),
+        ],
+        "event_id long, verdict string, reason string, original_micros long, "
+        "original_event_id long, missed_ms long, original_content string, payload_hash string, "
+        "__dedup_k0 long",
     )
-    out = str(tmp_path / "out")
+    out, alerts = str(tmp_path / "out"), str(tmp_path / "alerts")
     os.makedirs(out)
+    os.makedirs(alerts)
     told = []
-    write = verdicts_writer(out, lambda *said: told.append(said))
+    frame = verdict_columns(answered, "payload_hash")
+    kept = [c for c in frame.columns if c in USED]
+    write = verdicts_writer(out, lambda *said: told.append(said), alerts, kept)
     for _ in range(2):
-        write(verdict_columns(answered), 3)
+        write(frame, 3)
     assert sorted(os.listdir(out)) == ["batch-0000000003"]
+    assert sorted(os.listdir(alerts)) == ["batch-0000000003"]
     assert [said[:2] for said in told] == [(3, verdict_folder(out, 3))] * 2
     with open(os.path.join(verdict_folder(out, 3), SECONDS)) as seconds:
         assert float(seconds.read()) == pytest.approx(told[-1][2], abs=1e-5)
@@ -59,13 +74,24 @@ def test_a_micro_batch_written_again_replaces_its_verdicts(spark, tmp_path):
     assert written.columns == [
         "event_id",
         "verdict",
+        "reason",
+        "payload_hash",
         "original_send_time",
         "original_event_id",
         "missed_watermark",
     ]
     rows = written.selectExpr("event_id", "verdict", "unix_millis(missed_watermark) AS missed")
-    assert sorted(tuple(r) for r in rows.collect()) == [(1, "accepted", None), (2, "late", 1_000)]
+    assert sorted(tuple(r) for r in rows.collect())[:2] == [
+        (1, "accepted", None),
+        (2, "late", 1_000),
+    ]
     assert not glob.glob(os.path.join(out, ".*"))
+    raised = alerts_of(spark.read.parquet(verdict_folder(alerts, 3)).toArrow())
+    kinds = zip(raised["kind"].to_pylist(), raised["event_id"].to_pylist(), strict=True)
+    assert sorted(kinds) == [
+        ("collision", 4),
+        ("rejected", 5),
+    ]
 
 
 def test_the_writer_travels_to_a_python_without_dedup_lib(tmp_path):

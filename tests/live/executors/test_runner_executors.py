@@ -1,7 +1,7 @@
 """``watch_duplicates`` with the state on the executors, end to end: the incident sample landed
 and judged once, a restart with the same checkpoint judging nothing again and the rest when a
-later send moves the watermark, each send with the batch replay's verdict; what the mode does
-not do yet refused in a sentence; a checkpoint of the other mode refused."""
+later send moves the watermark, each send with the batch replay's verdict; a checkpoint of
+the other mode refused."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from dedup_lib import (
     DedupPolicy,
     StateOptions,
     WatchOptions,
-    WriteOptions,
     load_telemetry,
     sample_path,
     watch_duplicates,
@@ -104,14 +103,6 @@ def _assert_counts_the_verdicts(counted: dict[str, float], out) -> None:
     written = pd.read_parquet(out)["verdict"].value_counts().to_dict()
     got = {k.removeprefix("judged "): v for k, v in counted.items() if k.startswith("judged ")}
     assert {k: v for k, v in got.items() if v} == written
-
-
-def test_what_the_mode_does_not_do_yet_is_refused_in_a_sentence(tmp_path):
-    asked = WatchOptions(writing=WriteOptions(alerts="alerts.jsonl"), state=EXECUTORS.state)
-    refusal = r"executors' writes no alerts file yet: leave it out, or use --state driver"
-    with pytest.raises(InputError, match=refusal):
-        watch_duplicates(None, tmp_path, POLICY, out=tmp_path / "o", checkpoint=tmp_path / "c",
-                         options=asked)  # fmt: skip
 
 
 def test_a_checkpoint_of_the_driver_s_mode_is_refused(spark, tmp_path):

@@ -23,12 +23,14 @@ from collections import Counter as Tally
 from typing import TYPE_CHECKING
 
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import functions as F
 
 from dedup_lib.columns import column
 from dedup_lib.live.durable import read_json, remove, write_json
 from dedup_lib.live.output.lines import MINUTE_COLUMNS, BatchLine, StateSize
-from dedup_lib.live.output.totals import Totals
+from dedup_lib.live.output.totals import Totals, counted_by
+from dedup_lib.live.state.alerts import alerts_of
 from dedup_lib.rules.policy import DUPLICATE
 from dedup_lib.telemetry.quarantine import REASON
 
@@ -87,12 +89,24 @@ def loads_of(counts: dict[str, int], quarantine: DataFrame, notes: Tally[str]) -
     )
 
 
+def raised(spark: SparkSession, folder: str) -> pa.Table:
+    """The alerts of a micro-batch whose alerts' rows are in ``folder``
+    (:meth:`~dedup_lib.live.executors.query.ExecutorsQuery.alert_folder`), as the driver's
+    monitor raises them (:func:`~dedup_lib.live.state.alerts.alerts_of`): one Spark job."""
+    return alerts_of(spark.read.parquet(folder).toArrow())
+
+
 def counted_batch(
-    spark: SparkSession, batch: int, folder: str, labels: EntityLabels, now: float
+    spark: SparkSession,
+    batch: int,
+    folder: str,
+    labels: EntityLabels,
+    now: float,
+    alerts: pa.Table | None = None,
 ) -> tuple[BatchLine | None, Totals]:
     """Micro-batch ``batch``'s line (None when it answered nothing) and its totals at ``now``,
     from its verdicts in ``folder``, counted per minute of send time, entity and verdict by
-    one Spark job."""
+    one Spark job, and its ``alerts`` (:func:`raised`), by entity and kind."""
     verdict = column("verdict")
     counted = (
         spark.read.parquet(folder)
@@ -110,6 +124,9 @@ def counted_batch(
         sends[(labels.label(str(entity)), str(said or ""))] += int(n)
     judged = not counted.empty
     totals = Totals(sends=sends, batches=1, judged_at=now if judged else None, committed_at=now)
+    if alerts is not None:
+        totals.alerts = counted_by(alerts, "kind", labels)
+        totals.last_alert = dict.fromkeys(totals.alerts, now)
     if not judged:
         return None, totals
     counted["duplicates"] = counted["count"].where(counted["verdict"] == DUPLICATE, 0)
@@ -119,4 +136,4 @@ def counted_batch(
     minutes["minute"] = pd.to_datetime(minutes["minute"] * 60, unit="s", utc=True)
     minutes = minutes.astype({c: "int64" for c in MINUTE_COLUMNS[1:]})[MINUTE_COLUMNS]
     line = BatchLine(batch, minutes.reset_index(drop=True), state=StateSize(executors=True))
-    return line, totals
+    return (line if alerts is None else line.with_alerts(alerts)), totals

@@ -52,6 +52,8 @@ SEEN_AFTER = INTERNAL + "seen_after"
 #: watermark a late send missed (milliseconds); the original's event id keeps its name.
 ORIGINAL_MICROS = "original_micros"
 MISSED_MS = "missed_ms"
+#: The judge's column of a duplicate's original's content, beside the send's.
+ORIGINAL_CONTENT_OUT = "original_content"
 #: Spark's RocksDB state store: state on the executors' disks, in bounded memory.
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 #: Whether the state store counts its rows: on, each write first reads its key to keep the
@@ -70,7 +72,8 @@ STATE_SETTINGS = {
 }
 
 
-#: The columns the processor reads, in the order it takes their names.
+#: The columns the processor reads, in the order it takes their names (then the content's,
+#: when there is one).
 COLUMNS = (K0, K1, SEND_MICROS, WINDOW, "event_id", DECIDED, "verdict", SEEN_BEFORE, SEEN_AFTER)
 #: What a Connect server without the plugin answers, and the plugin of another version.
 _NO_PLUGIN, _OTHER_JAR = "NO_HANDLER_FOR_EXTENSION", "DEDUP_LIB_JAR_MISMATCH: "
@@ -121,7 +124,7 @@ def check_server(spark: SparkSession, jar: str | None = None, kind: str = TYPE_N
     probe = spark.createDataFrame([], ", ".join(map(" ".join, zip(COLUMNS, types, strict=True))))
     jar = jar or jar_name(SOURCES, JAR_PREFIX)
     try:
-        columns = judged_on_server(probe, COLUMNS, 0, jar, kind).columns
+        columns = judged_on_server(probe, (*COLUMNS, ""), 0, jar, kind).columns
     except Exception as exc:
         text = str(exc)
         if _NO_PLUGIN in text:
@@ -148,7 +151,7 @@ def stream_columns(keyed: Keyed) -> DataFrame:
     return frame
 
 
-def judged(sends: DataFrame, lateness: timedelta) -> DataFrame:
+def judged(sends: DataFrame, lateness: timedelta, content: str | None = None) -> DataFrame:
     """The verdicts of ``sends``, a stream of keyed sends (:func:`stream_columns`), judged on
     the executors with the watermark ``lateness`` behind the latest send time seen (on Spark
     Connect, by the server's plugin).
@@ -157,7 +160,9 @@ def judged(sends: DataFrame, lateness: timedelta) -> DataFrame:
     rest in the first micro-batch whose watermark reaches their time, or in the one that
     reads them when the watermark after it does (:data:`SEEN_AFTER`). The rows are the
     sends' columns with their ``verdict``, and :data:`ORIGINAL_MICROS`,
-    ``original_event_id`` and :data:`MISSED_MS`. The jar must be loaded (:func:`load`).
+    ``original_event_id``, :data:`MISSED_MS` and :data:`ORIGINAL_CONTENT_OUT` (the content,
+    the column ``content`` of the sends, of the send a duplicate's original is, for the
+    collision alerts). The jar must be loaded (:func:`load`).
     """
     spark = sends.sparkSession
     late_ms = lateness // timedelta(milliseconds=1)  # Spark's delay, and the judge's
@@ -167,8 +172,9 @@ def judged(sends: DataFrame, lateness: timedelta) -> DataFrame:
         .withWatermark(EVENT_TIME, delay)
         .drop(EVENT_TIME)
     )
+    names = (*COLUMNS, content or "")
     if is_connect(spark):
-        return judged_on_server(watermarked, COLUMNS, late_ms, jar_name(SOURCES, JAR_PREFIX))
+        return judged_on_server(watermarked, names, late_ms, jar_name(SOURCES, JAR_PREFIX))
     jvm: Any = spark._jvm
     # py4j finds classes through the calling thread's context loader, and ADD JAR set the
     # session's jar loader on the thread that ran it only: a monitor's loop runs in another.
@@ -177,4 +183,4 @@ def judged(sends: DataFrame, lateness: timedelta) -> DataFrame:
     monitor = jvm.dedup_lib.LiveMonitor
     from pyspark.sql import DataFrame
 
-    return DataFrame(monitor.apply(watermarked._jdf, *COLUMNS, late_ms), spark)
+    return DataFrame(monitor.apply(watermarked._jdf, *names, late_ms), spark)

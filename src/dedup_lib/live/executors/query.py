@@ -19,22 +19,25 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from dedup_lib.columns import INTERNAL, column
+from dedup_lib.columns import INTERNAL, KEYED_CONTENT, ORIGINAL_CONTENT, column
 from dedup_lib.live.executors.inbox import WRITE_OPTIONS, Inbox
 from dedup_lib.live.executors.processor import (
     MISSED_MS,
+    ORIGINAL_CONTENT_OUT,
     ORIGINAL_MICROS,
     STATE_SETTINGS,
     judged,
     load,
 )
+from dedup_lib.live.state.alerts import USED
+from dedup_lib.rules.policy import DUPLICATE, REJECTED
 from dedup_lib.spark import LOCAL_DEFAULTS, is_connect
 from dedup_lib.spark.connect import client_settings
 
@@ -46,6 +49,10 @@ if TYPE_CHECKING:
 #: The file in a micro-batch's folder of verdicts that holds the seconds it took to judge and
 #: write them.
 SECONDS = "_seconds"
+#: Whether a judged send raises an alert; with the send's content and its original's, the
+#: columns the stream carries beside the verdicts and writes only with the alerts' rows.
+ALERT = INTERNAL + "alert"
+HIDDEN = (ORIGINAL_CONTENT, KEYED_CONTENT, ALERT)
 
 
 #: The settings of the monitor's session its query's session takes over: the SQL ones that
@@ -64,46 +71,78 @@ def verdict_folder(out: str, batch: int) -> str:
     return os.path.join(out, f"batch-{batch:010d}")
 
 
-def verdict_columns(answered: DataFrame) -> DataFrame:
-    """The judged rows as the driver's monitor writes verdicts: the sends' columns without
-    the monitor's own, ``original_send_time``, ``original_event_id``, ``missed_watermark``."""
-    answers = (ORIGINAL_MICROS, "original_event_id", MISSED_MS)  # written below, as verdicts
+def verdict_columns(answered: DataFrame, content: str | None = None) -> DataFrame:
+    """The judged rows as the driver's monitor writes verdicts (the sends' columns without
+    the monitor's own, ``original_send_time``, ``original_event_id``, ``missed_watermark``),
+    then the hidden columns of :data:`HIDDEN`, for the alerts: the send's content (its column
+    ``content``; none without one), its original's, and whether it raises an alert, as the
+    driver's monitor raises them (:func:`dedup_lib.live.state.alerts.alerts_of`): a rejected
+    send, or a duplicate whose content is not its original's (a collision)."""
+    answers = (ORIGINAL_MICROS, "original_event_id", MISSED_MS, ORIGINAL_CONTENT_OUT)
     carried = [c for c in answered.columns if not c.startswith(INTERNAL) and c not in answers]
+    verdict, original = column("verdict"), column(ORIGINAL_CONTENT_OUT)
+    hidden = [original.alias(ORIGINAL_CONTENT)]
+    collided = F.lit(False)
+    if content is not None:
+        mine = column(content)
+        hidden.append(mine.alias(KEYED_CONTENT))
+        collided = (verdict == DUPLICATE) & ~mine.eqNullSafe(original)
     return answered.select(
         *(column(c) for c in carried),
         F.timestamp_micros(column(ORIGINAL_MICROS)).alias("original_send_time"),
         column("original_event_id"),
         F.timestamp_millis(column(MISSED_MS)).alias("missed_watermark"),
+        *hidden,
+        F.coalesce((verdict == REJECTED) | collided, F.lit(False)).alias(ALERT),
     )
 
 
 def verdicts_writer(
-    out: str, told: Callable[[int, str, float], None] | None = None
+    out: str,
+    told: Callable[[int, str, float], None] | None = None,
+    alerts: str | None = None,
+    kept: Sequence[str] = (),
 ) -> Callable[[DataFrame, int], None]:
-    """The ``foreachBatch`` function that writes micro-batch ``N``'s verdicts as
-    :func:`verdict_folder` ``(out, N)``, replacing any an earlier run of it wrote (one Spark
-    job), then tells ``told`` the micro-batch, its folder and the seconds it took. The
-    seconds are also written in the folder, as the text of :data:`SECONDS` (a name Parquet
+    """The ``foreachBatch`` function that writes micro-batch ``N``'s verdicts
+    (:func:`verdict_columns`, without :data:`HIDDEN`) as :func:`verdict_folder` ``(out,
+    N)``, replacing any an earlier run of it wrote, then tells ``told`` the micro-batch, its
+    folder and the seconds it took. Before them, with ``alerts``, the rows that raise an
+    alert, in their ``kept`` columns, are written alike in ``alerts``: the micro-batch is
+    cached for the two writes, as Spark advises, so that it is judged once. The seconds are
+    also written in the verdicts' folder, as the text of :data:`SECONDS` (a name Parquet
     readers skip), for a monitor that is not told (:meth:`ExecutorsQuery.written`).
 
     It calls nothing of ``dedup_lib``: on Spark Connect the server runs it, in a Python that
     may not have the library, and it travels pickled by value (``told`` must be None there).
     """
-    seconds_file = SECONDS
+    seconds_file, hidden, flag, columns = SECONDS, HIDDEN, ALERT, list(kept)
     options = dict(WRITE_OPTIONS)
 
-    def write(verdicts: DataFrame, batch: int) -> None:
-        started = time.monotonic()
-        target = os.path.join(out, f"batch-{batch:010d}")
-        partial = os.path.join(out, f".batch-{batch:010d}.part")
-        verdicts.write.options(**options).mode("overwrite").parquet(partial)
-        took = time.monotonic() - started
-        with open(os.path.join(partial, seconds_file), "w", encoding="utf-8") as written:
-            written.write(f"{took:.6f}\n")
+    def replace(frame: DataFrame, folder: str, batch: int, started: float | None) -> float:
+        target = os.path.join(folder, f"batch-{batch:010d}")
+        partial = os.path.join(folder, f".batch-{batch:010d}.part")
+        frame.write.options(**options).mode("overwrite").parquet(partial)
+        took = 0.0 if started is None else time.monotonic() - started
+        if started is not None:
+            with open(os.path.join(partial, seconds_file), "w", encoding="utf-8") as written:
+                written.write(f"{took:.6f}\n")
         shutil.rmtree(target, ignore_errors=True)
         os.replace(partial, target)
+        return took
+
+    def write(answered: DataFrame, batch: int) -> None:
+        started = time.monotonic()
+        if alerts is not None:
+            answered.persist()
+        try:
+            if alerts is not None:
+                replace(answered.where(answered[flag]).select(*columns), alerts, batch, None)
+            took = replace(answered.drop(*hidden), out, batch, started)
+        finally:
+            if alerts is not None:
+                answered.unpersist()
         if told is not None:
-            told(batch, target, took)
+            told(batch, os.path.join(out, f"batch-{batch:010d}"), took)
 
     return write
 
@@ -157,7 +196,9 @@ class ExecutorsQuery:
     are set on the query's session over
     :data:`~dedup_lib.live.executors.processor.STATE_SETTINGS`; ``on_written`` is called with
     each micro-batch's id, folder of verdicts and the seconds it took to judge and write them,
-    once they are written (in Spark's thread).
+    once they are written (in Spark's thread); ``content`` are the columns compared as
+    content (the collision alerts'). Each micro-batch's alerts' rows are written in
+    :meth:`alert_folder`.
     """
 
     def __init__(
@@ -171,8 +212,10 @@ class ExecutorsQuery:
         partitions: int | None = None,
         settings: Mapping[str, str] | None = None,
         on_written: Callable[[int, str, float], None] | None = None,
+        content: Sequence[str] = (),
     ) -> None:
         self.spark, self.root, self.out, self.lateness = spark, root, out, lateness
+        self.content = list(content)
         self.trigger, self.partitions, self.on_written = trigger, partitions, on_written
         self.settings = {**STATE_SETTINGS, **(settings or {})}
         self.inbox = Inbox(root)
@@ -237,6 +280,11 @@ class ExecutorsQuery:
                 found.append((batch, folder, seconds))
         return sorted(found)
 
+    def alert_folder(self, batch: int) -> str:
+        """Where micro-batch ``batch``'s alerts' rows are written (in the verdicts' columns,
+        with the contents compared)."""
+        return verdict_folder(os.path.join(self.root, "alerts"), batch)
+
     @property
     def told(self) -> bool:
         """bool: Whether ``on_written`` is called as each micro-batch is written: not on Spark
@@ -269,13 +317,26 @@ class ExecutorsQuery:
             .parquet(self.inbox.folder)
         )
         os.makedirs(self.out, exist_ok=True)
+        alerts = os.path.join(self.root, "alerts")
+        os.makedirs(alerts, exist_ok=True)
         told = self.on_written if self.told else None
+        content = _content_column(schema.names, self.content)
+        answered = verdict_columns(judged(sends, self.lateness, content), content)
+        kept = [c for c in answered.columns if c in USED]
         self.query = (
-            verdict_columns(judged(sends, self.lateness))
-            .writeStream.outputMode("append")
-            .foreachBatch(verdicts_writer(self.out, told))
+            answered.writeStream.outputMode("append")
+            .foreachBatch(verdicts_writer(self.out, told, alerts, kept))
             .option("checkpointLocation", os.path.join(self.root, "spark"))
             .trigger(processingTime=self.trigger)
             .queryName(f"dedup-watch-{os.path.basename(os.path.dirname(self.root)) or 'state'}")
             .start()
         )
+
+
+def _content_column(names: Sequence[str], content: Sequence[str]) -> str | None:
+    """The stream's column of the sends' content: the keyed content, else the one text
+    column compared as it is (:func:`~dedup_lib.live.intake.keyed.keyed_sends`); None when
+    no content is compared."""
+    if KEYED_CONTENT in names:
+        return KEYED_CONTENT
+    return content[0] if len(content) == 1 and content[0] in names else None

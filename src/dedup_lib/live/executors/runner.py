@@ -13,7 +13,9 @@ It has the driver's runner's face (:class:`dedup_lib.live.runner.Runner`: ``step
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
 import time
 from collections import Counter as Tally
 from datetime import timedelta
@@ -26,6 +28,7 @@ from dedup_lib.live.executors.query import ExecutorsQuery
 from dedup_lib.live.executors.staging import PlanIntake
 from dedup_lib.live.output.labels import EntityLabels
 from dedup_lib.live.output.lines import StateSize, Tell
+from dedup_lib.live.output.sink import AlertsFile
 from dedup_lib.live.state.judge import Clock
 
 if TYPE_CHECKING:
@@ -64,9 +67,15 @@ class ExecutorsRunner:
         #: Notes said since the last plan's loads were recorded, by kind.
         self.notes: Tally[str] = Tally()
         self.counted = self._restore()
-        self.query = ExecutorsQuery(
-            spark, root, folders.out, settings.lateness, trigger=trigger, on_written=self._told
+        self.alerts = (
+            AlertsFile(folders.alerts, os.path.join(root, "alerts.json"))
+            if folders.alerts
+            else None
         )
+        self.query = ExecutorsQuery(
+            spark, root, folders.out, settings.lateness, trigger=trigger,
+            on_written=self._told, content=settings.content,
+        )  # fmt: skip
         self.intake = PlanIntake(
             landing, settings.policy, settings.content, root, folders.quarantine
         )
@@ -149,15 +158,25 @@ class ExecutorsRunner:
         counted and recorded, counted by the metrics unless a record of it had been (a
         micro-batch Spark runs again after a restart), and its line told when it answered
         anything."""
-        spark = self.query.spark
-        line, counted = counts.counted_batch(spark, batch, folder, self.labels, time.time())
+        spark, now = self.query.spark, time.time()
+        raised = counts.raised(spark, self.query.alert_folder(batch))
+        line, counted = counts.counted_batch(spark, batch, folder, self.labels, now, raised)
+        if self.alerts is not None:
+            self.alerts.append(batch, raised)
         counts.record(self.root, counts.VERDICTS, batch, counted)
+        self._forget_alerts(batch)
         if self.metrics is not None and batch > self.counted:
             clock = Clock(self.lateness_ms, self._latest_ms())
             self.metrics.committed(counted, seconds, StateSize(executors=True), clock)
         self.counted = max(self.counted, batch)
         if line is not None:
             self.on_line(line)
+
+    def _forget_alerts(self, upto: int) -> None:
+        """The alerts' rows of the micro-batches up to ``upto`` gone, once counted."""
+        for folder in glob.glob(os.path.join(glob.escape(self.root), "alerts", "batch-*")):
+            if int(os.path.basename(folder).removeprefix("batch-")) <= upto:
+                shutil.rmtree(folder, ignore_errors=True)
 
     def _latest_ms(self) -> int | None:
         """The latest send time the watermark of the last finished micro-batch stands for."""

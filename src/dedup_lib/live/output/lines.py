@@ -6,6 +6,7 @@ alerts file)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -76,6 +77,16 @@ class StateSize:
         return told
 
 
+def alert_parts(alerts: pa.Table) -> tuple[list[dict[str, Any]], pd.DataFrame]:
+    """A micro-batch's ``alerts`` as its line holds them: the latest :data:`LATEST` (one
+    dict each, as the alerts file has them), and their count per minute and kind."""
+    kinds = pd.DataFrame(
+        {"minute": _minute(alerts["send_time"]), "kind": alerts["kind"].to_pandas()}
+    )
+    alerted = kinds.groupby(["minute", "kind"], dropna=False).size().reset_index(name="alerts")
+    return alerts.slice(max(0, alerts.num_rows - LATEST)).to_pylist(), alerted
+
+
 @dataclass
 class BatchLine:
     """What one micro-batch of verdicts held: its counts per minute of send time
@@ -97,12 +108,13 @@ class BatchLine:
             duplicates=pc.equal(verdicts["verdict"], DUPLICATE),
             late=pc.equal(verdicts["verdict"], "late"),
         )
-        kinds = pd.DataFrame(
-            {"minute": _minute(alerts["send_time"]), "kind": alerts["kind"].to_pandas()}
-        )
-        alerted = kinds.groupby(["minute", "kind"], dropna=False).size().reset_index(name="alerts")
-        latest = alerts.slice(max(0, alerts.num_rows - LATEST)).to_pylist()
+        latest, alerted = alert_parts(alerts)
         return cls(batch, minutes, latest, state, alerted)
+
+    def with_alerts(self, alerts: pa.Table) -> BatchLine:
+        """This line with ``alerts`` (the micro-batch's) in place of its own."""
+        latest, alerted = alert_parts(alerts)
+        return dataclasses.replace(self, found=latest, alerted=alerted)
 
     @property
     def judged(self) -> int:

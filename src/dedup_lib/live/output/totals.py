@@ -92,9 +92,9 @@ class Totals:
     ) -> Totals:
         """One micro-batch's counts at ``now``: its ``verdicts``, ``alerts``, ``refused``
         rows and the load's ``counts`` (``skipped``, ``read``), entities by their label."""
-        raised = _counted(alerts, "kind", labels)
+        raised = counted_by(alerts, "kind", labels)
         return cls(
-            sends=_counted(verdicts, "verdict", labels),
+            sends=counted_by(verdicts, "verdict", labels),
             alerts=raised,
             refused=_by_reason(refused),
             skipped=counts["skipped"],
@@ -110,8 +110,8 @@ def _later(a: float | None, b: float | None) -> float | None:
     return a if b is None else b if a is None else max(a, b)
 
 
-def _counted(table: pa.Table, by: str, labels: EntityLabels) -> Tally[tuple[str, str]]:
-    """Rows of ``table`` by (entity label, ``by``)."""
+def counted_by(table: pa.Table, by: str, labels: EntityLabels) -> Tally[tuple[str, str]]:
+    """Rows of ``table`` by (entity label, ``by``): sends by verdict, alerts by kind."""
     entity = table["entity"] if "entity" in table.column_names else pa.nulls(len(table))
     pairs = pa.table({"entity": pc.fill_null(entity.cast(pa.string()), ""), by: table[by]})
     counts = pairs.group_by(["entity", by]).aggregate([([], "count_all")]).to_pylist()

@@ -32,13 +32,13 @@ FIELDS = (
 
 
 #: The columns of the verdicts an alert is made of.
-_USED = {*FIELDS, "verdict", "reason", KEYED_CONTENT, ORIGINAL_CONTENT}
+USED = {*FIELDS, "verdict", "reason", KEYED_CONTENT, ORIGINAL_CONTENT}
 
 
 def alerts_of(answered: pa.Table) -> pa.Table:
     """The alerts in one micro-batch of verdicts (with content, if compared), in
     :data:`FIELDS`: rejected sends, then collisions."""
-    answered = answered.select([c for c in answered.column_names if c in _USED])
+    answered = answered.select([c for c in answered.column_names if c in USED])
     verdict = answered["verdict"]
     rejected = answered.filter(pc.fill_null(pc.equal(verdict, REJECTED), False))
     parts = [alert_table(rejected, REJECTED, _joined("refused: ", rejected["reason"]))]

@@ -51,8 +51,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * the key is handled.
  *
  * <p>Output: the send's columns with its verdict, then {@code original_micros}, {@code
- * original_event_id} (the duplicate's anchor) and {@code missed_ms} (the watermark a late send
- * missed).
+ * original_event_id} (the duplicate's anchor), {@code missed_ms} (the watermark a late send
+ * missed) and {@code original_content} (the anchor's content, for the collision alerts).
  */
 public final class LiveMonitor {
 
@@ -72,24 +72,29 @@ public final class LiveMonitor {
      * @param seenBefore latest send time (µs) of the files staged before this row's; may be
      *     absent from the input (a checkpoint staged without it): then Spark's watermark only
      * @param seenAfter the same, this row's file included
+     * @param content the send's content compared for collisions; may be absent (no content)
      * @param latenessMs the watermark's delay behind the latest send time, milliseconds
      */
     public static Dataset<Row> apply(
             Dataset<Row> input, String k0, String k1, String micros, String window,
             String eventId, String decided, String verdict, String seenBefore, String seenAfter,
-            long latenessMs) {
+            String content, long latenessMs) {
         StructType in = input.schema();
         StructType keys = new StructType().add(in.apply(k0)).add(in.apply(k1));
         DataType idType = in.apply(eventId).dataType();
+        int iContent = indexOr(in, content);
+        DataType contentType = iContent < 0 ? DataTypes.StringType : in.fields()[iContent].dataType();
         StructType out = in.add("original_micros", DataTypes.LongType, true)
                 .add("original_event_id", idType, true)
-                .add("missed_ms", DataTypes.LongType, true);
+                .add("missed_ms", DataTypes.LongType, true)
+                .add("original_content", contentType, true);
         KeyValueGroupedDataset<Row, Row> grouped =
                 input.groupBy(k0, k1).as(Encoders.row(keys), Encoders.row(in));
         Judge judge = new Judge(
                 in, idType, in.fieldIndex(micros), in.fieldIndex(window),
                 in.fieldIndex(eventId), in.fieldIndex(decided), in.fieldIndex(verdict),
-                indexOr(in, seenBefore), indexOr(in, seenAfter), latenessMs);
+                indexOr(in, seenBefore), indexOr(in, seenAfter), iContent, contentType,
+                latenessMs);
         return grouped.transformWithState(
                 judge, TimeMode.EventTime(), OutputMode.Append(), Encoders.row(out));
     }
@@ -141,19 +146,26 @@ public final class LiveMonitor {
         private final int iVerdict;
         private final int iBefore;
         private final int iAfter;
+        private final int iContent;
         private final long latenessMs;
         private transient ListState<Row> pending;
-        /** The key's anchor (time, window's end, event id; null when none) and its timer. */
+        /**
+         * The key's anchor (time, window's end, event id, content; null when none) and its
+         * timer.
+         */
         private transient ValueState<Row> held;
 
         Judge(StructType sends, DataType idType, int iMicros, int iWindow, int iEvent,
-                int iDecided, int iVerdict, int iBefore, int iAfter, long latenessMs) {
+                int iDecided, int iVerdict, int iBefore, int iAfter, int iContent,
+                DataType contentType, long latenessMs) {
             this.sends = sends;
             this.kept = new StructType()
                     .add("micros", DataTypes.LongType, true)
                     .add("closes", DataTypes.LongType, true)
                     .add("event_id", idType, true)
-                    .add("timer", DataTypes.LongType, true);
+                    .add("timer", DataTypes.LongType, true)
+                    .add("content", contentType, true);
+            this.iContent = iContent;
             this.iMicros = iMicros;
             this.iWindow = iWindow;
             this.iEvent = iEvent;
@@ -192,10 +204,10 @@ public final class LiveMonitor {
                 boolean known = !r.isNullAt(iMicros);
                 boolean decided = !r.isNullAt(iDecided) && r.getBoolean(iDecided);
                 if (known && r.getLong(iMicros) <= late) {
-                    out.add(answer(r, "late", null, null, lateMs));
+                    out.add(answer(r, "late", null, lateMs));
                 } else if (decided || !known) {
                     out.add(answer(r, r.isNullAt(iVerdict) ? null : r.getString(iVerdict),
-                            null, null, null));
+                            null, null));
                 } else {
                     (r.getLong(iMicros) <= w ? due : waiting).add(r);
                 }
@@ -294,13 +306,14 @@ public final class LiveMonitor {
                 return;
             }
             held.update(a == null
-                    ? RowFactory.create(null, null, null, t)
-                    : RowFactory.create(a.get(0), a.get(1), a.get(2), t));
+                    ? RowFactory.create(null, null, null, t, null)
+                    : RowFactory.create(a.get(0), a.get(1), a.get(2), t, a.get(4)));
         }
 
         /**
-         * The anchor {@code h} holds, null when none: {@code h} itself, whose first fields are
-         * an anchor's (time, window's end, event id), so the walk reads it without a copy.
+         * The anchor {@code h} holds, null when none: {@code h} itself, whose fields are an
+         * anchor's (time, window's end, event id, and at 4 its content), so the walk reads it
+         * without a copy.
          */
         private static Row anchorOf(Row h) {
             return h == null || h.isNullAt(0) ? null : h;
@@ -348,10 +361,12 @@ public final class LiveMonitor {
             for (Row p : due) {
                 long t = p.getLong(iMicros);
                 if (a != null && Anchor.catches(a.getLong(0), a.getLong(1), t)) {
-                    out.add(answer(p, "duplicate", a.getLong(0), a.get(2), null));
+                    out.add(answer(p, "duplicate", a, null));
                 } else {
-                    out.add(answer(p, "accepted", null, null, null));
-                    a = RowFactory.create(t, Anchor.closes(t, p.getLong(iWindow)), p.get(iEvent));
+                    out.add(answer(p, "accepted", null, null));
+                    Object content = iContent < 0 ? null : p.get(iContent);
+                    a = RowFactory.create(
+                            t, Anchor.closes(t, p.getLong(iWindow)), p.get(iEvent), null, content);
                 }
             }
             return a;
@@ -369,16 +384,23 @@ public final class LiveMonitor {
             return set;
         }
 
-        private Row answer(Row send, String verdict, Long originalMicros, Object originalId,
-                Long missedMs) {
+        /**
+         * The send's answer: its columns with {@code verdict}, then the time, event id and
+         * content of {@code original} (the anchor a duplicate met; null for none) and the
+         * watermark {@code missedMs} a late send missed.
+         */
+        private Row answer(Row send, String verdict, Row original, Long missedMs) {
             int n = send.length();
-            Object[] values = new Object[n + 3];
+            Object[] values = new Object[n + 4];
             for (int i = 0; i < n; i++) {
                 values[i] = send.get(i);
             }
             values[iVerdict] = verdict;
-            values[n] = originalMicros;
-            values[n + 1] = originalId;
+            if (original != null) {
+                values[n] = original.getLong(0);
+                values[n + 1] = original.get(2);
+                values[n + 3] = original.get(4);
+            }
             values[n + 2] = missedMs;
             return RowFactory.create(values);
         }

@@ -60,12 +60,12 @@ public final class LiveMonitorPlugin implements RelationPlugin {
             throw new IllegalArgumentException("dedup_lib's relation has no valid input", e);
         }
         List<ByteString> names = fields.getField(2).getLengthDelimitedList();
-        if (names.size() != 9) {
+        if (names.size() != 10) {
             throw new IllegalArgumentException(
-                    "dedup_lib's relation names " + names.size() + " columns, not 9");
+                    "dedup_lib's relation names " + names.size() + " columns, not 10");
         }
-        String[] c = new String[9];
-        for (int i = 0; i < 9; i++) {
+        String[] c = new String[10];
+        for (int i = 0; i < 10; i++) {
             c[i] = names.get(i).toStringUtf8();
         }
         List<Long> late = fields.getField(3).getVarintList();
@@ -73,7 +73,7 @@ public final class LiveMonitorPlugin implements RelationPlugin {
         LogicalPlan plan = planner.transformRelation(input);
         Dataset<Row> sends = org.apache.spark.sql.classic.Dataset.ofRows(planner.session(), plan);
         Dataset<Row> judged = LiveMonitor.apply(
-                sends, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], latenessMs);
+                sends, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], latenessMs);
         return Optional.of(((org.apache.spark.sql.classic.Dataset<Row>) judged).logicalPlan());
     }
 
