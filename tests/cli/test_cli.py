@@ -172,7 +172,15 @@ def test_help_documents_every_option_with_examples():
 
 #: What answering ``--help`` must not load: a typo or a question answers at once.
 HEAVY = ("pyspark", "pandas", "numpy", "pyarrow", "plotly", "ipywidgets", "anywidget")
-COMMANDS = ("simulate", "generate", "postmortem", "reconcile", "explore", "doctor")
+COMMANDS = (
+    "simulate",
+    "generate",
+    "postmortem",
+    "reconcile",
+    "explore",
+    "doctor",
+    "connect-options",
+)
 
 
 @pytest.mark.parametrize("argv", [["--help"], *([c, "--help"] for c in COMMANDS)], ids=str)

@@ -9,9 +9,6 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from dedup_lib.live.executors.connect import server_options
-from dedup_lib.live.executors.processor import jar_path
-
 
 def add_to(
     commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
@@ -34,5 +31,9 @@ def add_to(
 
 
 def run(args: argparse.Namespace) -> int:
+    # Here, not above: `dedup-lib --help` loads no Spark.
+    from dedup_lib.live.executors.connect import server_options
+    from dedup_lib.live.executors.processor import jar_path
+
     print(shlex.join(server_options(str(jar_path()))))
     return 0
