@@ -12,8 +12,9 @@ then, for each window, times in the same run and interleaved:
   beyond the trigger and the lateness, which the feed does not wait for);
 - **all at once**: ``watch_duplicates(once=True)`` over the F files from a fresh checkpoint;
 - **on the executors**: the files landed one at a time as above, with the state in Spark's
-  state store, driven as ``watch --state executors`` drives it (no alerts: it writes none
-  yet), each file's cost from landing to judged.
+  state store, driven as ``watch --state executors`` drives it (its collision and rejection
+  alerts' rows written, no resend alerts: it raises none yet), each file's cost from landing
+  to judged.
 
 Each monitor writes its verdicts, its alerts file and its checkpoint. Printed per window: the
 ratios to the batch replay (median over the rounds of the ratio within a round), the late
@@ -47,6 +48,7 @@ from pyspark.sql import functions as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import paired
 from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
+from dedup_lib.analysis.evidence import DEFAULT_CONTENT
 from dedup_lib.live.checkpoint import Folders
 from dedup_lib.live.executors.plans import PlanFeed, run_plans
 from dedup_lib.live.executors.query import ExecutorsQuery
@@ -60,6 +62,9 @@ from dedup_lib.telemetry.landing import open_landing
 from results_table import Figure, add_option, record, short_count
 
 LATENESS = "PT1M"
+#: What the monitors compare as content: the driver's default (``Evidence``), given to the
+#: executors' stream as ``watch`` gives it.
+CONTENT = [DEFAULT_CONTENT]
 WINDOWS = ("PT10M", "P1D")
 TARGET, FLAT = 3.0, 1.5
 #: The state on the executors against the batch replay at P1D (issue 71).
@@ -170,8 +175,9 @@ def on_the_executors(
     the ledger's plans staged by Spark (``PlanIntake``) and judged by the one streaming query
     in Spark's RocksDB state store, as ``watch --state executors`` drives them; each file
     renamed into the folder once the one before is judged to the last verdict its watermark
-    allows (a plan, a data micro-batch, the timers' micro-batch). It writes verdicts and the
-    quarantine, no alerts (the driver's mode also keeps its resend alerts). The time, each
+    allows (a plan, a data micro-batch, the timers' micro-batch). It writes verdicts, the
+    quarantine and the alerts' rows, its anchors holding the content the collisions compare
+    (no resend alerts, which the driver's mode also keeps). The time, each
     file's cost (landed to judged), and the bytes of the state store's checkpoint."""
     shutil.rmtree(scratch, ignore_errors=True)
     landed = os.path.join(scratch, "landing")
@@ -181,7 +187,9 @@ def on_the_executors(
     root = os.path.join(folders.checkpoint, "executors")
     costs: list[float] = []
     start = time.perf_counter()
-    query = ExecutorsQuery(spark, root, folders.out, parse_window(LATENESS), trigger="0.1 seconds")
+    query = ExecutorsQuery(
+        spark, root, folders.out, parse_window(LATENESS), trigger="0.1 seconds", content=CONTENT
+    )
     try:
         feed = None
         for i, file in enumerate(files):
@@ -189,7 +197,7 @@ def on_the_executors(
             _land(file, landed, i)
             if feed is None:
                 landing = open_landing(spark, landed)
-                intake = PlanIntake(landing, DedupPolicy(window), [], root, folders.quarantine)
+                intake = PlanIntake(landing, DedupPolicy(window), CONTENT, root, folders.quarantine)
                 reading = Reading(landing.format, settle=0.0)
                 feed = PlanFeed(landed, reading, folders, query, intake)
             run_plans(feed, once=True)

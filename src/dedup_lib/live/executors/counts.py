@@ -92,8 +92,15 @@ def loads_of(counts: dict[str, int], quarantine: DataFrame, notes: Tally[str]) -
 def raised(spark: SparkSession, folder: str) -> pa.Table:
     """The alerts of a micro-batch whose alerts' rows are in ``folder``
     (:meth:`~dedup_lib.live.executors.query.ExecutorsQuery.alert_folder`), as the driver's
-    monitor raises them (:func:`~dedup_lib.live.state.alerts.alerts_of`): one Spark job."""
+    monitor raises them (:func:`~dedup_lib.live.state.alerts.alerts_of`): one Spark job; none
+    when the micro-batch raised none (no folder)."""
+    if not os.path.isdir(folder):
+        return alerts_of(pa.table({c: pa.array([], pa.string()) for c in NONE_RAISED}))
     return alerts_of(spark.read.parquet(folder).toArrow())
+
+
+#: The columns of a micro-batch of verdicts that raised no alert, as :func:`raised` reads it.
+NONE_RAISED = ("verdict", "reason", "event_id")
 
 
 def counted_batch(

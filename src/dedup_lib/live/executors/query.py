@@ -106,9 +106,10 @@ def verdicts_writer(
     """The ``foreachBatch`` function that writes micro-batch ``N``'s verdicts
     (:func:`verdict_columns`, without :data:`HIDDEN`) as :func:`verdict_folder` ``(out,
     N)``, replacing any an earlier run of it wrote, then tells ``told`` the micro-batch, its
-    folder and the seconds it took. Before them, with ``alerts``, the rows that raise an
-    alert, in their ``kept`` columns, are written alike in ``alerts``: the micro-batch is
-    cached for the two writes, as Spark advises, so that it is judged once. The seconds are
+    folder and the seconds it took. With ``alerts``, the rows that raise an alert are
+    gathered while the verdicts are written (an observed metric of the same job: the
+    micro-batch is judged once, and not cached) and written alike in ``alerts``, in their
+    ``kept`` columns, before the verdicts are renamed in (none: no folder). The seconds are
     also written in the verdicts' folder, as the text of :data:`SECONDS` (a name Parquet
     readers skip), for a monitor that is not told (:meth:`ExecutorsQuery.written`).
 
@@ -118,31 +119,47 @@ def verdicts_writer(
     seconds_file, hidden, flag, columns = SECONDS, HIDDEN, ALERT, list(kept)
     options = dict(WRITE_OPTIONS)
 
-    def replace(frame: DataFrame, folder: str, batch: int, started: float | None) -> float:
+    def written(frame: DataFrame, folder: str, batch: int) -> tuple[str, str]:
         target = os.path.join(folder, f"batch-{batch:010d}")
         partial = os.path.join(folder, f".batch-{batch:010d}.part")
         frame.write.options(**options).mode("overwrite").parquet(partial)
-        took = 0.0 if started is None else time.monotonic() - started
-        if started is not None:
-            with open(os.path.join(partial, seconds_file), "w", encoding="utf-8") as written:
-                written.write(f"{took:.6f}\n")
+        return partial, target
+
+    def renamed(partial: str | None, target: str) -> None:
         shutil.rmtree(target, ignore_errors=True)
-        os.replace(partial, target)
-        return took
+        if partial is not None:
+            os.replace(partial, target)
 
     def write(answered: DataFrame, batch: int) -> None:
         started = time.monotonic()
+        verdicts: DataFrame = answered
+        observed: Any = None
         if alerts is not None:
-            answered.persist()
-        try:
-            if alerts is not None:
-                replace(answered.where(answered[flag]).select(*columns), alerts, batch, None)
-            took = replace(answered.drop(*hidden), out, batch, started)
-        finally:
-            if alerts is not None:
-                answered.unpersist()
+            if type(answered).__module__.startswith("pyspark.sql.connect"):
+                from pyspark.sql.connect.observation import Observation as OnServer
+
+                observed = OnServer(f"dedup-alerts-{batch}")
+            else:
+                from pyspark.sql.observation import Observation
+
+                observed = Observation(f"dedup-alerts-{batch}")
+            rows = F.collect_list(F.when(F.col(flag), F.struct(*columns)))
+            verdicts = answered.observe(observed, rows.alias("rows"))
+        partial, target = written(verdicts.drop(*hidden), out, batch)
+        if alerts is not None and observed is not None:
+            raised = observed.get["rows"]
+            found = None
+            if raised:
+                schema = answered.select(*columns).schema
+                rows_frame = answered.sparkSession.createDataFrame(raised, schema)
+                found = written(rows_frame.coalesce(1), alerts, batch)[0]
+            renamed(found, os.path.join(alerts, f"batch-{batch:010d}"))
+        took = time.monotonic() - started
+        with open(os.path.join(partial, seconds_file), "w", encoding="utf-8") as record:
+            record.write(f"{took:.6f}\n")
+        renamed(partial, target)
         if told is not None:
-            told(batch, os.path.join(out, f"batch-{batch:010d}"), took)
+            told(batch, target, took)
 
     return write
 
