@@ -318,10 +318,11 @@ class ExecutorsQuery:
         schema = self.inbox.schema
         if schema is None:
             return
-        session = self.spark.newSession()
-        # This session's own SQL settings first: a Connect server's new session starts from
-        # the server's (200 shuffle partitions, each a state store partition, where this
-        # session has a few).
+        # On Connect a clone (pyspark 4.1's Connect client has no newSession). This session's
+        # own SQL settings first: a Connect server's new session starts from the server's (200
+        # shuffle partitions, each a state store partition, where this session has a few).
+        spark: Any = self.spark
+        session = spark.cloneSession() if is_connect(spark) else spark.newSession()
         settings = {k: v for k in SESSION_SQL if (v := self.spark.conf.get(k, None)) is not None}
         settings.update(self.settings)
         if self.partitions is not None:
