@@ -71,6 +71,13 @@ def verdict_folder(out: str, batch: int) -> str:
     return os.path.join(out, f"batch-{batch:010d}")
 
 
+def batch_folders(folder: str) -> list[tuple[int, str]]:
+    """The micro-batches' folders in ``folder`` (:func:`verdict_folder`), each with its
+    micro-batch, in order; hidden ones (being written) left out."""
+    found = glob.glob(os.path.join(glob.escape(folder), "batch-*"))
+    return sorted((int(os.path.basename(f).removeprefix("batch-")), f) for f in found)
+
+
 def verdict_columns(answered: DataFrame, content: str | None = None) -> DataFrame:
     """The judged rows as the driver's monitor writes verdicts (the sends' columns without
     the monitor's own, ``original_send_time``, ``original_event_id``, ``missed_watermark``),
@@ -286,8 +293,7 @@ class ExecutorsQuery:
         and the seconds it took, oldest first: what a monitor on Spark Connect, whose server
         writes the verdicts without telling it, counts."""
         found = []
-        for folder in glob.glob(os.path.join(glob.escape(self.out), "batch-*")):
-            batch = int(os.path.basename(folder).removeprefix("batch-"))
+        for batch, folder in batch_folders(self.out):
             if batch > after:
                 try:
                     with open(os.path.join(folder, SECONDS), encoding="utf-8") as took:
@@ -295,12 +301,17 @@ class ExecutorsQuery:
                 except (OSError, ValueError):
                     seconds = 0.0  # written by a version that did not record it
                 found.append((batch, folder, seconds))
-        return sorted(found)
+        return found
+
+    @property
+    def alerts(self) -> str:
+        """The folder of the micro-batches' alerts' rows (:meth:`alert_folder`)."""
+        return os.path.join(self.root, "alerts")
 
     def alert_folder(self, batch: int) -> str:
         """Where micro-batch ``batch``'s alerts' rows are written (in the verdicts' columns,
         with the contents compared)."""
-        return verdict_folder(os.path.join(self.root, "alerts"), batch)
+        return verdict_folder(self.alerts, batch)
 
     @property
     def told(self) -> bool:
@@ -335,15 +346,14 @@ class ExecutorsQuery:
             .parquet(self.inbox.folder)
         )
         os.makedirs(self.out, exist_ok=True)
-        alerts = os.path.join(self.root, "alerts")
-        os.makedirs(alerts, exist_ok=True)
+        os.makedirs(self.alerts, exist_ok=True)
         told = self.on_written if self.told else None
         content = _content_column(schema.names, self.content)
         answered = verdict_columns(judged(sends, self.lateness, content), content)
         kept = [c for c in answered.columns if c in USED]
         self.query = (
             answered.writeStream.outputMode("append")
-            .foreachBatch(verdicts_writer(self.out, told, alerts, kept))
+            .foreachBatch(verdicts_writer(self.out, told, self.alerts, kept))
             .option("checkpointLocation", os.path.join(self.root, "spark"))
             .trigger(processingTime=self.trigger)
             .queryName(f"dedup-watch-{os.path.basename(os.path.dirname(self.root)) or 'state'}")

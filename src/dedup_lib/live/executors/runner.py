@@ -13,7 +13,6 @@ It has the driver's runner's face (:class:`dedup_lib.live.runner.Runner`: ``step
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import time
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING
 from dedup_lib.live.checkpoint import check_settings
 from dedup_lib.live.executors import counts
 from dedup_lib.live.executors.plans import PlanFeed
-from dedup_lib.live.executors.query import ExecutorsQuery
+from dedup_lib.live.executors.query import ExecutorsQuery, batch_folders
 from dedup_lib.live.executors.staging import PlanIntake
 from dedup_lib.live.output.labels import EntityLabels
 from dedup_lib.live.output.lines import StateSize, Tell
@@ -174,8 +173,8 @@ class ExecutorsRunner:
 
     def _forget_alerts(self, upto: int) -> None:
         """The alerts' rows of the micro-batches up to ``upto`` gone, once counted."""
-        for folder in glob.glob(os.path.join(glob.escape(self.root), "alerts", "batch-*")):
-            if int(os.path.basename(folder).removeprefix("batch-")) <= upto:
+        for batch, folder in batch_folders(self.query.alerts):
+            if batch <= upto:
                 shutil.rmtree(folder, ignore_errors=True)
 
     def _latest_ms(self) -> int | None:
