@@ -8,10 +8,13 @@ import os
 
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import functions as F
 
 from dedup_lib.columns import SEND_MICROS
 from dedup_lib.live.executors.inbox import Inbox
-from dedup_lib.live.executors.processor import SEEN_AFTER, SEEN_BEFORE
+from dedup_lib.live.executors.processor import SEEN_AFTER, SEEN_BEFORE, SPLIT_BYTES, STATE_SETTINGS
+
+SPLIT = "spark.sql.files.maxPartitionBytes"
 
 pytestmark = pytest.mark.spark
 
@@ -45,3 +48,23 @@ def test_plans_are_one_file_each_in_order_with_the_first_columns(spark, tmp_path
     assert [(r[SEEN_BEFORE], r[SEEN_AFTER]) for r in first_file] == [(None, 90)] * 2
     assert os.stat(inbox.file(1)).st_mtime_ns - os.stat(inbox.file(0)).st_mtime_ns >= 1_000_000
     assert not os.listdir(os.path.join(inbox.root, "staging"))
+
+
+def test_a_plan_is_written_in_row_groups_the_query_reads_apart(spark, tmp_path):
+    """A staged file larger than SPLIT_BYTES holds several row groups, and the query's
+    settings read it as as many tasks: its sends reach the state store from every core."""
+    inbox = Inbox(str(tmp_path / "executors"))
+    wide = spark.range(240_000).select(
+        F.col("id").alias("event_id"),
+        F.sha2(F.col("id").cast("string"), 256).alias("message_id"),
+        F.sha2(F.col("id").cast("string"), 512).alias("payload_hash"),
+        F.col("id").alias(SEND_MICROS),
+    )
+    path = inbox.stage(0, wide)
+    size, groups = os.path.getsize(path), pq.ParquetFile(path).metadata.num_row_groups
+    assert size > 2 * SPLIT_BYTES, size
+    assert groups >= size // SPLIT_BYTES >= 2, (size, groups)
+    session = spark.newSession()
+    session.conf.set("spark.sql.files.maxPartitionBytes", STATE_SETTINGS[SPLIT])
+    tasks = session.read.parquet(path).select(F.spark_partition_id().alias("task"))
+    assert tasks.distinct().count() == groups

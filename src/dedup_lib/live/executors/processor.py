@@ -62,8 +62,14 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 #: docs/decisions/live-state-executors.md). The count is a metric only: off, progress reports
 #: ``numRowsTotal`` 0.
 TRACK_ROWS = "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows"
+#: The bytes of a staged file's row groups (:mod:`~dedup_lib.live.executors.inbox`) and of a
+#: split of the query's reads: a plan's file is one, and read whole it is one task, on one
+#: core, up to the shuffle; split by its row groups, the sends reach the state store from
+#: every core (a micro-batch of 1 M sends of the day scenario is a 110 MB file: 7 tasks).
+SPLIT_BYTES = 16 * 1024 * 1024
 #: The settings the streaming query's own session runs with.
 STATE_SETTINGS = {
+    "spark.sql.files.maxPartitionBytes": str(SPLIT_BYTES),
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
