@@ -1,6 +1,7 @@
 """The streaming query's parts without a stream: a progress read as figures, a micro-batch's
 verdicts written again replacing, never adding to, the first, and the function that writes
-them loaded where ``dedup_lib`` is not installed (a Spark Connect server's Python)."""
+them loaded where ``dedup_lib`` is not installed (a Spark Connect server's Python), and the
+micro-batches written looked for after the last counted."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from dedup_lib.live.executors.query import (
     verdict_columns,
     verdict_folder,
     verdicts_writer,
+    written_since,
 )
 from dedup_lib.live.state.alerts import USED, alerts_of
 
@@ -115,3 +117,18 @@ def test_the_writer_travels_to_a_python_without_dedup_lib(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "no dedup_lib"
+
+
+def test_the_micro_batches_written_are_those_after_the_last_counted(tmp_path):
+    out = str(tmp_path)
+    for batch, seconds in ((0, "1.5"), (1, "2.25"), (2, "junk"), (4, "9")):
+        os.makedirs(verdict_folder(out, batch))
+        with open(os.path.join(verdict_folder(out, batch), SECONDS), "w") as took:
+            took.write(seconds)
+    os.makedirs(os.path.join(out, ".batch-0000000003.part"))  # being written
+    assert written_since(out, 0) == [
+        (1, verdict_folder(out, 1), 2.25),
+        (2, verdict_folder(out, 2), 0.0),
+    ]
+    assert written_since(out, 2) == []  # 3 not yet there: 4 waits for it
+    assert written_since(out, -1)[0] == (0, verdict_folder(out, 0), 1.5)

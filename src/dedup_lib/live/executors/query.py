@@ -78,6 +78,35 @@ def batch_folders(folder: str) -> list[tuple[int, str]]:
     return sorted((int(os.path.basename(f).removeprefix("batch-")), f) for f in found)
 
 
+def written_since(out: str, after: int) -> list[tuple[int, str, float]]:
+    """The micro-batches after ``after`` whose verdicts are written in ``out``, each with its
+    folder and the seconds it took (its :data:`SECONDS`), oldest first. Spark numbers its
+    micro-batches one after another and writes each folder whole before the next starts, so
+    they are looked for from ``after + 1`` on, up to the first not there: a look costs the
+    new micro-batches, not the weeks of folders before them.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = tempfile.mkdtemp()
+    >>> for batch in (0, 1, 2):
+    ...     os.makedirs(verdict_folder(out, batch))
+    >>> [batch for batch, _, _ in written_since(out, 0)]
+    [1, 2]
+    """
+    found = []
+    batch = after + 1
+    while os.path.isdir(folder := verdict_folder(out, batch)):
+        try:
+            with open(os.path.join(folder, SECONDS), encoding="utf-8") as took:
+                seconds = float(took.read())
+        except (OSError, ValueError):
+            seconds = 0.0  # written by a version that did not record it
+        found.append((batch, folder, seconds))
+        batch += 1
+    return found
+
+
 def verdict_columns(answered: DataFrame, content: str | None = None) -> DataFrame:
     """The judged rows as the driver's monitor writes verdicts (the sends' columns without
     the monitor's own, ``original_send_time``, ``original_event_id``, ``missed_watermark``),
@@ -289,19 +318,10 @@ class ExecutorsQuery:
         return int(datetime.fromisoformat(mark.replace("Z", "+00:00")).timestamp() * 1000)
 
     def written(self, after: int) -> list[tuple[int, str, float]]:
-        """The micro-batches after ``after`` whose verdicts are written, each with its folder
-        and the seconds it took, oldest first: what a monitor on Spark Connect, whose server
-        writes the verdicts without telling it, counts."""
-        found = []
-        for batch, folder in batch_folders(self.out):
-            if batch > after:
-                try:
-                    with open(os.path.join(folder, SECONDS), encoding="utf-8") as took:
-                        seconds = float(took.read())
-                except (OSError, ValueError):
-                    seconds = 0.0  # written by a version that did not record it
-                found.append((batch, folder, seconds))
-        return found
+        """The micro-batches after ``after`` whose verdicts are written
+        (:func:`written_since`): what a monitor on Spark Connect, whose server writes the
+        verdicts without telling it, counts."""
+        return written_since(self.out, after)
 
     @property
     def alerts(self) -> str:
