@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
 from dedup_lib.columns import INTERNAL, KEYED_CONTENT, ORIGINAL_CONTENT, column
@@ -142,10 +143,12 @@ def verdicts_writer(
     """The ``foreachBatch`` function that writes micro-batch ``N``'s verdicts
     (:func:`verdict_columns`, without :data:`HIDDEN`) as :func:`verdict_folder` ``(out,
     N)``, replacing any an earlier run of it wrote, then tells ``told`` the micro-batch, its
-    folder and the seconds it took. With ``alerts``, the rows that raise an alert are
-    gathered while the verdicts are written (an observed metric of the same job: the
-    micro-batch is judged once, and not cached) and written alike in ``alerts``, in their
-    ``kept`` columns, before the verdicts are renamed in (none: no folder). The seconds are
+    folder and the seconds it took. With ``alerts``, the rows that raise an alert are written
+    alike in ``alerts``, in their ``kept`` columns, before the verdicts are renamed in (none:
+    no folder): the micro-batch is kept on the executors (in memory, else on their disks)
+    for the two writes, so that it is judged once and none of its rows comes to the driver
+    (a reused id can raise a hundred thousand collisions in a micro-batch); the alerts are
+    counted, one number, while the verdicts are written. The seconds are
     also written in the verdicts' folder, as the text of :data:`SECONDS` (a name Parquet
     readers skip), for a monitor that is not told (:meth:`ExecutorsQuery.written`).
 
@@ -168,28 +171,29 @@ def verdicts_writer(
 
     def write(answered: DataFrame, batch: int) -> None:
         started = time.monotonic()
-        verdicts: DataFrame = answered
-        observed: Any = None
-        if alerts is not None:
-            if type(answered).__module__.startswith("pyspark.sql.connect"):
-                from pyspark.sql.connect.observation import Observation as OnServer
+        if alerts is None:
+            partial, target = written(answered.drop(*hidden), out, batch)
+        else:
+            # Kept on the executors for its two writes: judged once, no row to the driver.
+            answered = answered.persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                if type(answered).__module__.startswith("pyspark.sql.connect"):
+                    from pyspark.sql.connect.observation import Observation as OnServer
 
-                observed = OnServer(f"dedup-alerts-{batch}")
-            else:
-                from pyspark.sql.observation import Observation
+                    observed: Any = OnServer(f"dedup-alerts-{batch}")
+                else:
+                    from pyspark.sql.observation import Observation
 
-                observed = Observation(f"dedup-alerts-{batch}")
-            rows = F.collect_list(F.when(F.col(flag), F.struct(*columns)))
-            verdicts = answered.observe(observed, rows.alias("rows"))
-        partial, target = written(verdicts.drop(*hidden), out, batch)
-        if alerts is not None and observed is not None:
-            raised = observed.get["rows"]
-            found = None
-            if raised:
-                schema = answered.select(*columns).schema
-                rows_frame = answered.sparkSession.createDataFrame(raised, schema)
-                found = written(rows_frame.coalesce(1), alerts, batch)[0]
-            renamed(found, os.path.join(alerts, f"batch-{batch:010d}"))
+                    observed = Observation(f"dedup-alerts-{batch}")
+                counted = answered.observe(observed, F.count_if(F.col(flag)).alias("rows"))
+                partial, target = written(counted.drop(*hidden), out, batch)
+                found = None
+                if observed.get["rows"]:
+                    rows = answered.where(F.col(flag)).select(*columns).coalesce(1)
+                    found = written(rows, alerts, batch)[0]
+                renamed(found, os.path.join(alerts, f"batch-{batch:010d}"))
+            finally:
+                answered.unpersist()
         took = time.monotonic() - started
         with open(os.path.join(partial, seconds_file), "w", encoding="utf-8") as record:
             record.write(f"{took:.6f}\n")
