@@ -65,6 +65,6 @@ def test_a_plan_is_written_in_row_groups_the_query_reads_apart(spark, tmp_path):
     assert size > 2 * SPLIT_BYTES, size
     assert groups >= size // SPLIT_BYTES >= 2, (size, groups)
     session = spark.newSession()
-    session.conf.set("spark.sql.files.maxPartitionBytes", STATE_SETTINGS[SPLIT])
+    session.conf.set(SPLIT, STATE_SETTINGS[SPLIT])
     tasks = session.read.parquet(path).select(F.spark_partition_id().alias("task"))
     assert tasks.distinct().count() == groups
