@@ -12,9 +12,8 @@ then, for each window, times in the same run and interleaved:
   beyond the trigger and the lateness, which the feed does not wait for);
 - **all at once**: ``watch_duplicates(once=True)`` over the F files from a fresh checkpoint;
 - **on the executors**: the files landed one at a time as above, with the state in Spark's
-  state store, driven as ``watch --state executors`` drives it (its collision and rejection
-  alerts' rows written, no resend alerts: it raises none yet), each file's cost from landing
-  to judged.
+  state store, driven as ``watch --state executors`` drives it (its alerts' rows written, its
+  resends paired by the second query), each file's cost from landing to judged and paired.
 
 Each monitor writes its verdicts, its alerts file and its checkpoint. Printed per window: the
 ratios to the batch replay (median over the rounds of the ratio within a round), the late
@@ -52,6 +51,7 @@ from dedup_lib.analysis.evidence import DEFAULT_CONTENT
 from dedup_lib.live.checkpoint import Folders
 from dedup_lib.live.executors.plans import PlanFeed, run_plans
 from dedup_lib.live.executors.query import ExecutorsQuery
+from dedup_lib.live.executors.resends import ResendsQuery, copies_writer
 from dedup_lib.live.executors.staging import PlanIntake
 from dedup_lib.live.landing.ledger import Reading
 from dedup_lib.live.options import ReadOptions, WatchOptions, WriteOptions
@@ -65,6 +65,8 @@ LATENESS = "PT1M"
 #: What the monitors compare as content: the driver's default (``Evidence``), given to the
 #: executors' stream as ``watch`` gives it.
 CONTENT = [DEFAULT_CONTENT]
+#: The resends' horizon, the monitor's default.
+HORIZON = parse_window("PT1H")
 WINDOWS = ("PT10M", "P1D")
 TARGET, FLAT = 3.0, 1.5
 #: The state on the executors against the batch replay at P1D (issue 71).
@@ -176,9 +178,10 @@ def on_the_executors(
     in Spark's RocksDB state store, as ``watch --state executors`` drives them; each file
     renamed into the folder once the one before is judged to the last verdict its watermark
     allows (a plan, a data micro-batch, the timers' micro-batch). It writes verdicts, the
-    quarantine and the alerts' rows, its anchors holding the content the collisions compare
-    (no resend alerts, which the driver's mode also keeps). The time, each
-    file's cost (landed to judged), and the bytes of the state store's checkpoint."""
+    quarantine and the alerts' rows, its anchors holding the content the collisions compare,
+    and its accepted copies for the resends' query, which pairs them (as the driver's mode
+    pairs its resends). The time, each file's cost (landed to judged and paired), and the
+    bytes of the state stores' checkpoints."""
     shutil.rmtree(scratch, ignore_errors=True)
     landed = os.path.join(scratch, "landing")
     os.makedirs(landed)
@@ -187,9 +190,12 @@ def on_the_executors(
     root = os.path.join(folders.checkpoint, "executors")
     costs: list[float] = []
     start = time.perf_counter()
+    copies = copies_writer(os.path.join(root, "resends", "inbox"))
     query = ExecutorsQuery(
-        spark, root, folders.out, parse_window(LATENESS), trigger="0.1 seconds", content=CONTENT
-    )
+        spark, root, folders.out, parse_window(LATENESS), trigger="0.1 seconds", content=CONTENT,
+        copies=copies,
+    )  # fmt: skip
+    resends: ResendsQuery | None = None
     try:
         feed = None
         for i, file in enumerate(files):
@@ -201,15 +207,24 @@ def on_the_executors(
                 reading = Reading(landing.format, settle=0.0)
                 feed = PlanFeed(landed, reading, folders, query, intake)
             run_plans(feed, once=True)
+            if resends is None and query.inbox.schema is not None:
+                resends = ResendsQuery(
+                    spark, root, query.inbox.schema, HORIZON, parse_window(LATENESS),
+                    trigger="0.1 seconds",
+                )  # fmt: skip
+            if resends is not None:
+                resends.settle()
             costs.append(time.perf_counter() - began)
         figures = query.figures()
     finally:
         query.stop()
+        if resends is not None:
+            resends.stop()
     elapsed = time.perf_counter() - start
     dropped = sum(f.dropped for f in figures)
     assert dropped == 0, f"Spark dropped {dropped} sends behind the watermark"
-    state = os.path.join(root, "spark", "state")
-    disk = sum(p.stat().st_size for p in Path(state).rglob("*") if p.is_file())
+    states = [os.path.join(root, "spark", "state"), os.path.join(root, "resends", "spark", "state")]
+    disk = sum(p.stat().st_size for s in states for p in Path(s).rglob("*") if p.is_file())
     return elapsed, costs, disk
 
 

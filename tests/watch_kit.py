@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pyspark.sql import functions as F
 
 from collector_kit import Collector
-from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, sample_path
+from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry, missed_resends, sample_path
 from dedup_lib.spark import to_pandas
 from metrics_kit import summed
 
@@ -125,8 +126,9 @@ def judged(out: Path) -> int:
 
 def load_expected(spark, whole: Path, command: list[str]) -> dict:
     """The batch replay's verdicts over the lines exported, with the policy of ``command``
-    (``dedup-lib watch``'s), and the sends that wait for a watermark beyond the last (those
-    the rules alone decide do not wait)."""
+    (``dedup-lib watch``'s), the sends that wait for a watermark beyond the last (those
+    the rules alone decide do not wait), and the resends among the others (each with the
+    copy before it) by the content ``command`` compares, if it names one."""
     window = command[command.index("--window") + 1]
     lateness = pd.Timedelta(command[command.index("--lateness") + 1]).value // 1000
     policy = DedupPolicy(window, partitioning="--partitioning" in command)
@@ -137,7 +139,17 @@ def load_expected(spark, whole: Path, command: list[str]) -> dict:
     watermark = (int(micros.max()) // 1000 * 1000) - lateness
     decided = (verdicts["verdict"] == "rejected") | verdicts["reason"].notna()
     waiting = set(verdicts.index[(micros > watermark) & ~decided])
-    return {"verdicts": verdicts, "waiting": waiting, "due": len(verdicts) - len(waiting)}
+    # The resends among the sends due, by the content compared (``--content``), within the
+    # monitor's default horizon (an hour)
+    resent: dict[Any, Any] = {}
+    if "--content" in command:
+        content = command[command.index("--content") + 1]
+        due = detect_duplicates(valid, policy).where(~F.col("event_id").isin(list(waiting)))
+        copies = missed_resends(due, content).where("delay <= 3600")
+        pairs = to_pandas(copies.select("event_id", "previous_event_id"))
+        resent = dict(pairs.itertuples(index=False, name=None))
+    return {"verdicts": verdicts, "waiting": waiting, "due": len(verdicts) - len(waiting),
+            "resent": resent}  # fmt: skip
 
 
 def assert_judged_once(out: Path, expected: dict) -> pd.DataFrame:
@@ -155,8 +167,8 @@ def assert_judged_once(out: Path, expected: dict) -> pd.DataFrame:
 
 def assert_judged_and_alerted_once(out: Path, alerts: Path, expected: dict, counted: dict) -> None:
     """Every send due judged once, with the batch replay's verdict; every alert in the alerts
-    file once, on a whole line; the counters, restored from the checkpoint at the restart,
-    count every send and every alert once."""
+    file once, on a whole line, the resends those the batch analysis finds; the counters,
+    restored from the checkpoint at the restart, count every send and every alert once."""
     got = assert_judged_once(out, expected)
     text = alerts.read_text()
     raised = [json.loads(line) for line in text.splitlines()]  # a cut line would not parse
@@ -168,3 +180,8 @@ def assert_judged_and_alerted_once(out: Path, alerts: Path, expected: dict, coun
     for verdict, count in got["verdict"].value_counts().items():
         assert summed(counted, "dedup_sends_judged_total", verdict=verdict) == count
     assert summed(counted, "dedup_alerts_total", kind="rejected") == rejected
+    resent = {
+        str(a["event_id"]): str(a["original_event_id"]) for a in raised if a["kind"] == "resend"
+    }
+    assert resent == {str(k): str(v) for k, v in expected["resent"].items()}
+    assert summed(counted, "dedup_alerts_total", kind="resend") == len(resent)

@@ -1,7 +1,8 @@
 """``dedup-lib watch --state executors`` as a service manager runs it: beside a rotating Collector,
 killed with SIGKILL at a random moment while lines come, started again on its checkpoint, then
 stopped with SIGTERM, which exits 0. Every send is judged once, with the batch replay's
-verdict, every alert (the sample's rejected sends) written once in the alerts file, and each
+verdict, every alert (the sample's rejected sends; its retries with a new MessageId in the
+same trace, resends by ``--content trace_id``) written once in the alerts file, and each
 counted once by its metrics; what it listens on is on loopback. Spark's state
 store and its checkpoint go on where the kill left them, and a micro-batch Spark runs again
 replaces its verdicts and its record of counts."""
@@ -42,6 +43,7 @@ def test_killed_and_started_again_it_judges_every_send_once(spark, tmp_path):
     command = [
         sys.executable, "-m", "dedup_lib", "watch", str(feed.landing), "--format", "otlp",
         "--window", "PT10M", "--lateness", "PT1M", "--state", "executors", "--every", "1",
+        "--content", "trace_id",
         "--out", str(out), "--checkpoint", str(tmp_path / "ck"),
         "--alerts", str(tmp_path / "alerts.jsonl"), "--metrics", f"127.0.0.1:{port}",
     ]  # fmt: skip
@@ -58,6 +60,7 @@ def test_killed_and_started_again_it_judges_every_send_once(spark, tmp_path):
     whole = tmp_path / "whole.jsonl"
     whole.write_bytes(b"\n".join(feed.lines) + b"\n")
     expected = load_expected(spark, whole, command)
+    assert len(expected["resent"]) > 100, "the feed must hold resends to alert"
     errors = tmp_path / "restarted.stderr"
     with running(command, errors) as (restarted, printed):
         due = expected["due"]

@@ -216,8 +216,8 @@ def add_to(
         choices=("driver", "executors"),
         default="driver",
         help="where the state is kept: the driver's memory, or Spark's state store on the "
-        "executors, judged by one streaming query (no resend alerts yet; a Spark Connect "
-        "server needs the options dedup-lib connect-options prints) (default: driver)",
+        "executors, judged by a streaming query (a Spark Connect server needs the options "
+        "dedup-lib connect-options prints) (default: driver)",
     )
     cmd.add_argument(
         "--state-memory",

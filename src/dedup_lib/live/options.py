@@ -146,8 +146,9 @@ class StateOptions:
         executors, judged in one long-running streaming query
         (docs/decisions/live-state-executors.md; a Spark Connect server needs the judge's
         plugin: :mod:`dedup_lib.live.executors.connect`); it writes verdicts, quarantined
-        rows, lines, metrics and the collision and rejection alerts, not yet the resend
-        alerts. A checkpoint keeps the mode it was started with.
+        rows, lines, metrics and the alerts, the resends paired by a second query
+        (:mod:`dedup_lib.live.executors.resends`). A checkpoint keeps the mode it was
+        started with.
     memory : int, optional
         The most the driver's state may take in memory, in bytes; a micro-batch that could
         take it past is refused in a note that names ``executors``. Default: a quarter of

@@ -1,7 +1,7 @@
 """``watch_duplicates`` with the state on the executors, end to end: the incident sample landed
 and judged once, a restart with the same checkpoint judging nothing again and the rest when a
-later send moves the watermark, each send with the batch replay's verdict; a checkpoint of
-the other mode refused."""
+later send moves the watermark, each send with the batch replay's verdict, the resends
+counted those the batch analysis finds; a checkpoint of the other mode refused."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from dedup_lib import (
     StateOptions,
     WatchOptions,
     load_telemetry,
+    missed_resends,
     sample_path,
     watch_duplicates,
 )
@@ -84,6 +85,13 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
     _assert_counts_the_verdicts(_counted(last), tmp_path / "out")
     got = answers(verdicts(spark, str(tmp_path)))
     assert got == replayed(load_telemetry(spark, str(landing / "incident.parquet")).valid, POLICY)
+    # the resends, paired by a query of their own (payload_hash compared, within an hour)
+    judged = spark.read.parquet(*map(str, sorted((tmp_path / "out").glob("batch-*"))))
+    resent = missed_resends(judged).where("delay <= 3600").count()
+    table = last.counters()
+    alerts = table[table["metric"] == "dedup_alerts_total"]
+    resends = alerts[alerts["labels"].str.contains("kind=resend")]["value"].sum()
+    assert resends == resent > 100
 
 
 def _counted(watch) -> dict[str, float]:

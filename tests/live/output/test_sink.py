@@ -58,3 +58,20 @@ def test_a_crashed_append_s_lines_are_cut_before_the_next(tmp_path: Path) -> Non
         out.write(b'{"why": "b"}\n{"why": "cut')
     alerts.append(1, _alerts("b"))
     assert _said(path) == ["a", "b"]
+
+
+def test_two_numberings_append_to_one_file_each_once(tmp_path: Path) -> None:
+    """The judge's micro-batches and the resends' query's, each skipped when appended before,
+    and a crashed append of either cut before the next."""
+    path = tmp_path / "alerts.jsonl"
+    alerts = AlertsFile(str(path), str(tmp_path / "alerts.json"))
+    alerts.append(3, _alerts("judged 3"))
+    alerts.append(0, _alerts("resends 0"), stream="resends")
+    alerts.append(3, _alerts("judged 3"))
+    alerts.append(0, _alerts("resends 0"), stream="resends")
+    with path.open("ab") as out:  # the resends' micro-batch 1 appended, killed before its mark
+        out.write(b'{"why": "resends 1"}\n')
+    alerts.append(4, _alerts("judged 4"))
+    alerts.append(1, _alerts("resends 1"), stream="resends")
+    assert alerts.appended == 4
+    assert _said(path) == ["judged 3", "resends 0", "judged 4", "resends 1"]

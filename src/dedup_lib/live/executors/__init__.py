@@ -1,5 +1,6 @@
 """The live monitor's state on the executors: Spark's state store instead of the driver's
-index (docs/decisions/live-state-executors.md), in one long-running streaming query.
+index (docs/decisions/live-state-executors.md), in one long-running streaming query, and a
+second one beside it for the resends.
 
 - :mod:`~dedup_lib.live.executors.processor`: the judge, a JVM ``transformWithState``
   processor compiled on first use, and the stream's columns.
@@ -11,6 +12,8 @@ index (docs/decisions/live-state-executors.md), in one long-running streaming qu
   one of Spark's micro-batches.
 - :mod:`~dedup_lib.live.executors.query`: the streaming query, its verdicts written once per
   micro-batch, and its figures.
+- :mod:`~dedup_lib.live.executors.resends`: the resends' query, pairing each micro-batch's
+  accepted copies of contents in a state of its own, keyed by content.
 - :mod:`~dedup_lib.live.executors.plans`: the ledger's plans fed to the query, each once.
 - :mod:`~dedup_lib.live.executors.counts`: what the loads and the verdicts counted, recorded in
   the checkpoint for the metrics and a restart.

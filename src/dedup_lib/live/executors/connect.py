@@ -28,6 +28,9 @@ PLUGIN_CLASS = "dedup_lib.LiveMonitorPlugin"
 RELATIONS = "spark.connect.extensions.relation.classes"
 #: The message the relation carries; the plugin answers an ``Any`` of this type only.
 TYPE_NAME = "dedup_lib.LiveMonitorRelation"
+#: The message of the resends' relation (:mod:`~dedup_lib.live.executors.resends`), whose
+#: third field is the horizon in microseconds.
+RESENDS_TYPE = "dedup_lib.ResendMonitorRelation"
 
 
 def server_options(jar: str) -> list[str]:
@@ -48,7 +51,9 @@ def judged_on_server(
 ) -> DataFrame:
     """``sends`` (a Connect DataFrame) judged by the server's plugin with the processor's
     column ``names`` and ``lateness_ms``, the client's ``jar`` named for the server to check
-    (``kind``: the message's type, which the plugin answers when it is :data:`TYPE_NAME`).
+    (``kind``: the message's type, which the plugin answers when it is :data:`TYPE_NAME`,
+    or :data:`RESENDS_TYPE` for the resends, ``lateness_ms`` then the horizon in
+    microseconds).
     Nothing is sent until the frame is used."""
     from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
     from pyspark.sql.connect.plan import LogicalPlan

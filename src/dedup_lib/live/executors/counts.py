@@ -2,14 +2,16 @@
 restart's counters go on from them and nothing is counted twice (as the driver's mode keeps
 :class:`~dedup_lib.live.output.totals.Totals` in each commit).
 
-Two records, each cumulative and numbered, written whole under a hidden name and renamed:
+Three records, each cumulative and numbered, written whole under a hidden name and renamed:
 
 - ``loads/load-N.json``, the loads up to plan ``N`` (rows read, records that are not sends,
   quarantined rows by reason, notes by kind), written before plan ``N`` is staged: a plan
   staged again after a crash writes its record again, from the one before;
 - ``verdicts/verdicts-N.json``, the verdicts up to Spark's micro-batch ``N`` (sends by entity
   and verdict, micro-batches, times), written once its verdicts are: a micro-batch Spark runs
-  again writes its record again, from the one before.
+  again writes its record again, from the one before;
+- ``resent/resent-N.json``, the resend alerts up to the resends' query's micro-batch ``N``
+  (:mod:`~dedup_lib.live.executors.resends`), written once they are appended to the alerts.
 
 Each micro-batch's verdicts are counted by one Spark job over the folder it wrote, per minute
 of send time, entity and verdict: nothing of the rows comes to the driver.
@@ -39,8 +41,9 @@ if TYPE_CHECKING:
 
     from dedup_lib.live.output.labels import EntityLabels
 
-#: The two records' kinds, each a folder of the executors' checkpoint.
-LOADS, VERDICTS = "loads", "verdicts"
+#: The records' kinds, each a folder of the executors' checkpoint: the third, the resend
+#: alerts up to the resends' query's micro-batch ``N`` (:mod:`~dedup_lib.live.executors.resends`).
+LOADS, VERDICTS, RESENDS = "loads", "verdicts", "resent"
 
 
 def latest(root: str, kind: str, upto: int | None = None) -> tuple[int, Totals]:

@@ -37,8 +37,10 @@ SOURCE = Path(__file__).with_name("java") / "LiveMonitor.java"
 #: The relation plugin that reaches the processor on a Spark Connect server
 #: (:mod:`~dedup_lib.live.executors.connect`).
 PLUGIN = Path(__file__).with_name("java") / "LiveMonitorPlugin.java"
+#: The resends' processor (:mod:`~dedup_lib.live.executors.resends`).
+RESENDS = Path(__file__).with_name("java") / "ResendMonitor.java"
 #: The jar's sources, and the start of its name.
-SOURCES, JAR_PREFIX = (ANCHOR, SOURCE, PLUGIN), "dedup-live"
+SOURCES, JAR_PREFIX = (ANCHOR, SOURCE, RESENDS, PLUGIN), "dedup-live"
 CLASS_NAME = "dedup_lib.LiveMonitor"
 #: The column the watermark is set on: a copy of the send time, dropped before the judge.
 EVENT_TIME = INTERNAL + "event_time"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
-from dedup_lib.columns import INTERNAL, KEYED_CONTENT, ORIGINAL_CONTENT, column
+from dedup_lib.columns import C0, C1, INTERNAL, KEYED_CONTENT, ORIGINAL_CONTENT, column
 from dedup_lib.live.executors.inbox import WRITE_OPTIONS, Inbox
 from dedup_lib.live.executors.processor import (
     MISSED_MS,
@@ -38,7 +38,7 @@ from dedup_lib.live.executors.processor import (
     load,
 )
 from dedup_lib.live.state.alerts import USED
-from dedup_lib.rules.policy import DUPLICATE, REJECTED
+from dedup_lib.rules.policy import ACCEPTED, DUPLICATE, REJECTED
 from dedup_lib.spark import LOCAL_DEFAULTS, is_connect
 from dedup_lib.spark.connect import client_settings
 
@@ -53,7 +53,10 @@ SECONDS = "_seconds"
 #: Whether a judged send raises an alert; with the send's content and its original's, the
 #: columns the stream carries beside the verdicts and writes only with the alerts' rows.
 ALERT = INTERNAL + "alert"
-HIDDEN = (ORIGINAL_CONTENT, KEYED_CONTENT, ALERT)
+#: Whether a judged send is an accepted copy of a content: what the resends are paired from
+#: (:mod:`~dedup_lib.live.executors.resends`), with the content's two hashes.
+COPY = INTERNAL + "copy"
+HIDDEN = (ORIGINAL_CONTENT, KEYED_CONTENT, ALERT, COPY, C0, C1)
 
 
 #: The settings of the monitor's session its query's session takes over: the SQL ones that
@@ -114,16 +117,20 @@ def verdict_columns(answered: DataFrame, content: str | None = None) -> DataFram
     then the hidden columns of :data:`HIDDEN`, for the alerts: the send's content (its column
     ``content``; none without one), its original's, and whether it raises an alert, as the
     driver's monitor raises them (:func:`dedup_lib.live.state.alerts.alerts_of`): a rejected
-    send, or a duplicate whose content is not its original's (a collision)."""
+    send, or a duplicate whose content is not its original's (a collision); and, with the
+    content's hashes (:data:`COPY`), whether it is an accepted copy of its content."""
     answers = (ORIGINAL_MICROS, "original_event_id", MISSED_MS, ORIGINAL_CONTENT_OUT)
     carried = [c for c in answered.columns if not c.startswith(INTERNAL) and c not in answers]
     verdict, original = column("verdict"), column(ORIGINAL_CONTENT_OUT)
     hidden = [original.alias(ORIGINAL_CONTENT)]
-    collided = F.lit(False)
+    collided, copy = F.lit(False), F.lit(False)
     if content is not None:
         mine = column(content)
         hidden.append(mine.alias(KEYED_CONTENT))
         collided = (verdict == DUPLICATE) & ~mine.eqNullSafe(original)
+    if content is not None and C0 in answered.columns:
+        hidden += [column(C0), column(C1)]
+        copy = (verdict == ACCEPTED) & column(C0).isNotNull()
     return answered.select(
         *(column(c) for c in carried),
         F.timestamp_micros(column(ORIGINAL_MICROS)).alias("original_send_time"),
@@ -131,6 +138,7 @@ def verdict_columns(answered: DataFrame, content: str | None = None) -> DataFram
         F.timestamp_millis(column(MISSED_MS)).alias("missed_watermark"),
         *hidden,
         F.coalesce((verdict == REJECTED) | collided, F.lit(False)).alias(ALERT),
+        F.coalesce(copy, F.lit(False)).alias(COPY),
     )
 
 
@@ -139,6 +147,7 @@ def verdicts_writer(
     told: Callable[[int, str, float], None] | None = None,
     alerts: str | None = None,
     kept: Sequence[str] = (),
+    copies: Callable[[DataFrame, int], None] | None = None,
 ) -> Callable[[DataFrame, int], None]:
     """The ``foreachBatch`` function that writes micro-batch ``N``'s verdicts
     (:func:`verdict_columns`, without :data:`HIDDEN`) as :func:`verdict_folder` ``(out,
@@ -148,14 +157,16 @@ def verdicts_writer(
     no folder): the micro-batch is kept on the executors (in memory, else on their disks)
     for the two writes, so that it is judged once and none of its rows comes to the driver
     (a reused id can raise a hundred thousand collisions in a micro-batch); the alerts are
-    counted, one number, while the verdicts are written. The seconds are
+    counted, one number, while the verdicts are written. With ``copies`` (a function that
+    takes the kept micro-batch and its id), the accepted copies of contents are counted alike
+    and, when there are any, handed to it before the verdicts are renamed in. The seconds are
     also written in the verdicts' folder, as the text of :data:`SECONDS` (a name Parquet
     readers skip), for a monitor that is not told (:meth:`ExecutorsQuery.written`).
 
     It calls nothing of ``dedup_lib``: on Spark Connect the server runs it, in a Python that
     may not have the library, and it travels pickled by value (``told`` must be None there).
     """
-    seconds_file, hidden, flag, columns = SECONDS, HIDDEN, ALERT, list(kept)
+    seconds_file, hidden, flag, copy, columns = SECONDS, HIDDEN, ALERT, COPY, list(kept)
     options = dict(WRITE_OPTIONS)
 
     def written(frame: DataFrame, folder: str, batch: int) -> tuple[str, str]:
@@ -185,9 +196,14 @@ def verdicts_writer(
                     from pyspark.sql.observation import Observation
 
                     observed = Observation(f"dedup-alerts-{batch}")
-                counted = answered.observe(observed, F.count_if(F.col(flag)).alias("rows"))
+                tallies = [F.count_if(F.col(flag)).alias("rows")]
+                if copies is not None:
+                    tallies.append(F.count_if(F.col(copy)).alias("copies"))
+                counted = answered.observe(observed, *tallies)
                 partial, target = written(counted.drop(*hidden), out, batch)
                 found = None
+                if copies is not None and observed.get["copies"]:
+                    copies(answered, batch)
                 if observed.get["rows"]:
                     rows = answered.where(F.col(flag)).select(*columns).coalesce(1)
                     found = written(rows, alerts, batch)[0]
@@ -241,7 +257,33 @@ class Figures:
         )
 
 
-class ExecutorsQuery:
+class RunningQuery:
+    """One of the monitor's streaming queries (:attr:`query`, None until it starts)."""
+
+    query: StreamingQuery | None = None
+
+    def settle(self) -> None:
+        """Wait until the query has read every file in its folder and fired the timers their
+        watermark made due. (Twice: a trigger that looked before the last file landed may
+        answer the first wait.)"""
+        if self.query is not None:
+            self.query.processAllAvailable()
+            self.query.processAllAvailable()
+
+    def check(self) -> None:
+        """Raise what stopped the query, if it failed (a micro-batch's error, Spark's own)."""
+        failure = self.query.exception() if self.query is not None else None
+        if failure is not None:
+            raise failure
+
+    def stop(self) -> None:
+        """Stop the query between micro-batches; its checkpoint goes on at the next start."""
+        if self.query is not None:
+            self.query.stop()
+            self.query = None
+
+
+class ExecutorsQuery(RunningQuery):
     """The streaming query over the plans staged under ``root`` (a folder of the
     checkpoint), verdicts to ``out``, judged with ``lateness``.
 
@@ -255,7 +297,8 @@ class ExecutorsQuery:
     each micro-batch's id, folder of verdicts and the seconds it took to judge and write them,
     once they are written (in Spark's thread); ``content`` are the columns compared as
     content (the collision alerts'). Each micro-batch's alerts' rows are written in
-    :meth:`alert_folder`.
+    :meth:`alert_folder`, and its accepted copies of contents handed to ``copies``
+    (:func:`verdicts_writer`).
     """
 
     def __init__(
@@ -270,13 +313,14 @@ class ExecutorsQuery:
         settings: Mapping[str, str] | None = None,
         on_written: Callable[[int, str, float], None] | None = None,
         content: Sequence[str] = (),
+        copies: Callable[[DataFrame, int], None] | None = None,
     ) -> None:
         self.spark, self.root, self.out, self.lateness = spark, root, out, lateness
-        self.content = list(content)
+        self.content, self.copies = list(content), copies
         self.trigger, self.partitions, self.on_written = trigger, partitions, on_written
         self.settings = {**STATE_SETTINGS, **(settings or {})}
         self.inbox = Inbox(root)
-        self.query: StreamingQuery | None = None
+        self.query = None
         load(spark)
         if self.inbox.schema is not None:
             self._start()
@@ -292,20 +336,6 @@ class ExecutorsQuery:
         self.inbox.stage(batch, sends)
         if self.query is None:
             self._start()
-
-    def settle(self) -> None:
-        """Wait until the query has read every staged plan and fired the timers their
-        watermark made due. (Twice: a trigger that looked before the last file landed may
-        answer the first wait.)"""
-        if self.query is not None:
-            self.query.processAllAvailable()
-            self.query.processAllAvailable()
-
-    def check(self) -> None:
-        """Raise what stopped the query, if it failed (a micro-batch's error, Spark's own)."""
-        failure = self.query.exception() if self.query is not None else None
-        if failure is not None:
-            raise failure
 
     def figures(self) -> list[Figures]:
         """The figures of the micro-batches this query ran, oldest first."""
@@ -343,27 +373,11 @@ class ExecutorsQuery:
         Connect, where the server writes them (:meth:`written`)."""
         return not is_connect(self.spark)
 
-    def stop(self) -> None:
-        """Stop the query between micro-batches; its checkpoint goes on at the next start."""
-        if self.query is not None:
-            self.query.stop()
-            self.query = None
-
     def _start(self) -> None:
         schema = self.inbox.schema
         if schema is None:
             return
-        # On Connect a clone (pyspark 4.1's Connect client has no newSession). This session's
-        # own SQL settings first: a Connect server's new session starts from the server's (200
-        # shuffle partitions, each a state store partition, where this session has a few).
-        spark: Any = self.spark
-        session = spark.cloneSession() if is_connect(spark) else spark.newSession()
-        settings = {k: v for k in SESSION_SQL if (v := self.spark.conf.get(k, None)) is not None}
-        settings.update(self.settings)
-        if self.partitions is not None:
-            settings["spark.sql.shuffle.partitions"] = str(self.partitions)
-        for key, value in settings.items():
-            session.conf.set(key, value)
+        session = query_session(self.spark, self.settings, self.partitions)
         sends = (
             session.readStream.schema(schema)
             .option("maxFilesPerTrigger", 1)
@@ -377,12 +391,32 @@ class ExecutorsQuery:
         kept = [c for c in answered.columns if c in USED]
         self.query = (
             answered.writeStream.outputMode("append")
-            .foreachBatch(verdicts_writer(self.out, told, self.alerts, kept))
+            .foreachBatch(verdicts_writer(self.out, told, self.alerts, kept, self.copies))
             .option("checkpointLocation", os.path.join(self.root, "spark"))
             .trigger(processingTime=self.trigger)
             .queryName(f"dedup-watch-{os.path.basename(os.path.dirname(self.root)) or 'state'}")
             .start()
         )
+
+
+def query_session(
+    spark: SparkSession, settings: Mapping[str, str], partitions: int | None = None
+) -> SparkSession:
+    """A session of its own for one of the monitor's streaming queries, sharing ``spark``'s
+    Spark context (on Connect, a clone: pyspark 4.1's Connect client has no ``newSession``),
+    with ``spark``'s own SQL settings (:data:`SESSION_SQL`), then ``settings``, and
+    ``partitions`` shuffle partitions (the state store's) when given. The SQL settings come
+    first: a Connect server's new session starts from the server's (200 shuffle partitions,
+    each a state store partition, where this session has a few)."""
+    active: Any = spark
+    session: SparkSession = active.cloneSession() if is_connect(spark) else active.newSession()
+    chosen = {k: v for k in SESSION_SQL if (v := spark.conf.get(k, None)) is not None}
+    chosen.update(settings)
+    if partitions is not None:
+        chosen["spark.sql.shuffle.partitions"] = str(partitions)
+    for key, value in chosen.items():
+        session.conf.set(key, value)
+    return session
 
 
 def _content_column(names: Sequence[str], content: Sequence[str]) -> str | None:

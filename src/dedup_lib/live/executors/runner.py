@@ -15,19 +15,23 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from collections import Counter as Tally
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from dedup_lib.columns import C0
 from dedup_lib.live.checkpoint import check_settings
 from dedup_lib.live.executors import counts
 from dedup_lib.live.executors.plans import PlanFeed
 from dedup_lib.live.executors.query import ExecutorsQuery, batch_folders
+from dedup_lib.live.executors.resends import ResendsQuery, copies_writer, found_alerts
 from dedup_lib.live.executors.staging import PlanIntake
 from dedup_lib.live.output.labels import EntityLabels
 from dedup_lib.live.output.lines import StateSize, Tell
 from dedup_lib.live.output.sink import AlertsFile
+from dedup_lib.live.output.totals import Totals, counted_by
 from dedup_lib.live.state.judge import Clock
 
 if TYPE_CHECKING:
@@ -44,6 +48,9 @@ class ExecutorsRunner:
     ``executors``), written to ``folders``, Spark's query triggered every ``trigger``; the
     state, Spark's, under ``<checkpoint>/executors``. ``metrics``, when given, counts as the
     driver's mode counts, from the records of :mod:`~dedup_lib.live.executors.counts`."""
+
+    #: The last micro-batch of the resends' query whose alerts were counted.
+    resends_counted: int
 
     def __init__(
         self,
@@ -71,9 +78,19 @@ class ExecutorsRunner:
             if folders.alerts
             else None
         )
+        #: The resends' query, started with the judge's (:meth:`_pair_resends`), when a
+        #: horizon is set; the alerts file is appended by one thread at a time.
+        self.horizon, self.trigger = settings.horizon, trigger
+        self.resends: ResendsQuery | None = None
+        self.appending = threading.Lock()
+        copies = (
+            copies_writer(os.path.join(root, "resends", "inbox"))
+            if settings.horizon is not None
+            else None
+        )
         self.query = ExecutorsQuery(
             spark, root, folders.out, settings.lateness, trigger=trigger,
-            on_written=self._told, content=settings.content,
+            on_written=self._told, content=settings.content, copies=copies,
         )  # fmt: skip
         self.intake = PlanIntake(
             landing, settings.policy, settings.content, root, folders.quarantine
@@ -98,6 +115,7 @@ class ExecutorsRunner:
         """
         self.query.check()
         self._count_written()
+        self._pair_resends()
         recorded = self.feed.step()
         if recorded is not None:
             self.on_load(dict(self.intake.counts))
@@ -109,16 +127,51 @@ class ExecutorsRunner:
         self.query.settle()
         self.query.check()
         self._count_written()
+        if self._pair_resends() is not None:
+            assert self.resends is not None
+            self.resends.settle()
+            self._pair_resends()
 
     def stop(self) -> None:
-        """Stop the query between two of its micro-batches."""
+        """Stop the queries between two of their micro-batches."""
         self.query.stop()
+        if self.resends is not None:
+            self.resends.stop()
+
+    def _pair_resends(self) -> ResendsQuery | None:
+        """The resends' query, started once the judge's stream has columns with the
+        content's hashes; the resends it wrote since the last look alerted, counted and
+        recorded (:data:`~dedup_lib.live.executors.counts.RESENDS`), once each."""
+        schema = self.query.inbox.schema
+        if self.resends is None:
+            if self.horizon is None or schema is None or C0 not in schema.names:
+                return None
+            self.resends = ResendsQuery(
+                self.query.spark, self.root, schema, self.horizon, self.query.lateness,
+                trigger=self.trigger,
+            )  # fmt: skip
+        self.resends.check()
+        for batch, folder in self.resends.written():
+            found = found_alerts(self.query.spark, folder)
+            with self.appending:
+                if self.alerts is not None:
+                    self.alerts.append(batch, found, stream="resends")
+            raised = counted_by(found, "kind", self.labels)
+            counted = Totals(alerts=raised, last_alert=dict.fromkeys(raised, time.time()))
+            counts.record(self.root, counts.RESENDS, batch, counted)
+            if self.metrics is not None and batch > self.resends_counted:
+                self.metrics.alerted(counted)
+            self.resends_counted = max(self.resends_counted, batch)
+            self.resends.forget(batch)
+        return self.resends
 
     def _restore(self) -> int:
         """The counters as the records left them; the last micro-batch counted."""
         _, loads = counts.latest(self.root, counts.LOADS)
         counted, verdicts = counts.latest(self.root, counts.VERDICTS)
+        self.resends_counted, resent = counts.latest(self.root, counts.RESENDS)
         loads.add(verdicts)
+        loads.add(resent)
         self.labels.restore(entity for entity, _ in loads.sends)
         if self.metrics is not None:
             self.metrics.restored(loads, StateSize(executors=True), None)
@@ -161,7 +214,8 @@ class ExecutorsRunner:
         raised = counts.raised(spark, self.query.alert_folder(batch))
         line, counted = counts.counted_batch(spark, batch, folder, self.labels, now, raised)
         if self.alerts is not None:
-            self.alerts.append(batch, raised)
+            with self.appending:
+                self.alerts.append(batch, raised)
         counts.record(self.root, counts.VERDICTS, batch, counted)
         self._forget_alerts(batch)
         if self.metrics is not None and batch > self.counted:

@@ -47,11 +47,14 @@ class AlertsFile:
         """The last micro-batch whose alerts are in the file (-1: none)."""
         return int(self._marked()["batch"])
 
-    def append(self, batch: int, alerts: pa.Table) -> None:
+    def append(self, batch: int, alerts: pa.Table, stream: str = "batch") -> None:
         """Micro-batch ``batch``'s alerts (times in ISO 8601, UTC), once: nothing for a
-        micro-batch appended before."""
+        micro-batch appended before. Micro-batches of another numbering appended to the
+        same file (the resends' query beside the judge's, with the state on the executors)
+        name their ``stream``: the record keeps the last of each, and one size. One writer
+        at a time."""
         marked = self._marked()
-        if batch <= marked["batch"]:
+        if batch <= marked.get(stream, -1):
             return
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         with open(self.path, "ab") as out:
@@ -62,7 +65,7 @@ class AlertsFile:
             out.flush()
             os.fsync(out.fileno())
             size = out.tell()
-        write_json(self.mark, {"batch": batch, "size": size})
+        write_json(self.mark, {**marked, stream: batch, "size": size})
 
     def _marked(self) -> dict[str, int]:
         if os.path.exists(self.mark):

@@ -281,6 +281,11 @@ class Metrics:
         verdicts, which :meth:`committed` counts)."""
         self._count(loads, defer=self.server is not None)
 
+    def alerted(self, raised: Totals) -> None:
+        """Alerts raised apart from a micro-batch's verdicts: the resends the state on the
+        executors pairs in a query of their own."""
+        self._count(raised, defer=self.server is not None)
+
     def refusing(self, sends: int) -> None:
         """A micro-batch of ``sends`` refused: its state could pass its memory budget."""
         self.refused_sends.set(sends)

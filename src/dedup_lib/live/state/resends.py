@@ -29,6 +29,41 @@ _UTC = pa.timestamp("us", tz="UTC")
 _NEEDED = (C0, C1, SEND_MICROS, "event_id", "message_id", "entity", "dedup_key", "send_time")
 
 
+def resend_alerts(
+    resent: pa.Table,
+    original_micros: pa.Array | pa.ChunkedArray,
+    original_event_id: pa.Array | pa.ChunkedArray,
+    original_message_id: pa.Array | pa.ChunkedArray,
+) -> pa.Table:
+    """The sends ``resent`` (verdicts' columns, with :data:`~dedup_lib.columns.SEND_MICROS`)
+    as resend alerts, each paired with the copy accepted before it: its time (microseconds),
+    event id and MessageId.
+
+    Examples
+    --------
+    >>> sends = pa.table({"entity": ["orders"], "message_id": ["b"], "event_id": [2],
+    ...     "send_time": pa.array([90_000_000], pa.timestamp("us", tz="UTC")),
+    ...     SEND_MICROS: [90_000_000]})
+    >>> found = resend_alerts(sends, pa.array([30_000_000]), pa.array([1]), pa.array(["a"]))
+    >>> found["why"][0].as_py()
+    'the same content was accepted 60.000 s before (MessageId a): it reached consumers again'
+    """
+    resent = resent.append_column("original_send_time", pc.cast(original_micros, _UTC))
+    resent = resent.append_column("original_event_id", original_event_id)
+    seconds = pc.divide(
+        pc.subtract(resent[SEND_MICROS], original_micros).cast(pa.float64()), 1e6
+    ).to_pylist()
+    why = pc.binary_join_element_wise(
+        "the same content was accepted ",
+        pa.array([f"{s:,.3f}" for s in seconds], pa.string()),
+        " s before (MessageId ",
+        pc.fill_null(pc.cast(original_message_id, pa.string()), "none"),
+        "): it reached consumers again",
+        "",
+    )
+    return alert_table(resent, RESEND, why)
+
+
 class Resends:
     """The last accepted copy of each content within ``horizon``, kept in ``state``."""
 
@@ -75,20 +110,12 @@ class Resends:
         place = np.where(first, len(sends) + np.cumsum(first & held.held) - 1, before)[hits]
         copies = pa.concat_tables([sends.select(schema.names).cast(schema), kept])
         previous = copies.take(pa.array(place))
-        resent = sends.take(pa.array(hits)).append_column(
-            "original_send_time", pa.array(earlier[hits], pa.int64()).cast(_UTC)
+        return resend_alerts(
+            sends.take(pa.array(hits)),
+            pa.array(earlier[hits], pa.int64()),
+            previous["event_id"],
+            previous["message_id"],
         )
-        resent = resent.append_column("original_event_id", previous["event_id"])
-        seconds = (times[hits] - earlier[hits]) / 1e6
-        why = pc.binary_join_element_wise(
-            "the same content was accepted ",
-            pa.array([f"{s:,.3f}" for s in seconds.tolist()], pa.string()),
-            " s before (MessageId ",
-            pc.fill_null(previous["message_id"], "none"),
-            "): it reached consumers again",
-            "",
-        )
-        return alert_table(resent, RESEND, why)
 
     def _keep(self, batch: int, sends: pa.Table) -> None:
         """Each content's last accepted copy, for the micro-batches to come."""
