@@ -21,6 +21,7 @@ from dedup_lib.live.executors.query import (
     verdicts_writer,
     written_since,
 )
+from dedup_lib.live.executors.resends import copies_writer, found_writer
 from dedup_lib.live.state.alerts import USED, alerts_of
 
 
@@ -97,16 +98,22 @@ def test_a_micro_batch_written_again_replaces_its_verdicts_and_alerts(spark, tmp
 
 
 def test_the_writer_travels_to_a_python_without_dedup_lib(tmp_path):
-    """Pickled as Spark Connect pickles a ``foreachBatch`` function, loaded in this
+    """The verdicts' writer, with the copies' for the resends, and the resends' own,
+    pickled as Spark Connect pickles a ``foreachBatch`` function, loaded in this
     interpreter without its ``site`` hooks (no editable ``dedup_lib``), as the cluster's."""
     from pyspark import cloudpickle
 
     pickled = tmp_path / "writer.pickle"
-    pickled.write_bytes(cloudpickle.dumps(verdicts_writer(str(tmp_path / "out"))))
+    folders = [str(tmp_path / name) for name in ("out", "alerts", "copies", "found")]
+    writers = [
+        verdicts_writer(folders[0], None, folders[1], ["event_id"], copies_writer(folders[2])),
+        found_writer(folders[3]),
+    ]
+    pickled.write_bytes(cloudpickle.dumps(writers))
     load = (
         "import pickle, sys\n"
         f"write = pickle.loads(open({str(pickled)!r}, 'rb').read())\n"
-        "assert callable(write)\n"
+        "assert all(map(callable, write))\n"
         "assert not any(m.split('.')[0] == 'dedup_lib' for m in sys.modules), 'imported'\n"
         "try:\n    import dedup_lib\nexcept ImportError:\n    print('no dedup_lib')\n"
     )

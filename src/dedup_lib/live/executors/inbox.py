@@ -8,7 +8,9 @@ keyed by Spark and written here, under a temporary name, then renamed in as
 files in that order, by the millisecond), and ``staged.json`` records ``N``. Spark's file
 source reads each path once, whatever happens after: a plan staged again after a crash between
 the rename and the record is a file Spark has either read already (and skips: same path) or
-not yet (and reads, once). The stream's columns are those of the first file staged
+not yet (and reads, once). The query deletes each file once the micro-batch that read it is
+committed (:class:`~dedup_lib.live.executors.query.ExecutorsQuery`): the inbox holds the
+plans not yet judged. The stream's columns are those of the first file staged
 (``schema.json``); a later plan's are cast to them, missing ones null.
 
 Each file also carries, on every row, the latest send time of the plans staged before it and

@@ -378,9 +378,13 @@ class ExecutorsQuery(RunningQuery):
         if schema is None:
             return
         session = query_session(self.spark, self.settings, self.partitions)
+        # Each plan's file is deleted once the micro-batch that read it is committed (Spark
+        # does it as the next one starts): the inbox holds the plans not yet judged, not a
+        # copy of every send the monitor ever read.
         sends = (
             session.readStream.schema(schema)
             .option("maxFilesPerTrigger", 1)
+            .option("cleanSource", "delete")
             .parquet(self.inbox.folder)
         )
         os.makedirs(self.out, exist_ok=True)
