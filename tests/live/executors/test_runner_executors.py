@@ -56,6 +56,9 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
     assert first.loaded["read"] == 29_872
     assert sum(line.judged for line in first.lines) == 29_719  # 153 wait for the watermark
     assert all(line.state.executors for line in first.lines)
+    # the state stores' size, as Spark reports it once a micro-batch's state is committed
+    sizes = first.counters().query("metric == 'dedup_state_bytes'")
+    assert dict(zip(sizes["labels"], sizes["value"], strict=True))["store=disk"] > 0
     counted = _counted(first)
     assert counted["dedup_rows_read_total"] == 29_872
     assert counted["dedup_micro_batches_total"] == len(first.lines) + 1  # the timers' own

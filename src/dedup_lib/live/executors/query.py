@@ -59,6 +59,9 @@ COPY = INTERNAL + "copy"
 HIDDEN = (ORIGINAL_CONTENT, KEYED_CONTENT, ALERT, COPY, C0, C1)
 
 
+#: The bytes of a RocksDB state store's files, among the custom metrics of Spark's progress.
+SST_BYTES = "rocksdbSstFileSize"
+
 #: The settings of the monitor's session its query's session takes over: the SQL ones that
 #: :func:`dedup_lib.get_spark` sets.
 SESSION_SQL = tuple(client_settings(LOCAL_DEFAULTS))
@@ -261,6 +264,24 @@ class RunningQuery:
     """One of the monitor's streaming queries (:attr:`query`, None until it starts)."""
 
     query: StreamingQuery | None = None
+
+    def store_bytes(self) -> tuple[int, int]:
+        """The bytes of the query's state store, in memory and on disk, as Spark's progress of
+        its last micro-batch that ran its stateful operator reports them (0, 0 before one).
+
+        Examples
+        --------
+        >>> RunningQuery().store_bytes()
+        (0, 0)
+        """
+        for progress in reversed(self.query.recentProgress if self.query is not None else []):
+            found: dict[str, Any] = json.loads(progress.json)
+            state = found.get("stateOperators") or []
+            if state:
+                memory = sum(int(s.get("memoryUsedBytes", 0)) for s in state)
+                disk = sum(int(s.get("customMetrics", {}).get(SST_BYTES, 0)) for s in state)
+                return memory, disk
+        return 0, 0
 
     def settle(self) -> None:
         """Wait until the query has read every file in its folder and fired the timers their

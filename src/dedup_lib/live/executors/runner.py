@@ -18,6 +18,7 @@ import shutil
 import threading
 import time
 from collections import Counter as Tally
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -116,6 +117,7 @@ class ExecutorsRunner:
         self.query.check()
         self._count_written()
         self._pair_resends()
+        self._measure()
         recorded = self.feed.step()
         if recorded is not None:
             self.on_load(dict(self.intake.counts))
@@ -131,6 +133,7 @@ class ExecutorsRunner:
             assert self.resends is not None
             self.resends.settle()
             self._pair_resends()
+        self._measure()
 
     def stop(self) -> None:
         """Stop the queries between two of their micro-batches."""
@@ -218,18 +221,32 @@ class ExecutorsRunner:
                 self.alerts.append(batch, raised)
         counts.record(self.root, counts.VERDICTS, batch, counted)
         self._forget_alerts(batch)
+        size = self._state_size()
         if self.metrics is not None and batch > self.counted:
             clock = Clock(self.lateness_ms, self._latest_ms())
-            self.metrics.committed(counted, seconds, StateSize(executors=True), clock)
+            self.metrics.committed(counted, seconds, size, clock)
         self.counted = max(self.counted, batch)
         if line is not None:
-            self.on_line(line)
+            self.on_line(replace(line, state=size))
 
     def _forget_alerts(self, upto: int) -> None:
         """The alerts' rows of the micro-batches up to ``upto`` gone, once counted."""
         for batch, folder in batch_folders(self.query.alerts):
             if batch <= upto:
                 shutil.rmtree(folder, ignore_errors=True)
+
+    def _measure(self) -> None:
+        """The state stores' size told to the metrics, as Spark last reported it."""
+        if self.metrics is not None:
+            self.metrics.sized(self._state_size())
+
+    def _state_size(self) -> StateSize:
+        """The state stores' bytes, the judge's and the resends', as Spark last reported them."""
+        stores = [self.query.store_bytes()]
+        if self.resends is not None:
+            stores.append(self.resends.store_bytes())
+        memory, disk = (sum(figures) for figures in zip(*stores, strict=True))
+        return StateSize(memory=memory, disk=disk, executors=True)
 
     def _latest_ms(self) -> int | None:
         """The latest send time the watermark of the last finished micro-batch stands for."""

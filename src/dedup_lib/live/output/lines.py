@@ -39,8 +39,9 @@ class StateSize:
     """The state after a micro-batch: ``keys`` held (each with its anchor), the bytes its
     indexes take in memory, and the bytes of its segments on disk; ``waiting``, the sends that
     wait for the watermark; ``budget``, the most it may take in memory (0: none given). With
-    ``executors``, the state is in Spark's state store on the executors, which the driver
-    does not size (Spark's progress reports it).
+    ``executors``, the state is in Spark's state stores on the executors, which count no keys:
+    ``memory`` and ``disk`` are then what Spark's progress reports of them (RocksDB's memory,
+    its files on the executors' disks).
 
     Examples
     --------
@@ -53,6 +54,8 @@ class StateSize:
     executors)
     >>> print(StateSize(executors=True))
     state on the executors
+    >>> print(StateSize(memory=3 << 20, disk=5 << 30, executors=True))
+    state on the executors, 3.0 MiB in memory, 5.0 GiB on disk
     """
 
     keys: int = 0
@@ -64,7 +67,12 @@ class StateSize:
 
     def __str__(self) -> str:
         if self.executors:
-            return "state on the executors"
+            if not (self.memory or self.disk):
+                return "state on the executors"
+            return (
+                f"state on the executors, {format_size(self.memory)} in memory, "
+                f"{format_size(self.disk)} on disk"
+            )
         told = (
             f"state {self.keys:,} keys, {format_size(self.memory)} in memory, "
             f"{format_size(self.disk)} on disk; {self.waiting:,} waiting"

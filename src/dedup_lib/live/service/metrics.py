@@ -356,12 +356,18 @@ class Metrics:
             counter.labels(**dict(labels)).inc(n)
 
     def _state(self, size: StateSize, watermark: int | None) -> None:
+        self.sized(size)
+        self.watermark = None if watermark is None else watermark / 1e6
+
+    def sized(self, size: StateSize) -> None:
+        """The state's size: at each commit, and apart from them for the state on the
+        executors, whose size Spark reports once a micro-batch's state is committed, after
+        its verdicts are written and counted."""
         self.state_keys.set(size.keys)
         self.state_bytes.labels(store="memory").set(size.memory)
         self.state_bytes.labels(store="disk").set(size.disk)
         self.state_budget.set(size.budget)
         self.waiting.set(size.waiting)
-        self.watermark = None if watermark is None else watermark / 1e6
 
     def serve(self, address: str) -> tuple[str, int]:
         """Serve ``/metrics``, ``/-/healthy`` and ``/-/ready`` at ``address`` (``HOST:PORT``;
