@@ -135,6 +135,8 @@ def quarters(samples: list[dict[str, Any]], seconds: float) -> list[dict[str, fl
                 "JVM RSS (MiB)": mean("jvm") / MIB,
                 "JVM RSS, peak (MiB)": max(s["jvm"] for s in inside) / MIB,
                 "keys held": mean("dedup_state_keys"),
+                "checkpoint (MiB)": mean("checkpoint") / MIB,
+                "state store (MiB)": mean("dedup_state_bytes_disk") / MIB,
                 "micro-batches at the end": inside[-1].get("dedup_micro_batches_total", 0),
             }
         )
@@ -270,6 +272,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "files landed": min(i, files + 1),
         "window": args.window,
         "resend horizon": args.resend_horizon,
+        "state": args.state,
         "lateness": args.lateness,
         "files kept": args.keep,
         "master": args.master,
@@ -295,11 +298,11 @@ def show(result: dict[str, Any]) -> bool:
     print(
         f"\n{result['files landed']} files, {result['rows read'] or 0:,.0f} rows read in "
         f"{result['micro-batches'] or 0:,.0f} micro-batches; window {result['window']}, "
-        f"resend horizon {result['resend horizon']}"
+        f"resend horizon {result['resend horizon']}, the state on the {result.get('state')}"
     )
     print(
         "quarter  from   Python RSS MiB (anon, file; /metrics)   JVM RSS MiB (peak)   "
-        "keys held  micro-batches"
+        "keys held  micro-batches  checkpoint MiB (state store)"
     )
     for q in result["quarters"]:
         print(
@@ -307,7 +310,8 @@ def show(result: dict[str, Any]) -> bool:
             f"({q['Python anonymous (MiB)']:6.1f}, {q['Python file-backed (MiB)']:5.1f}; "
             f"{q['/metrics RSS (MiB)']:6.1f})      {q['JVM RSS (MiB)']:7.1f} "
             f"({q['JVM RSS, peak (MiB)']:7.1f})   {q['keys held']:9,.0f}  "
-            f"{q['micro-batches at the end']:13,.0f}"
+            f"{q['micro-batches at the end']:13,.0f}  {q['checkpoint (MiB)']:10.1f} "
+            f"({q['state store (MiB)']:.1f})"
         )
     python, jvm = result["Python last / second quarter"], result["JVM last / second quarter"]
     flat = python <= FLAT and jvm <= FLAT and result["monitor exit code"] == 0
@@ -349,6 +353,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sample", type=float, default=10.0, help="seconds between samples")
     parser.add_argument("--master", default="local[1]", help="Spark's master (local[1])")
+    parser.add_argument(
+        "--state", choices=("driver", "executors"), default="driver",
+        help="where the monitor keeps its state (driver)",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data", type=Path, help="sends already generated (one Parquet file)")
     parser.add_argument("--tracemalloc", type=int, default=0, metavar="FRAMES")

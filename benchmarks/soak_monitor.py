@@ -119,6 +119,8 @@ def scrape(port: int) -> dict[str, float]:
         name = line.split("{", 1)[0].split(" ", 1)[0]
         if name in SCRAPED:
             found[name] = found.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+        if line.startswith('dedup_state_bytes{store="disk"}'):
+            found["dedup_state_bytes_disk"] = float(line.rsplit(" ", 1)[1])
     return found
 
 
@@ -147,7 +149,7 @@ class Monitor:
     """``dedup-lib watch`` on ``landing``, in a process of its own, its output in ``log``."""
 
     def __init__(self, work: Path, args: argparse.Namespace) -> None:
-        self.port = free_port()
+        self.port, self.work = free_port(), work
         self.log = work / "watch.log"
         self.snapshots = work / "snapshots"
         self.snapshots.mkdir()
@@ -163,6 +165,7 @@ class Monitor:
         command += ["--window", args.window, "--lateness", args.lateness]
         command += ["--resend-horizon", args.resend_horizon, "--master", args.master]
         command += ["--format", "parquet", "--metrics", f"127.0.0.1:{self.port}"]
+        command += ["--state", args.state]
         self.command = command
         with open(self.log, "w") as out:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -198,6 +201,7 @@ class Monitor:
         }
         with contextlib.suppress(OSError):
             taken.update(scrape(self.port))
+        taken["checkpoint"] = folder_bytes(self.work / "ck")
         return taken
 
     def stop(self) -> int:
@@ -209,3 +213,13 @@ class Monitor:
                 self.process.kill()
                 self.process.wait()
         return self.process.returncode
+
+
+def folder_bytes(folder: Path) -> int:
+    """The bytes of the files under ``folder`` (those removed while it is walked left out)."""
+    total = 0
+    for path in folder.rglob("*"):
+        with contextlib.suppress(OSError):
+            if path.is_file():
+                total += path.stat().st_size
+    return total

@@ -69,8 +69,14 @@ TRACK_ROWS = "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows"
 #: core, up to the shuffle; split by its row groups, the sends reach the state store from
 #: every core (a micro-batch of 1 M sends of the day scenario is a 110 MB file: 7 tasks).
 SPLIT_BYTES = 16 * 1024 * 1024
+#: The micro-batches whose state and logs the checkpoint keeps to restart from: a restart needs
+#: only the last committed, and Spark's default (100) kept a hundred versions of each state
+#: store's changes and of the files their snapshots name, which a 20-minute soak at 1,800
+#: sends a second grew to 2.3 GB of checkpoint for 0.37 GB of state.
+RETAINED = 10
 #: The settings the streaming query's own session runs with.
 STATE_SETTINGS = {
+    "spark.sql.streaming.minBatchesToRetain": str(RETAINED),
     "spark.sql.files.maxPartitionBytes": str(SPLIT_BYTES),
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
