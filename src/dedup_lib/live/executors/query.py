@@ -264,24 +264,28 @@ class RunningQuery:
     """One of the monitor's streaming queries (:attr:`query`, None until it starts)."""
 
     query: StreamingQuery | None = None
+    #: The state store's bytes, in memory and on disk, last reported.
+    stores: tuple[int, int] = (0, 0)
 
     def store_bytes(self) -> tuple[int, int]:
         """The bytes of the query's state store, in memory and on disk, as Spark's progress of
-        its last micro-batch that ran its stateful operator reports them (0, 0 before one).
+        its last micro-batch reports them; those reported before when it ran none since (a
+        trigger without a micro-batch reports no state), (0, 0) before any. Only the last
+        progress is read: Spark keeps a hundred, each a round trip to the JVM.
 
         Examples
         --------
         >>> RunningQuery().store_bytes()
         (0, 0)
         """
-        for progress in reversed(self.query.recentProgress if self.query is not None else []):
-            found: dict[str, Any] = json.loads(progress.json)
-            state = found.get("stateOperators") or []
+        progress = self.query.lastProgress if self.query is not None else None
+        if progress is not None:
+            state = json.loads(progress.json).get("stateOperators") or []
             if state:
                 memory = sum(int(s.get("memoryUsedBytes", 0)) for s in state)
                 disk = sum(int(s.get("customMetrics", {}).get(SST_BYTES, 0)) for s in state)
-                return memory, disk
-        return 0, 0
+                self.stores = (memory, disk)
+        return self.stores
 
     def settle(self) -> None:
         """Wait until the query has read every file in its folder and fired the timers their
