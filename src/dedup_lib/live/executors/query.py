@@ -85,6 +85,13 @@ def batch_folders(folder: str) -> list[tuple[int, str]]:
     return sorted((int(os.path.basename(f).removeprefix("batch-")), f) for f in found)
 
 
+def forget_folders(folder: str, upto: int) -> None:
+    """The micro-batches' folders in ``folder`` up to ``upto`` removed, once counted."""
+    for batch, found in batch_folders(folder):
+        if batch <= upto:
+            shutil.rmtree(found, ignore_errors=True)
+
+
 def written_since(out: str, after: int) -> list[tuple[int, str, float]]:
     """The micro-batches after ``after`` whose verdicts are written in ``out``, each with its
     folder and the seconds it took (its :data:`SECONDS`), oldest first. Spark numbers its

@@ -38,7 +38,13 @@ from dedup_lib.columns import C0, C1, INTERNAL, SEND_MICROS, column
 from dedup_lib.live.executors.connect import RESENDS_TYPE, judged_on_server
 from dedup_lib.live.executors.inbox import WRITE_OPTIONS
 from dedup_lib.live.executors.processor import JAR_PREFIX, SOURCES, STATE_SETTINGS
-from dedup_lib.live.executors.query import COPY, RunningQuery, batch_folders, query_session
+from dedup_lib.live.executors.query import (
+    COPY,
+    RunningQuery,
+    batch_folders,
+    forget_folders,
+    query_session,
+)
 from dedup_lib.live.state.resends import resend_alerts
 from dedup_lib.replay.kernels.jvm import jar_name
 from dedup_lib.spark import is_connect
@@ -217,6 +223,4 @@ class ResendsQuery(RunningQuery):
 
     def forget(self, upto: int) -> None:
         """The resends of the micro-batches up to ``upto`` gone, once appended and counted."""
-        for batch, folder in self.written():
-            if batch <= upto:
-                shutil.rmtree(folder, ignore_errors=True)
+        forget_folders(self.found, upto)

@@ -14,7 +14,6 @@ It has the driver's runner's face (:class:`dedup_lib.live.runner.Runner`: ``step
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from collections import Counter as Tally
@@ -26,7 +25,7 @@ from dedup_lib.columns import C0
 from dedup_lib.live.checkpoint import check_settings
 from dedup_lib.live.executors import counts
 from dedup_lib.live.executors.plans import PlanFeed
-from dedup_lib.live.executors.query import ExecutorsQuery, batch_folders
+from dedup_lib.live.executors.query import ExecutorsQuery, forget_folders
 from dedup_lib.live.executors.resends import ResendsQuery, copies_writer, found_alerts
 from dedup_lib.live.executors.staging import PlanIntake
 from dedup_lib.live.output.labels import EntityLabels
@@ -165,7 +164,7 @@ class ExecutorsRunner:
             if self.metrics is not None and batch > self.resends_counted:
                 self.metrics.alerted(counted)
             self.resends_counted = max(self.resends_counted, batch)
-            self.resends.forget(batch)
+        self.resends.forget(self.resends_counted)
         return self.resends
 
     def _restore(self) -> int:
@@ -220,7 +219,7 @@ class ExecutorsRunner:
             with self.appending:
                 self.alerts.append(batch, raised)
         counts.record(self.root, counts.VERDICTS, batch, counted)
-        self._forget_alerts(batch)
+        forget_folders(self.query.alerts, batch)
         size = self._state_size()
         if self.metrics is not None and batch > self.counted:
             clock = Clock(self.lateness_ms, self._latest_ms())
@@ -228,12 +227,6 @@ class ExecutorsRunner:
         self.counted = max(self.counted, batch)
         if line is not None:
             self.on_line(replace(line, state=size))
-
-    def _forget_alerts(self, upto: int) -> None:
-        """The alerts' rows of the micro-batches up to ``upto`` gone, once counted."""
-        for batch, folder in batch_folders(self.query.alerts):
-            if batch <= upto:
-                shutil.rmtree(folder, ignore_errors=True)
 
     def _measure(self) -> None:
         """The state stores' size told to the metrics, as Spark last reported it."""
