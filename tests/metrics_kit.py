@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import urllib.error
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -25,3 +26,12 @@ def summed(samples: dict, name: str, **labels: str) -> float:
     return sum(
         v for (n, ls), v in samples.items() if n == name and labels.items() <= dict(ls).items()
     )
+
+
+def probe(port: int, path: str) -> tuple[int, str]:
+    """The status and body of ``http://127.0.0.1:PORT/PATH`` (a 503 or 404 too)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()

@@ -64,7 +64,7 @@ def test_watch_prints_what_the_read_did_before_the_first_line(monkeypatch, capsy
     def watching(spark, source, *args, on_batch, on_note, **kwargs):
         on_note("<i>land</i>: a note")
         on_batch("a line")
-        return SimpleNamespace(metrics_address=None, loaded=Counter(), refused=None)
+        return SimpleNamespace(metrics_address=None, loaded=Counter(), refused=None, waiting=False)
 
     monkeypatch.setattr(live, "watch_duplicates", watching)
     (tmp_path / "land").mkdir()

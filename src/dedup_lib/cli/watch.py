@@ -126,6 +126,11 @@ def _watch(args: argparse.Namespace, journal: Journal) -> int:
     if watch.metrics_address is not None:
         host, port = watch.metrics_address
         journal.step(f"metrics at http://{host}:{port}/metrics (and /-/healthy, /-/ready)")
+    if watch.waiting:
+        journal.step(
+            f"nothing has landed in {printable(args.source)} yet: waiting for the first file "
+            "(its format and columns)"
+        )
     if not args.once:
         _run_until_stopped(watch, journal)
     loaded = watch.loaded

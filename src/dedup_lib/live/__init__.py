@@ -17,7 +17,7 @@ imports only the stages before it (an import contract in ``pyproject.toml`` says
 Beside them: :mod:`~dedup_lib.live.durable` (files written whole or not at all, under every
 stage), :mod:`~dedup_lib.live.checkpoint` (the settings, folders, plans and commits a
 checkpoint keeps), :mod:`~dedup_lib.live.runner` (a micro-batch through the stages, committed)
-and :mod:`~dedup_lib.live.watch` (``watch_duplicates``, the loop and its entry point), whose
+and :mod:`~dedup_lib.live.watch` (``watch_duplicates``, its entry point), whose
 options are the records of :mod:`~dedup_lib.live.options` (under every stage).
 :mod:`~dedup_lib.live.executors` holds the state on the executors instead: Spark's state
 store, in one long-running streaming query.

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-import threading
-import time
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -29,6 +28,8 @@ from dedup_lib.live.landing.ledger import Reading
 from dedup_lib.live.options import WatchOptions, WriteOptions
 from dedup_lib.live.output.lines import BatchLine, Tell
 from dedup_lib.live.runner import Runner
+from dedup_lib.live.service.first_file import FirstFile
+from dedup_lib.live.service.loop import Loop, Progress
 from dedup_lib.live.service.metrics import Metrics
 from dedup_lib.live.service.pulse import Pulse, restoring
 from dedup_lib.live.state import index
@@ -37,90 +38,12 @@ from dedup_lib.replay import walk
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.rules.policy import DedupPolicy, Policies, check_policies
 from dedup_lib.telemetry.files import PathText
-from dedup_lib.telemetry.landing import open_landing
+from dedup_lib.telemetry.landing import NothingLandedError, open_landing
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from dedup_lib.telemetry.landing import Landing
-
-
-#: The latest micro-batches' lines and load counts a monitor keeps: it runs for weeks, and
-#: what it keeps must not grow with the micro-batches it runs.
-KEPT_LINES = 100
-KEPT_LOADS = 1000
-
-
-class Progress:
-    """What a monitor learns after it is built, as its micro-batches commit: their lines,
-    their loads' counts, and what stopped it. The one part of a :class:`Watch` that changes.
-
-    Parameters
-    ----------
-    on_batch : callable, optional
-        Called with each micro-batch's line as it is committed.
-
-    Attributes
-    ----------
-    lines : deque of BatchLine
-        The latest micro-batches' lines (counts, state size, alerts), :data:`KEPT_LINES` at
-        most.
-    loads : deque of dict
-        The latest micro-batches' counts of what each read: ``read``, ``valid``,
-        ``quarantined``, ``skipped`` (:data:`KEPT_LOADS` at most).
-    loaded : collections.Counter
-        Those counts added up over every micro-batch this process ran, and
-        ``micro_batches``, how many it ran.
-    error : BaseException or None
-        What stopped the monitor by itself, if it failed.
-    """
-
-    def __init__(self, on_batch: Callable[[BatchLine], None] | None = None) -> None:
-        self.lines: deque[BatchLine] = deque(maxlen=KEPT_LINES)
-        self.loads: deque[dict[str, int]] = deque(maxlen=KEPT_LOADS)
-        self.loaded: Counter[str] = Counter()
-        self.error: BaseException | None = None
-        self._on_batch = on_batch
-
-    def committed(self, line: BatchLine) -> None:
-        """A micro-batch's line, kept and passed on to ``on_batch``."""
-        self.lines.append(line)
-        if self._on_batch is not None:
-            self._on_batch(line)
-
-    def read(self, counts: dict[str, int]) -> None:
-        """A micro-batch's load counts, kept and added up."""
-        self.loads.append(counts)
-        self.loaded.update(counts)
-        self.loaded["micro_batches"] += 1
-
-
-class Loop:
-    """The thread that runs a micro-batch every ``every`` seconds (sooner while files wait)
-    until ``stopping`` is set (:meth:`Watch.stop`); a failure is kept in ``progress``."""
-
-    def __init__(
-        self, runner: Runner | ExecutorsRunner, pulse: Pulse, progress: Progress, every: float
-    ) -> None:
-        self.runner, self.pulse, self.progress, self.every = runner, pulse, progress, every
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="dedup-watch", daemon=True)
-
-    def _run(self) -> None:
-        try:
-            while not self.stopping.is_set():
-                started = time.monotonic()
-                self.runner.step()
-                self.pulse.beat()
-                if not self.runner.more:
-                    self.stopping.wait(max(0.0, self.every - (time.monotonic() - started)))
-        except BaseException as failure:
-            self.progress.error = self.pulse.error = failure
-        finally:
-            try:
-                self.runner.stop()
-            finally:
-                self.pulse.stopped = True
 
 
 @dataclass(frozen=True)
@@ -131,15 +54,13 @@ class Watch:
 
     Attributes
     ----------
-    runner : Runner or ExecutorsRunner
+    runner : Runner or ExecutorsRunner or FirstFile
         Its micro-batches (:mod:`dedup_lib.live.runner`, or
-        :mod:`dedup_lib.live.executors.runner` with the state on the executors).
-    columns : tuple of str
-        The columns of the sends.
-    content : tuple of str
-        Those compared as content (none: no collision alerts).
-    notes : tuple of str
-        What the folder held that the monitor refuses or cannot read exactly.
+        :mod:`dedup_lib.live.executors.runner` with the state on the executors), or, started
+        on a folder where nothing has landed, the wait for the first file
+        (:mod:`dedup_lib.live.service.first_file`).
+    found : Found
+        What the first file told: :attr:`columns`, :attr:`content`, :attr:`notes`.
     metrics : Metrics
         The counters and gauges (:meth:`counters`).
     metrics_address : tuple of (str, int) or None
@@ -172,15 +93,34 @@ class Watch:
     The methods' examples go on with this ``watch``; :meth:`stop` ends it.
     """
 
-    runner: Runner | ExecutorsRunner
-    columns: tuple[str, ...]
-    content: tuple[str, ...]
-    notes: tuple[str, ...]
+    runner: Runner | ExecutorsRunner | FirstFile
+    found: Found
     metrics: Metrics
     metrics_address: tuple[str, int] | None
     pulse: Pulse
     progress: Progress
     loop: Loop | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """tuple of str: The columns of the sends (none before the first file lands)."""
+        return self.found.columns
+
+    @property
+    def content(self) -> tuple[str, ...]:
+        """tuple of str: Those compared as content (none: no collision alerts)."""
+        return self.found.content
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """tuple of str: What the folder held that the monitor refuses or cannot read
+        exactly, when it started."""
+        return self.found.notes
+
+    @property
+    def waiting(self) -> bool:
+        """bool: Whether the monitor waits for the first file to land in its folder."""
+        return isinstance(self.runner, FirstFile) and self.runner.waiting
 
     @property
     def lines(self) -> deque[BatchLine]:
@@ -389,49 +329,97 @@ def watch_duplicates(
     203
     """
     options = options if options is not None else WatchOptions()
-    reading, judging, writing = options.reading, options.judging, options.writing
     options.check()
-    landing = open_landing(
-        spark, os.fspath(source), reading.format, reading.mapping, entity=reading.entity
-    )
-    index.compile_in_background()
-    walk.compile_in_background()
-    columns = landing.valid_columns().schema.names
-    wanted = list(Evidence.of(columns, judging.content).content)
-    horizon = parse_window(judging.resend_horizon) if wanted else None
-    read = Reading(
-        landing.format, parse_window(reading.settle).total_seconds(), exclude=tuple(reading.exclude)
-    )
     policy = check_policies(policy if policy is not None else DedupPolicy())
-    settings = Settings(policy, parse_window(lateness), horizon, wanted, read, options.state.mode)
-    folders = _folders(out, checkpoint, writing)
-    every = _seconds(reading.trigger)
-    say = on_note or (lambda _: None)
-    for note in landing.notes:
-        say(note)
-    pulse, progress = Pulse(every), Progress(on_batch)
+    every = _seconds(options.reading.trigger)
+    pulse, progress, found = Pulse(every), Progress(on_batch), Found()
     reserved = () if isinstance(policy, DedupPolicy) else sorted(policy)
-    metrics = Metrics(settings.lateness.total_seconds(), every, reserved)
+    metrics = Metrics(parse_window(lateness).total_seconds(), every, reserved)
     metrics.alive = pulse.health
+    say = on_note or (lambda _: None)
+    folders = _folders(out, checkpoint, options.writing)
+    start = _Start(spark, os.fspath(source), policy, lateness, folders, options, once)
     # Served from the start: /-/ready answers 503 while the state is restored.
     served = options.serving.metrics
     address = metrics.serve(served) if served is not None else None
     try:
-        with restoring(pulse):
-            tell = (progress.committed, progress.read, say)
-            budget = StateBudget(options.state.memory) if options.state.memory else StateBudget()
-            runner = _runner(spark, landing, settings, folders, tell, metrics, budget, once)
+        tell = (progress.committed, progress.read, say)
+        parts = (tell, metrics, pulse, found)
+        started = start(*parts)
+        runner = started or FirstFile(partial(start, *parts), metrics, pulse.notifier, start.path)
         loop = None if once else Loop(runner, pulse, progress, every)
         if loop is None:
-            _run_once(runner)
-        found = (tuple(columns), tuple(wanted), landing.notes)
-        watch = Watch(runner, *found, metrics, address, pulse, progress, loop)
+            assert started is not None  # run once, an empty folder is refused
+            _run_once(started)
+        watch = Watch(runner, found, metrics, address, pulse, progress, loop)
         if loop is not None:
             loop.thread.start()
     except BaseException:
         metrics.close()
         raise
     return watch
+
+
+@dataclass
+class Found:
+    """What the first file told the monitor: the sends' ``columns``, those compared as
+    ``content``, the folder's ``notes`` when it started."""
+
+    columns: tuple[str, ...] = ()
+    content: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Start:
+    """The monitor's runner, started once a file has landed in ``path``: the landing opened,
+    the settings it makes, the state restored."""
+
+    spark: SparkSession
+    path: str
+    policy: Policies
+    lateness: timedelta | str
+    folders: Folders
+    options: WatchOptions
+    once: bool
+
+    def __call__(
+        self, tell: Tell, metrics: Metrics, pulse: Pulse, found: Found
+    ) -> Runner | ExecutorsRunner | None:
+        """The runner, its state restored; None while nothing has landed (``once``: raised)."""
+        reading, judging = self.options.reading, self.options.judging
+        try:
+            landing = open_landing(
+                self.spark, self.path, reading.format, reading.mapping, entity=reading.entity
+            )
+        except NothingLandedError:
+            if self.once:
+                raise
+            return None
+        index.compile_in_background()
+        walk.compile_in_background()
+        columns = landing.valid_columns().schema.names
+        wanted = list(Evidence.of(columns, judging.content).content)
+        horizon = parse_window(judging.resend_horizon) if wanted else None
+        read = Reading(
+            landing.format,
+            parse_window(reading.settle).total_seconds(),
+            exclude=tuple(reading.exclude),
+        )
+        settings = Settings(
+            self.policy, parse_window(self.lateness), horizon, wanted, read, self.options.state.mode
+        )
+        for note in landing.notes:
+            tell[2](note)
+        memory = self.options.state.memory
+        metrics.restoring = True
+        with restoring(pulse):
+            budget = StateBudget(memory) if memory else StateBudget()
+            runner = _runner(
+                self.spark, landing, settings, self.folders, tell, metrics, budget, self.once
+            )
+        found.columns, found.content, found.notes = tuple(columns), tuple(wanted), landing.notes
+        return runner
 
 
 def _run_once(runner: Runner | ExecutorsRunner) -> None:

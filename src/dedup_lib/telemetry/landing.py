@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 
 from dedup_lib.columns import CORRUPT, column
 from dedup_lib.errors import InputError, printable
-from dedup_lib.telemetry.files import local_path, spark_path
+from dedup_lib.telemetry.files import list_input, local_path, spark_path
 from dedup_lib.telemetry.formats import SOURCE_FILE
 from dedup_lib.telemetry.formats.otlp import TRACES_DATA, OtlpFormat
 from dedup_lib.telemetry.loader import OpenedInput, open_input, with_entity
@@ -101,6 +101,10 @@ class Landing:
         return opened.valid(frame, keep_source_file=True)
 
 
+class NothingLandedError(InputError):
+    """A landing folder that holds no data file yet: nothing tells its format and columns."""
+
+
 def open_landing(
     spark: SparkSession,
     path: str,
@@ -110,7 +114,7 @@ def open_landing(
     entity: str | None = None,
 ) -> Landing:
     """The folder ``path`` (on this machine's disk) as a landing: the files already there
-    tell the format and columns. An error that says what to do when none has landed yet."""
+    tell the format and columns; :class:`NothingLandedError` while it holds none."""
     local = local_path(path)
     if local is None:
         raise InputError(
@@ -119,11 +123,11 @@ def open_landing(
             "mount)"
         )
     path = local  # absolute: the process may change its folder while the monitor runs
+    if not list_input(spark, path, WATCH).files:
+        raise NothingLandedError(f"{WATCH}: nothing has landed in {printable(path)} yet")
     mapping = dict(mapping or {})
     opened = open_input(spark, path, format, mapping, entity)
     files = opened.files
-    if not files.files:
-        raise InputError(f"{WATCH}: nothing has landed in {printable(path)} yet")
     if files.partitioned:
         raise InputError(
             f"{WATCH}: {printable(path)} has key=value folders; a live folder is read flat: "

@@ -76,6 +76,8 @@ class LiveMonitor:
         self.status = widgets.HTML("Not started.")
         self.note = widgets.HTML()
         self.lacks: str | None = None
+        #: Whether :attr:`lacks` was said for the monitor started last.
+        self._noted = False
         self.refused: str | None = None
         self._drawn = threading.Event()
 
@@ -94,8 +96,9 @@ class LiveMonitor:
     ) -> Watch | None:
         """Start :func:`dedup_lib.watch_duplicates` on ``source``, each micro-batch drawn here.
 
-        Returns once the first verdicts are drawn, or after ``wait`` seconds. Telemetry the
-        monitor cannot read (an export, not a stream) is said in the status line instead.
+        Returns once the first verdicts are drawn, or after ``wait`` seconds; at once when
+        nothing has landed yet (the status line says it waits for the first file). Telemetry
+        the monitor cannot read (an export, not a stream) is said in the status line instead.
 
         Parameters
         ----------
@@ -133,6 +136,7 @@ class LiveMonitor:
         source = os.fspath(source)
         self.status.value = f"Watching {escape(source)}: waiting for the first micro-batch."
         self._drawn.clear()
+        self._noted = False
         try:
             self.watch = watch_duplicates(
                 spark,
@@ -149,10 +153,15 @@ class LiveMonitor:
             self.refused = str(refused)
             self.status.value = f"Not watching: {escape(self.refused, limit=None)}"
             return None
-        self.lacks = Evidence.of(self.watch.columns, self.watch.content or None).lacks(
-            "content", "which duplicates were different messages (collisions)"
-        )
-        self.note.value = escape(self.lacks, limit=None) if self.lacks else ""
+        if self.watch.waiting:
+            with self._lock:  # unless the first file's line, drawn meanwhile, said more
+                if not self.watch.lines:
+                    self.status.value = (
+                        f"Watching {escape(source)}: nothing has landed yet; waiting for the "
+                        "first file."
+                    )
+            return self.watch
+        self._note_lacks()
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline and self.watch.active:
             if self._drawn.wait(timeout=0.5):
@@ -182,6 +191,8 @@ class LiveMonitor:
         >>> replayed.alerts().equals(monitor.alerts())
         True
         """
+        if not self._noted and self.watch is not None:
+            self._note_lacks()  # started before the first file, which told the columns
         minutes = line.minutes.assign(accepted=lambda m: m.sends - m.duplicates - m.late)
         long = minutes.melt(
             id_vars="minute", value_vars=["accepted", "duplicates", "late"], var_name="verdict"
@@ -196,13 +207,22 @@ class LiveMonitor:
             self._alerts = (self._alerts + line.found)[-self.shown :]
             self.charts.show(self.figures())
             self.table.value = self._table_html()
+            self.status.value = (
+                f"Micro-batch {line.batch} at {time.strftime('%H:%M:%S')}: {line.judged:,} "
+                f"sends judged, {line.duplicates:,} duplicates, {line.late:,} late, "
+                f"{line.alerts:,} alerts; {escape(str(line.state))}."
+            )
         if line.judged:
             self._drawn.set()
-        self.status.value = (
-            f"Micro-batch {line.batch} at {time.strftime('%H:%M:%S')}: {line.judged:,} sends "
-            f"judged, {line.duplicates:,} duplicates, {line.late:,} late, {line.alerts:,} alerts; "
-            f"{escape(str(line.state))}."
+
+    def _note_lacks(self) -> None:
+        """Say what the monitor's input lacks, once its columns are known."""
+        assert self.watch is not None
+        self._noted = True
+        self.lacks = Evidence.of(self.watch.columns, self.watch.content or None).lacks(
+            "content", "which duplicates were different messages (collisions)"
         )
+        self.note.value = escape(self.lacks, limit=None) if self.lacks else ""
 
     def figures(self) -> list[go.Figure]:
         """The two charts as they stand: sends per minute by verdict, alerts per minute by kind.

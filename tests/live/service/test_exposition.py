@@ -3,22 +3,12 @@
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
-
 import pytest
 from prometheus_client import CollectorRegistry, Gauge
 
 from dedup_lib.errors import InputError
 from dedup_lib.live.service.exposition import Probes, serve
-
-
-def get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
+from metrics_kit import probe
 
 
 def test_each_path_answers_and_any_other_is_404():
@@ -32,17 +22,17 @@ def test_each_path_answers_and_any_other_is_404():
     )
     port = server.server_port
     try:
-        status, text = get(port, "/metrics")
+        status, text = probe(port, "/metrics")
         assert status == 200
         assert "dedup_example 3.0" in text
-        assert get(port, "/-/healthy") == (200, "running\n")
-        assert get(port, "/-/ready") == (503, "restoring the state\n")
+        assert probe(port, "/-/healthy") == (200, "running\n")
+        assert probe(port, "/-/ready") == (503, "restoring the state\n")
         state["ready"] = (True, "ready")
-        assert get(port, "/-/ready") == (200, "ready\n")
+        assert probe(port, "/-/ready") == (200, "ready\n")
         state["healthy"] = (False, "the micro-batch loop has stopped")
-        assert get(port, "/-/healthy")[0] == 503
+        assert probe(port, "/-/healthy")[0] == 503
         for path in ("/", "/metricsx", "/-/", "/favicon.ico", "/metrics/../-/ready"):
-            assert get(port, path)[0] == 404, path
+            assert probe(port, path)[0] == 404, path
     finally:
         server.shutdown()
         server.server_close()

@@ -10,21 +10,10 @@ import socket
 import struct
 import threading
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from dedup_lib.live.service.notify import Notifier
-
-
-@pytest.fixture
-def manager(tmp_path: Path) -> Iterator[socket.socket]:
-    """systemd's end: a datagram socket bound in the test's folder."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as end:
-        end.bind(str(tmp_path / "notify"))
-        end.settimeout(5)
-        yield end
 
 
 def heard(end: socket.socket, count: int) -> list[str]:

@@ -12,8 +12,6 @@ import shutil
 import socket
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from dedup_lib import DedupPolicy, sample_path
@@ -24,16 +22,14 @@ from dedup_lib.live.service.pulse import Pulse
 from dedup_lib.live.state.store import KeyedState
 from dedup_lib.live.watch import watch_duplicates
 from dedup_lib.spark import free_port
-from metrics_kit import scrape, summed
+from metrics_kit import probe, scrape, summed
 from prometheus_kit import Prometheus
 
 
 def get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
-            return answer.status, answer.read().decode().strip()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode().strip()
+    """The status and body, its newline cut, of a path the monitor serves."""
+    status, body = probe(port, path)
+    return status, body.strip()
 
 
 class Manager:
