@@ -332,13 +332,17 @@ def watch_duplicates(
     options.check()
     policy = check_policies(policy if policy is not None else DedupPolicy())
     every = _seconds(options.reading.trigger)
+    # Every setting read now, not when a first file lands in a folder still empty.
+    late, horizon = parse_window(lateness), parse_window(options.judging.resend_horizon)
+    settle = parse_window(options.reading.settle).total_seconds()
     pulse, progress, found = Pulse(every), Progress(on_batch), Found()
     reserved = () if isinstance(policy, DedupPolicy) else sorted(policy)
-    metrics = Metrics(parse_window(lateness).total_seconds(), every, reserved)
+    metrics = Metrics(late.total_seconds(), every, reserved)
     metrics.alive = pulse.health
     say = on_note or (lambda _: None)
     folders = _folders(out, checkpoint, options.writing)
-    start = _Start(spark, os.fspath(source), policy, lateness, folders, options, once)
+    timing = (late, horizon, settle)
+    start = _Start(spark, os.fspath(source), policy, timing, folders, options, once)
     # Served from the start: /-/ready answers 503 while the state is restored.
     served = options.serving.metrics
     address = metrics.serve(served) if served is not None else None
@@ -378,7 +382,8 @@ class _Start:
     spark: SparkSession
     path: str
     policy: Policies
-    lateness: timedelta | str
+    #: The lateness, the resend horizon and the settle time (seconds), read.
+    timing: tuple[timedelta, timedelta, float]
     folders: Folders
     options: WatchOptions
     once: bool
@@ -400,14 +405,10 @@ class _Start:
         walk.compile_in_background()
         columns = landing.valid_columns().schema.names
         wanted = list(Evidence.of(columns, judging.content).content)
-        horizon = parse_window(judging.resend_horizon) if wanted else None
-        read = Reading(
-            landing.format,
-            parse_window(reading.settle).total_seconds(),
-            exclude=tuple(reading.exclude),
-        )
+        late, horizon, settle = self.timing
+        read = Reading(landing.format, settle, exclude=tuple(reading.exclude))
         settings = Settings(
-            self.policy, parse_window(self.lateness), horizon, wanted, read, self.options.state.mode
+            self.policy, late, horizon if wanted else None, wanted, read, self.options.state.mode
         )
         for note in landing.notes:
             tell[2](note)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from dedup_lib import DedupPolicy, sample_path
+from dedup_lib.errors import InputError
 from dedup_lib.live.options import ReadOptions, ServeOptions, StateOptions, WatchOptions
 from dedup_lib.live.service.first_file import FirstFile
 from dedup_lib.live.service.metrics import Metrics
@@ -76,6 +77,18 @@ def test_run_once_an_empty_folder_is_refused_in_a_sentence(spark, tmp_path):
             once=True,
         )  # fmt: skip
     assert not (tmp_path / "ck").exists(), "nothing written"
+
+
+@pytest.mark.parametrize("reading", [ReadOptions(settle="soon"), ReadOptions(trigger="often")])
+def test_a_setting_that_does_not_read_is_refused_at_start_not_at_the_first_file(
+    spark, tmp_path, reading
+):
+    (tmp_path / "landing").mkdir()
+    with pytest.raises(InputError, match=r"soon|often"):
+        watch_duplicates(
+            spark, tmp_path / "landing", out=tmp_path / "out", checkpoint=tmp_path / "ck",
+            options=WatchOptions(reading=reading),
+        )  # fmt: skip
 
 
 def _judged(port: int) -> float:
