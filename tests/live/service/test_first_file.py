@@ -49,10 +49,10 @@ def test_it_is_ready_and_scans_until_the_runner_starts_then_is_that_runner(manag
     metrics, runner, starts = Metrics(60.0, 1.0), Stub(), [None, None]
     waiting = FirstFile(
         lambda: starts.pop() if starts else runner, metrics, Notifier(
-            {"NOTIFY_SOCKET": manager.getsockname()}), "landing/"
+            {"NOTIFY_SOCKET": manager.getsockname()}), "landing/\x1b[2J"
     )  # fmt: skip
     told = [manager.recv(4096).decode() for _ in range(2)]
-    assert told == ["READY=1", "STATUS=waiting for the first file in landing/"]
+    assert told == ["READY=1", "STATUS=waiting for the first file in landing/\\x1b[2J"]
     assert metrics.ready() == (False, "the folder has not been scanned yet")
     assert waiting.step() is None
     assert (waiting.waiting, waiting.more, waiting.refused) == (True, False, None)

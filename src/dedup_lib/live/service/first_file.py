@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from dedup_lib.errors import printable
+
 if TYPE_CHECKING:
     from dedup_lib.live.service.loop import Stepping
     from dedup_lib.live.service.metrics import Metrics
@@ -43,7 +45,7 @@ class FirstFile:
         # Nothing to restore before a file lands: ready, and so told, while the folder is quiet.
         metrics.restoring = False
         notifier.ready()
-        notifier.status(f"waiting for the first file in {path}")
+        notifier.status(f"waiting for the first file in {printable(path)}")
 
     @property
     def waiting(self) -> bool:
