@@ -49,8 +49,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Watch:
     """A running (or, with ``once``, finished) live monitor, as
-    :func:`dedup_lib.watch_duplicates` returns it, built whole: what it learns later is in
-    its :class:`Progress`.
+    :func:`dedup_lib.watch_duplicates` returns it: what it learns later is in its
+    :class:`~dedup_lib.live.service.loop.Progress`, and, started before the first file, in
+    its :class:`Found`.
 
     Attributes
     ----------

@@ -40,7 +40,9 @@ KEPT_LOADS = 1000
 
 class Progress:
     """What a monitor learns after it is built, as its micro-batches commit: their lines,
-    their loads' counts, and what stopped it. The one part of a :class:`Watch` that changes.
+    their loads' counts, and what stopped it. With what the first file told
+    (:class:`~dedup_lib.live.watch.Found`), the part of a :class:`~dedup_lib.live.watch.Watch`
+    that changes.
 
     Parameters
     ----------
@@ -84,7 +86,8 @@ class Progress:
 
 class Loop:
     """The thread that runs a micro-batch every ``every`` seconds (sooner while files wait)
-    until ``stopping`` is set (:meth:`Watch.stop`); a failure is kept in ``progress``."""
+    until ``stopping`` is set (:meth:`~dedup_lib.live.watch.Watch.stop`); a failure is kept
+    in ``progress``."""
 
     def __init__(self, runner: Stepping, pulse: Pulse, progress: Progress, every: float) -> None:
         self.runner, self.pulse, self.progress, self.every = runner, pulse, progress, every
