@@ -60,6 +60,7 @@ from dedup_lib.rules.durations import parse_window
 from dedup_lib.synth import generate_telemetry
 from dedup_lib.telemetry.landing import open_landing
 from results_table import Figure, add_option, record, short_count
+from soak_monitor import folder_bytes
 
 LATENESS = "PT1M"
 #: What the monitors compare as content: the driver's default (``Evidence``), given to the
@@ -224,7 +225,7 @@ def on_the_executors(
     dropped = sum(f.dropped for f in figures)
     assert dropped == 0, f"Spark dropped {dropped} sends behind the watermark"
     states = [os.path.join(root, "spark", "state"), os.path.join(root, "resends", "spark", "state")]
-    disk = sum(p.stat().st_size for s in states for p in Path(s).rglob("*") if p.is_file())
+    disk = sum(folder_bytes(Path(s)) for s in states)
     return elapsed, costs, disk
 
 

@@ -411,8 +411,9 @@ class _Start:
         settings = Settings(
             self.policy, late, horizon if wanted else None, wanted, read, self.options.state.mode
         )
+        _, _, say = tell
         for note in landing.notes:
-            tell[2](note)
+            say(note)
         memory = self.options.state.memory
         metrics.restoring = True
         with restoring(pulse):

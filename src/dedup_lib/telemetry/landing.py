@@ -123,11 +123,11 @@ def open_landing(
             "mount)"
         )
     path = local  # absolute: the process may change its folder while the monitor runs
-    if not list_input(spark, path, WATCH).files:
+    files = list_input(spark, path, WATCH)
+    if not files.files:
         raise NothingLandedError(f"{WATCH}: nothing has landed in {printable(path)} yet")
     mapping = dict(mapping or {})
-    opened = open_input(spark, path, format, mapping, entity)
-    files = opened.files
+    opened = open_input(spark, path, format, mapping, entity, files)
     if files.partitioned:
         raise InputError(
             f"{WATCH}: {printable(path)} has key=value folders; a live folder is read flat: "

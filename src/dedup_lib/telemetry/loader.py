@@ -161,9 +161,11 @@ def open_input(
     format: str | None,
     mapping: Mapping[str, str] | None,
     entity: str | None,
+    files: InputFiles | None = None,
 ) -> OpenedInput:
-    """The input at ``path`` listed, its format named or recognised, and read."""
-    files = list_input(spark, path, LOADER)
+    """The input at ``path`` listed (``files``, when the caller has listed it), its format
+    named or recognised, and read."""
+    files = files if files is not None else list_input(spark, path, LOADER)
     mapping = dict(mapping or {})
     if format is not None and format.lower() in RECORD_FORMATS:
         return _records(spark, files, RECORD_FORMATS[format.lower()], mapping, entity, path)

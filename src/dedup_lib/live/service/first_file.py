@@ -67,7 +67,6 @@ class FirstFile:
         if self.runner is None:
             self.runner = self.start()
             if self.runner is None:
-                self.metrics.restoring = False
                 self.metrics.scanned(0, None, None)
                 return None
         return self.runner.step()
