@@ -5,6 +5,7 @@ either way. What it keeps of the micro-batches is bounded: a monitor runs for we
 from __future__ import annotations
 
 import threading
+import time
 
 import pandas as pd
 
@@ -39,14 +40,18 @@ class Counting:
 
 
 def test_it_steps_at_once_while_there_is_more_then_every_turn_until_stopped():
-    runner, pulse = Counting(more=5), Pulse(every=30.0)
-    loop = Loop(runner, pulse, Progress(), every=30.0)
+    runner, pulse = Counting(more=5), Pulse(every=1.0)
+    loop = Loop(runner, pulse, Progress(), every=1.0)
+    started = time.monotonic()
     loop.thread.start()
     assert runner.stopped.wait(0) is False
-    deadline = threading.Event()
-    while runner.steps < 6 and not deadline.wait(0.01):
-        pass
-    assert runner.steps == 6, "five at once, then one a turn of 30 s"
+    while runner.steps < 5 and time.monotonic() - started < 5:
+        time.sleep(0.01)
+    assert runner.steps == 5, "five at once, while the runner has more"
+    while runner.steps < 6 and time.monotonic() - started < 5:
+        time.sleep(0.01)
+    assert runner.steps == 6, "then one a turn"
+    assert time.monotonic() - started >= 1.0, "the sixth waited for its turn"
     loop.stopping.set()
     loop.thread.join(5)
     assert not loop.thread.is_alive()
