@@ -10,7 +10,7 @@ LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 # Java 17+, the JVM replay kernel built (or why the Python one will run), the Jupyter kernel.
 CHECK = $(BIN)/dedup-lib doctor
 
-.PHONY: help install lab test test-fast test-cluster class-data lint docs bench profile-engine bench-simulate bench-load bench-synth bench-explorer bench-watch samples notebooks postmortem explore clean
+.PHONY: help install lab test test-fast test-cluster class-data lint lint-code lint-types lint-duplicates lint-duplicates-tests docs bench profile-engine bench-simulate bench-load bench-synth bench-explorer bench-watch samples notebooks postmortem explore clean
 
 help:
 	@echo "make lab [INPUT=sends.parquet]  open JupyterLab on notebooks/ (installs on first use);"
@@ -71,7 +71,7 @@ WORKERS ?= 2
 # and the run's class-data archive run side by side first: mypy, Sphinx and the JVM each keep
 # a core busy in turn, and the machine has two.
 test: $(STAMP)
-	@$(MAKE) --no-print-directory -j3 lint docs class-data
+	@$(MAKE) --no-print-directory -j3 --output-sync=target lint-code lint-types lint-duplicates lint-duplicates-tests docs class-data
 	@DEDUP_LIB_CACHE=$(TEST_CACHE) $(CHECK)
 	DEDUP_TEST_CLUSTER=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder \
 		--nbval-lax --durations=15 \
@@ -96,14 +96,24 @@ test-fast: $(STAMP)
 # together, the tests apart (a test states the columns it expects on its own, on purpose).
 DUPLICATES := --recursive=y --disable=all --enable=duplicate-code --score=n
 
-lint: $(STAMP)
+# In parts, which make test runs side by side with the docs (-j): each of pylint's two passes
+# takes as long as mypy.
+lint: lint-code lint-types lint-duplicates lint-duplicates-tests
+
+lint-code: $(STAMP)
 	$(BIN)/ruff check conftest.py src tests benchmarks notebooks docs
 	$(BIN)/ruff format --check conftest.py src tests benchmarks notebooks docs
-	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/pylint $(DUPLICATES) src benchmarks
-	$(BIN)/pylint $(DUPLICATES) tests
 	$(BIN)/hadolint Containerfile
+
+lint-types: $(STAMP)
+	$(BIN)/mypy
+
+lint-duplicates: $(STAMP)
+	$(BIN)/pylint $(DUPLICATES) src benchmarks
+
+lint-duplicates-tests: $(STAMP)
+	$(BIN)/pylint $(DUPLICATES) tests
 
 # The site from docs/ and the docstrings; a warning (a broken link, bad markup) fails it.
 # docs/generated/ (a page per API name) and the site are made afresh: a name dropped must not
