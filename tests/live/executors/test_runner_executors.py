@@ -59,6 +59,8 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
     # the state stores' size, as Spark reports it once a micro-batch's state is committed
     sizes = first.counters().query("metric == 'dedup_state_bytes'")
     assert dict(zip(sizes["labels"], sizes["value"], strict=True))["store=disk"] > 0
+    # and no count of keys or waiting sends, which the stores do not keep (not a false 0)
+    assert not {"dedup_state_keys", "dedup_waiting_sends"} & set(first.counters()["metric"])
     counted = _counted(first)
     assert counted["dedup_rows_read_total"] == 29_872
     assert counted["dedup_micro_batches_total"] == len(first.lines) + 1  # the timers' own

@@ -164,6 +164,25 @@ def test_a_restarted_monitor_serves_no_time_at_zero_and_is_not_ready_while_resto
         metrics.close()
 
 
+def test_the_state_s_counts_are_served_once_known_and_never_for_the_executors():
+    """Keys held and sends waiting: absent while the driver's state is restored, then its
+    counts; never served for the state on the executors, whose stores count no keys (a 0
+    would read as an empty state)."""
+    metrics, address = served()
+    try:
+        counts = ("dedup_state_keys", ()), ("dedup_waiting_sends", ())
+        assert not set(counts) & set(scrape(address)), "absent while restoring"
+        metrics.restored(Totals(), StateSize(keys=5, waiting=2), watermark=None)
+        assert [scrape(address).get(c) for c in counts] == [5, 2]
+        metrics.sized(StateSize(memory=3 << 20, disk=5 << 30, executors=True))
+        served_now = scrape(address)
+        assert not set(counts) & set(served_now), "the executors' stores count no keys"
+        assert summed(served_now, "dedup_state_bytes", store="disk") == 5 << 30
+        assert "dedup_state_keys" not in set(metrics.table()["metric"])
+    finally:
+        metrics.close()
+
+
 def test_build_info_the_process_s_metrics_and_no_created_series():
     metrics, address = served()
     try:

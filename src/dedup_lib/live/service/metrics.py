@@ -78,7 +78,8 @@ def _of(counter: Counter, **labels: str) -> _Series:
 
 
 class _Moments(Collector):
-    """The timestamp gauges, each served only once known."""
+    """The timestamp gauges and the state's counts, each served only once known: the counts
+    after the driver's state is restored, never for the state on the executors."""
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
@@ -103,6 +104,12 @@ class _Moments(Collector):
         ):  # fmt: skip
             if value is not None:
                 yield GaugeMetricFamily(name, doc, value=value)
+        if m.held is not None:  # the driver's index counts them; Spark's state stores do not
+            keys, waiting = m.held
+            yield GaugeMetricFamily("dedup_state_keys", "Keys held, each with its anchor", keys)
+            yield GaugeMetricFamily(
+                "dedup_waiting_sends", "Sends waiting for the watermark", waiting
+            )
 
     def describe(self) -> Iterable[GaugeMetricFamily]:
         return ()
@@ -138,6 +145,8 @@ class Metrics:
         self.last_scan: float | None = None
         self.last_landed: float | None = None
         self.restoring = True
+        #: The keys held and the sends waiting, once the driver's state is restored.
+        self.held: tuple[int, int] | None = None
         #: Whether the micro-batch loop lives; why not (set by the monitor that runs it).
         self.alive: Callable[[], Answer] = lambda: (True, "running")
         #: When a send was last judged and a micro-batch last committed (Unix time).
@@ -185,11 +194,9 @@ class Metrics:
             "dedup_micro_batch_duration_seconds", "How long each micro-batch took",
             buckets=DURATIONS, registry=r,
         )  # fmt: skip
-        self.state_keys = Gauge("dedup_state_keys", "Keys held, each with its anchor", registry=r)
         self.state_bytes = Gauge(
             "dedup_state_bytes", "The state's size, in memory and on disk", ["store"], registry=r
         )
-        self.waiting = Gauge("dedup_waiting_sends", "Sends waiting for the watermark", registry=r)
         self.state_budget = Gauge(
             "dedup_state_budget_bytes",
             "The most the driver's state may take in memory (0: kept on the executors)",
@@ -363,11 +370,10 @@ class Metrics:
         """The state's size: at each commit, and apart from them for the state on the
         executors, whose size Spark reports once a micro-batch's state is committed, after
         its verdicts are written and counted."""
-        self.state_keys.set(size.keys)
+        self.held = None if size.executors else (size.keys, size.waiting)
         self.state_bytes.labels(store="memory").set(size.memory)
         self.state_bytes.labels(store="disk").set(size.disk)
         self.state_budget.set(size.budget)
-        self.waiting.set(size.waiting)
 
     def serve(self, address: str) -> tuple[str, int]:
         """Serve ``/metrics``, ``/-/healthy`` and ``/-/ready`` at ``address`` (``HOST:PORT``;
