@@ -99,11 +99,13 @@ def test_a_dict_of_counts_as_one_row():
     ]
 
 
-def test_numbers_align_right_and_text_left():
+def test_numbers_align_right_and_text_left_their_labels_too():
     table = pd.DataFrame({"entity": ["orders"], "sends": [71975]})
     html = styled(table).to_html()
     aligned = dict(re.findall(r"_row0_(col\d) \{\s*text-align: (\w+);", html))
     assert aligned == {"col0": "left", "col1": "right"}
+    labels = dict(re.findall(r"_level0_(col\d) \{\s*text-align: (\w+);", html))
+    assert labels == aligned, "each label aligned as its column"
 
 
 def test_short_words_wrap_between_words_and_long_text_anywhere():

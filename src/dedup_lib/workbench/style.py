@@ -155,6 +155,11 @@ def styled(table: pd.DataFrame) -> Styler:
             "max-width": "40em",
         }
         styler = styler.set_properties(subset=wrapped, **wrap)
+    # A column's label aligned as its cells (Jupyter right-aligns every label).
+    left = set(text)
+    styler = styler.map_index(
+        lambda label: f"text-align: {'left' if label in left else 'right'}", axis="columns"
+    )
     return styler.hide(axis="index")
 
 
