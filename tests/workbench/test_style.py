@@ -108,16 +108,17 @@ def test_numbers_align_right_and_text_left_their_labels_too():
     assert labels == aligned, "each label aligned as its column"
 
 
-def test_short_words_wrap_between_words_and_long_text_anywhere():
-    """A kind, an entity or a time is never broken within a word (the browser squeezed
-    "resend" to "resen" over "d" beside a long column); a long id or sentence wraps anywhere
-    rather than widen the page."""
+def test_text_wraps_between_words_and_only_an_overlong_word_anywhere():
+    """A kind, an entity, a time or a sentence is never broken within a word (wrapping
+    anywhere let the browser squeeze "resend" to "resen" over "d" beside a long column); a
+    column holding a word too long for a line wraps anywhere rather than widen the page."""
     table = pd.DataFrame(
         {
             "kind": ["resend"],
             "entity": ["notifications"],
             "send_time": pd.to_datetime(["2026-11-03 21:02:56"]),
             "why": ["the same content was accepted 1.491 s before (MessageId 0a78219d-7a75)"],
+            "message_id": ["x" * 60],
         }
     )
     page = styled(table).to_html()
@@ -126,8 +127,8 @@ def test_short_words_wrap_between_words_and_long_text_anywhere():
         for selectors, props in re.findall(r"([^{}]+)\{([^}]*)\}", page)
         for cell in re.findall(r"_row0_(col\d)", selectors)
     }
-    assert ["overflow-wrap: anywhere" in rules[f"col{i}"] for i in range(4)] == [0, 0, 0, 1]
-    assert all("text-align: left" in rules[f"col{i}"] for i in range(4))
+    assert ["overflow-wrap: anywhere" in rules[f"col{i}"] for i in range(5)] == [0, 0, 0, 0, 1]
+    assert all("text-align: left" in rules[f"col{i}"] for i in range(5))
 
 
 def test_data_and_column_labels_are_text_never_markup():

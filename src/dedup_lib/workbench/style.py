@@ -73,12 +73,6 @@ def _text(value: Any) -> str:
     return MISSING if _missing(value) else escape(value, "html")
 
 
-def _label(value: Any) -> str:
-    """A column label as text that may wrap after each underscore (a zero-width space): a
-    label such as ``share_catchable_caught`` is a single word, as wide as the table allows."""
-    return _text(value).replace("_", "_\u200b")
-
-
 def _formatter(name: object, column: pd.Series[Any]) -> Callable[[Any], str]:
     if str(name).startswith("share_"):
         return _share
@@ -134,27 +128,22 @@ def styled(table: pd.DataFrame) -> Styler:
         if formatters[name] not in (_time, _text):
             numeric.append(name)
     styler = table.style.format(formatters, na_rep=MISSING)
-    styler = styler.format_index(_text, axis=0, level=None)
-    styler = styler.format_index(_label, axis=1, level=None)
+    for axis in (0, 1):
+        styler = styler.format_index(_text, axis=axis, level=None)
     # Jupyter right-aligns every cell: numbers stay so, text (names, causes) reads from the left,
-    # and a long id wraps anywhere instead of widening the table past the page, though never
-    # narrower than 10em (wrapping anywhere lets the browser squeeze a column to a few letters
-    # a line, "recom" over "mende"). A column of short words (a kind, an entity, a time) wraps
-    # only between words. Column labels wrap after their underscores (:func:`_label`).
+    # wrapping between words. A column with a word too long for a line (an id of 10 kB) wraps
+    # anywhere instead of widening the table past the page; only such a column, since wrapping
+    # anywhere lets the browser squeeze a column to a few letters a line ("resen" over "d")
+    # beside a long one. A label is never broken: it is the column's name, which an analyst
+    # copies into code (a zero-width space to let it wrap would go with the copy).
     text: list[Hashable] = [name for name in table.columns if name not in numeric]
-    short = [name for name in text if _longest(table[name]) <= _UNWRAPPED]
     if numeric:
         styler = styler.set_properties(subset=numeric, **{"text-align": "right"})
-    if short:
-        styler = styler.set_properties(subset=short, **{"text-align": "left"})
-    if wrapped := [name for name in text if name not in short]:
-        wrap = {
-            "text-align": "left",
-            "overflow-wrap": "anywhere",
-            "min-width": "10em",
-            "max-width": "40em",
-        }
-        styler = styler.set_properties(subset=wrapped, **wrap)
+    if text:
+        styler = styler.set_properties(subset=text, **{"text-align": "left"})
+    if unbroken := [name for name in text if _longest_word(table[name]) > _WORD]:
+        wrap = {"overflow-wrap": "anywhere", "max-width": "40em"}
+        styler = styler.set_properties(subset=unbroken, **wrap)
     # A column's label aligned as its cells (Jupyter right-aligns every label).
     left = set(text)
     styler = styler.map_index(
@@ -163,15 +152,16 @@ def styled(table: pd.DataFrame) -> Styler:
     return styler.hide(axis="index")
 
 
-#: The longest text (in characters) of a column wrapped only between words: a time is 19.
-_UNWRAPPED = 24
+#: The longest word (in characters) a column may hold and still wrap only between words.
+_WORD = 40
 
 
-def _longest(column: pd.Series) -> int:
-    """The most characters a value of ``column`` is shown with (a time: as :func:`_time`)."""
-    if pd.api.types.is_datetime64_any_dtype(column):
-        return 19
-    return int(column.dropna().astype(str).str.len().max()) if column.notna().any() else 0
+def _longest_word(column: pd.Series) -> int:
+    """The characters of the longest word (between spaces) of a value of ``column``."""
+    if pd.api.types.is_datetime64_any_dtype(column) or not column.notna().any():
+        return 0
+    words = column.dropna().astype(str).str.split().explode()
+    return int(words.str.len().max()) if words.notna().any() else 0
 
 
 _WIDGET_TABLE: list[CSSDict] = [
