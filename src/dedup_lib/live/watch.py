@@ -342,8 +342,7 @@ def watch_duplicates(
     metrics.alive = pulse.health
     say = on_note or (lambda _: None)
     folders = _folders(out, checkpoint, options.writing)
-    timing = (late, horizon, settle)
-    start = _Start(spark, os.fspath(source), policy, timing, folders, options, once)
+    start = _Start(spark, os.fspath(source), policy, late, horizon, settle, folders, options, once)
     # Served from the start: /-/ready answers 503 while the state is restored.
     served = options.serving.metrics
     address = metrics.serve(served) if served is not None else None
@@ -383,8 +382,10 @@ class _Start:
     spark: SparkSession
     path: str
     policy: Policies
-    #: The lateness, the resend horizon and the settle time (seconds), read.
-    timing: tuple[timedelta, timedelta, float]
+    #: The lateness, the resend horizon and the settle time (seconds), read at the start.
+    lateness: timedelta
+    horizon: timedelta
+    settle: float
     folders: Folders
     options: WatchOptions
     once: bool
@@ -406,10 +407,10 @@ class _Start:
         walk.compile_in_background()
         columns = landing.valid_columns().schema.names
         wanted = list(Evidence.of(columns, judging.content).content)
-        late, horizon, settle = self.timing
-        read = Reading(landing.format, settle, exclude=tuple(reading.exclude))
+        read = Reading(landing.format, self.settle, exclude=tuple(reading.exclude))
+        horizon = self.horizon if wanted else None
         settings = Settings(
-            self.policy, late, horizon if wanted else None, wanted, read, self.options.state.mode
+            self.policy, self.lateness, horizon, wanted, read, self.options.state.mode
         )
         _, _, say = tell
         for note in landing.notes:
