@@ -5,11 +5,14 @@ it is the library's own answer. No Spark."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
+import pyarrow as pa
 import pytest
 
 from dedup_lib.cli.journal import Journal
 from dedup_lib.errors import InputError
+from dedup_lib.live.output.lines import BatchLine, StateSize
 
 HOSTILE = "\x1b]0;pwned\x07"
 
@@ -64,3 +67,15 @@ def test_a_bug_s_traceback_goes_to_stderr_before_its_line(
     failed = json.loads(record)
     assert (failed["level"], failed["event"]) == ("error", "failed")
     assert str(failed["traceback"]).endswith("division by zero \\x1b]0;pwned\\x07")
+
+
+def test_a_micro_batch_s_json_names_its_stream(capsys: pytest.CaptureFixture[str]) -> None:
+    sent = pa.array([datetime(2026, 11, 3, 21, 4, tzinfo=UTC)], pa.timestamp("us", tz="UTC"))
+    resent = pa.table({"kind": ["resend"], "entity": [HOSTILE], "send_time": sent})
+    Journal("json", quiet=True).batch(BatchLine.of_resends(5, resent, StateSize(executors=True)))
+    (record,) = _records(capsys.readouterr().out)
+    assert (record["event"], record["stream"], record["batch"]) == ("micro_batch", "resends", 5)
+    assert (record["judged"], record["alerts"]) == (0, 1)
+    assert (
+        record["message"] == "resends 5: 1 resends reached consumers again; state on the executors"
+    )

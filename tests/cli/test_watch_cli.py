@@ -95,6 +95,7 @@ def test_watch_log_format_json_prints_a_json_object_per_line(spark, capsys, tmp_
     batch = records[0]
     assert batch["judged"] > 0
     assert batch["state"]["keys"] > 0
+    assert (batch["stream"], batch["batch"]) == ("batch", 0)
     assert batch["message"].startswith("batch 0: ")
     assert {r["level"] for r in records} == {"info"}
     assert all(r["time"].endswith("+00:00") for r in records + steps)

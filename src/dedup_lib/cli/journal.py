@@ -53,8 +53,8 @@ class Journal:
             print(line, flush=True)
             return
         self._emit(
-            sys.stdout, "info", "micro_batch", str(line), batch=line.batch, judged=line.judged,
-            duplicates=line.duplicates, late=line.late, alerts=line.alerts,
+            sys.stdout, "info", "micro_batch", str(line), stream=line.stream, batch=line.batch,
+            judged=line.judged, duplicates=line.duplicates, late=line.late, alerts=line.alerts,
             state=vars(line.state),
         )  # fmt: skip
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from dedup_lib.analysis.evidence import Evidence
 from dedup_lib.errors import InputError
-from dedup_lib.live.output.lines import BatchLine
+from dedup_lib.live.output.lines import RESENDS, BatchLine
 from dedup_lib.live.watch import Watch, watch_duplicates
 from dedup_lib.text import escape
 from dedup_lib.workbench.charts import counts_over_time
@@ -207,11 +207,7 @@ class LiveMonitor:
             self._alerts = (self._alerts + line.found)[-self.shown :]
             self.charts.show(self.figures())
             self.table.value = self._table_html()
-            self.status.value = (
-                f"Micro-batch {line.batch} at {time.strftime('%H:%M:%S')}: {line.judged:,} "
-                f"sends judged, {line.duplicates:,} duplicates, {line.late:,} late, "
-                f"{line.alerts:,} alerts; {escape(str(line.state))}."
-            )
+            self.status.value = _said(line)
         if line.judged:
             self._drawn.set()
 
@@ -381,3 +377,18 @@ class LiveMonitor:
         if self.watch is not None:
             self.watch.stop()
         self.status.value += " Stopped."
+
+
+def _said(line: BatchLine) -> str:
+    """The status after ``line``: its micro-batch, when, what it judged or paired, the state."""
+    at = time.strftime("%H:%M:%S")
+    if line.stream == RESENDS:
+        return (
+            f"Resends' micro-batch {line.batch} at {at}: {line.alerts:,} resends reached "
+            f"consumers again; {escape(str(line.state))}."
+        )
+    return (
+        f"Micro-batch {line.batch} at {at}: {line.judged:,} sends judged, "
+        f"{line.duplicates:,} duplicates, {line.late:,} late, {line.alerts:,} alerts; "
+        f"{escape(str(line.state))}."
+    )

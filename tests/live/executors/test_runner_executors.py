@@ -24,6 +24,7 @@ from dedup_lib import (
     watch_duplicates,
 )
 from dedup_lib.errors import InputError
+from dedup_lib.live.output.lines import RESENDS, VERDICTS
 from executors_kit import answers, replayed, verdicts
 
 pytestmark = pytest.mark.spark
@@ -63,7 +64,12 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
     assert not {"dedup_state_keys", "dedup_waiting_sends"} & set(first.counters()["metric"])
     counted = _counted(first)
     assert counted["dedup_rows_read_total"] == 29_872
-    assert counted["dedup_micro_batches_total"] == len(first.lines) + 1  # the timers' own
+    judges = [line for line in first.lines if line.stream == VERDICTS]
+    assert counted["dedup_micro_batches_total"] == len(judges) + 1  # the timers' own
+    # every alert counted is in a line: the resends in the lines of their own query
+    resends = [line for line in first.lines if line.stream == RESENDS]
+    assert {a["kind"] for line in resends for a in line.found} == {"resend"}
+    assert sum(line.alerts for line in first.lines) == _alerted(first)
     _assert_counts_the_verdicts(counted, tmp_path / "out")
     again = _watch(spark, tmp_path)
     assert again.loaded["micro_batches"] == 0
@@ -109,6 +115,12 @@ def _counted(watch) -> dict[str, float]:
         verdict = dict(p.split("=", 1) for p in labels.split(", "))["verdict"]
         found[f"judged {verdict}"] = found.get(f"judged {verdict}", 0) + value
     return found
+
+
+def _alerted(watch) -> float:
+    """The alerts its counters counted, of every kind."""
+    table = watch.counters()
+    return float(table[table["metric"] == "dedup_alerts_total"]["value"].sum())
 
 
 def _assert_counts_the_verdicts(counted: dict[str, float], out) -> None:

@@ -29,7 +29,7 @@ from dedup_lib.live.executors.query import ExecutorsQuery, forget_folders
 from dedup_lib.live.executors.resends import ResendsQuery, copies_writer, found_alerts
 from dedup_lib.live.executors.staging import PlanIntake
 from dedup_lib.live.output.labels import EntityLabels
-from dedup_lib.live.output.lines import StateSize, Tell
+from dedup_lib.live.output.lines import BatchLine, StateSize, Tell
 from dedup_lib.live.output.sink import AlertsFile
 from dedup_lib.live.output.totals import Totals, counted_by
 from dedup_lib.live.state.judge import Clock
@@ -142,8 +142,8 @@ class ExecutorsRunner:
 
     def _pair_resends(self) -> ResendsQuery | None:
         """The resends' query, started once the judge's stream has columns with the
-        content's hashes; the resends it wrote since the last look alerted, counted and
-        recorded (:data:`~dedup_lib.live.executors.counts.RESENDS`), once each."""
+        content's hashes; the resends it wrote since the last look alerted, told in a line,
+        counted and recorded (:data:`~dedup_lib.live.executors.counts.RESENDS`), once each."""
         schema = self.query.inbox.schema
         if self.resends is None:
             if self.horizon is None or schema is None or C0 not in schema.names:
@@ -158,6 +158,8 @@ class ExecutorsRunner:
             with self.appending:
                 if self.alerts is not None:
                     self.alerts.append(batch, found, stream="resends")
+            if found.num_rows:
+                self.on_line(BatchLine.of_resends(batch, found, self._state_size()))
             raised = counted_by(found, "kind", self.labels)
             counted = Totals(alerts=raised, last_alert=dict.fromkeys(raised, time.time()))
             counts.record(self.root, counts.RESENDS, batch, counted)

@@ -32,6 +32,10 @@ WARN_SHARE = 0.8
 LATEST = 100
 #: The alerts' fields that hold times.
 _TIMES = ("send_time", "original_send_time")
+#: The stream of a micro-batch of verdicts, and of one of the resends' query, which pairs the
+#: accepted copies beside the judge when the state is on the executors (numbered apart).
+VERDICTS = "batch"
+RESENDS = "resends"
 
 
 @dataclass(frozen=True)
@@ -100,13 +104,26 @@ class BatchLine:
     """What one micro-batch of verdicts held: its counts per minute of send time
     (:data:`MINUTE_COLUMNS`), its alerts per minute and kind (:data:`ALERT_COLUMNS`) with
     the latest :data:`LATEST` of them (one dict each, as the alerts file has them), and
-    the state after it."""
+    the state after it. Its ``stream`` is :data:`VERDICTS`, or :data:`RESENDS` for a
+    micro-batch of the resends' query (with the state on the executors), which judges no
+    send: its line holds the resends that reached consumers again, and no minutes.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from datetime import datetime, timezone
+    >>> sent = datetime(2026, 12, 1, 9, 30, tzinfo=timezone.utc)
+    >>> resent = pa.table({"kind": ["resend"], "send_time": [sent], "message_id": ["m-2"]})
+    >>> print(BatchLine.of_resends(3, resent, StateSize(executors=True)))
+    resends 3: 1 resends reached consumers again; state on the executors
+    """
 
     batch: int
     minutes: pd.DataFrame
     found: list[dict[str, Any]] = field(default_factory=list)
     state: StateSize = field(default_factory=StateSize)
     alerted: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ALERT_COLUMNS))
+    stream: str = VERDICTS
 
     @classmethod
     def of(cls, batch: int, verdicts: pa.Table, alerts: pa.Table, state: StateSize) -> BatchLine:
@@ -118,6 +135,15 @@ class BatchLine:
         )
         latest, alerted = alert_parts(alerts)
         return cls(batch, minutes, latest, state, alerted)
+
+    @classmethod
+    def of_resends(cls, batch: int, alerts: pa.Table, state: StateSize) -> BatchLine:
+        """The line of the resends' micro-batch ``batch``: its ``alerts``, ``state``."""
+        latest, alerted = alert_parts(alerts)
+        minutes = pd.DataFrame(columns=MINUTE_COLUMNS).astype(
+            {"minute": "datetime64[ns, UTC]", **{c: "int64" for c in MINUTE_COLUMNS[1:]}}
+        )
+        return cls(batch, minutes, latest, state, alerted, RESENDS)
 
     def with_alerts(self, alerts: pa.Table) -> BatchLine:
         """This line with ``alerts`` (the micro-batch's) in place of its own."""
@@ -141,6 +167,9 @@ class BatchLine:
         return int(self.alerted["alerts"].sum())
 
     def __str__(self) -> str:
+        if self.stream == RESENDS:
+            said = f"{self.alerts:,} resends reached consumers again"
+            return f"resends {self.batch}: {said}; {self.state}"
         return (
             f"batch {self.batch}: {self.judged:,} sends judged, {self.duplicates:,} "
             f"duplicates, {self.late:,} late, {self.alerts:,} alerts; {self.state}"
@@ -155,6 +184,7 @@ class BatchLine:
             "alerted": alerted.to_dict("records"),
             "found": self.found,
             "state": vars(self.state),
+            "stream": self.stream,
         }
 
     @classmethod
@@ -166,7 +196,8 @@ class BatchLine:
         found = [
             {k: _time(v) if k in _TIMES else v for k, v in alert.items()} for alert in data["found"]
         ]
-        return cls(int(data["batch"]), minutes, found, StateSize(**data["state"]), alerted)
+        state = StateSize(**data["state"])
+        return cls(int(data["batch"]), minutes, found, state, alerted, data.get("stream", VERDICTS))
 
 
 def _minute(times: pa.ChunkedArray) -> pd.Series:
