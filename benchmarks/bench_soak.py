@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -294,6 +295,14 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     }
 
 
+def _keys(held: float) -> str:
+    """The keys held, or why there is no figure: the state on the executors counts none
+    (``dedup_state_keys`` is not served)."""
+    return (
+        "not counted (the state on the executors)" if math.isnan(held) else short_count(int(held))
+    )
+
+
 def show(result: dict[str, Any]) -> bool:
     print(
         f"\n{result['files landed']} files, {result['rows read'] or 0:,.0f} rows read in "
@@ -388,11 +397,7 @@ def main(argv: list[str] | None = None) -> int:
             result[f"{name} last / second quarter"] <= FLAT,
         )
         for name in ("Python", "JVM")
-    ] + [
-        Figure(
-            "keys held, last quarter", None, short_count(int(result["quarters"][3]["keys held"]))
-        )
-    ]
+    ] + [Figure("keys held, last quarter", None, _keys(result["quarters"][3]["keys held"]))]
     size = f"{args.minutes:g} min, {args.window}"
     baseline = "the same run's second quarter (the first holds the start and the state's filling)"
     record("make bench-soak", size, figures, baseline=baseline, enabled=not args.no_record)

@@ -1,0 +1,17 @@
+"""benchmarks/bench_soak.py: the keys held, a figure only where the monitor serves them (the
+state on the executors counts none, and a run of it still reports)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+from bench_soak import _keys  # noqa: E402
+
+
+def test_the_keys_held_are_a_count_or_say_why_there_is_none():
+    assert _keys(1_234_567.0) == "1.23 M"
+    assert _keys(float("nan")) == "not counted (the state on the executors)"
