@@ -64,6 +64,6 @@ def test_a_line_of_resends_draws_its_alerts_and_says_what_it_paired():
         ": 1 resends reached consumers again; state on the executors."
     )
     assert monitor.alerts()["kind"].tolist() == ["resend"]
-    sends, alerts = monitor.figures()
+    _sends, alerts = monitor.figures()
     assert [trace.name for trace in alerts.data] == ["resend"]
     assert "&lt;img" in monitor.table.value

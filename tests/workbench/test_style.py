@@ -108,6 +108,22 @@ def test_numbers_align_right_and_text_left_their_labels_too():
     assert labels == aligned, "each label aligned as its column"
 
 
+def test_a_label_may_wrap_after_its_underscores_and_reads_whole():
+    """A column of counts is not as wide as its name: its label may break after an
+    underscore between parts of three characters or more, by an element (``<wbr>``) that the
+    label's text, and so a copy of it, leaves out; a hostile label stays text."""
+    names = {"share_catchable_caught": [0.5], "window_s": [600], "<b>one_two</b>": ["x"]}
+    table = pd.DataFrame(names)
+    page = styled(table).to_html()
+    labels = re.findall(r"<th [^>]*>(.*?)</th>", page)
+    assert labels == [
+        "share_<wbr>catchable_<wbr>caught",
+        "window_s",
+        "&lt;b&gt;one_<wbr>two&lt;/b&gt;",
+    ]
+    assert [html.unescape(label.replace("<wbr>", "")) for label in labels] == list(table)
+
+
 def test_text_wraps_between_words_and_only_an_overlong_word_anywhere():
     """A kind, an entity, a time or a sentence is never broken within a word (wrapping
     anywhere let the browser squeeze "resend" to "resen" over "d" beside a long column); a

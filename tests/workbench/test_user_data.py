@@ -136,7 +136,8 @@ def _said(cells: list[Any]) -> str:
                 texts.append(data["text/markdown"].replace("`", ""))  # as it renders
             page = data.get("text/html", "")
             if "<table" in page:
-                texts.append(html.unescape(re.sub(r"<[^>]+>", " ", page)))
+                # a label's line breaks (<wbr>) are no space: "resends_caught" reads whole
+                texts.append(html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<wbr/?>", "", page))))
     return " ".join(texts)
 
 

@@ -11,6 +11,7 @@ characters. The table itself is not changed.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +74,19 @@ def _text(value: Any) -> str:
     return MISSING if _missing(value) else escape(value, "html")
 
 
+#: An underscore between two parts of a label of three characters or more (``share_caught``,
+#: not ``window_s``), in its escaped text: where the label may wrap.
+_BREAK = re.compile(r"(?<=[^_]{3})_(?=[^_]{3})")
+
+
+def _label(value: Any) -> str:
+    """A column's label as text that may wrap after its underscores: a ``<wbr>`` element put in
+    the escaped text, which holds no markup of its own; a copy of the label leaves the element
+    out (a zero-width space would go with it, and the name copied into code would not be the
+    column's)."""
+    return _BREAK.sub("_<wbr>", _text(value))
+
+
 def _formatter(name: object, column: pd.Series[Any]) -> Callable[[Any], str]:
     if str(name).startswith("share_"):
         return _share
@@ -97,8 +111,9 @@ def styled(table: pd.DataFrame) -> Styler:
     ``share_*``: percentages with one decimal, ``6.6%``; durations in seconds
     (:func:`is_duration`): ``20s``, ``10m``, ``11h50m41s``, ``250ms`` below a second; other
     floats: two decimals; times: to the second; missing values: ``—``; anything else
-    (names, ids, causes) and the column labels as text, never as markup. The index is
-    hidden (the tables of ``dedup_lib`` carry their keys as columns).
+    (names, ids, causes) and the column labels as text, never as markup; a label may wrap
+    after its underscores. The index is hidden (the tables of ``dedup_lib`` carry their keys
+    as columns).
 
     Parameters
     ----------
@@ -128,14 +143,14 @@ def styled(table: pd.DataFrame) -> Styler:
         if formatters[name] not in (_time, _text):
             numeric.append(name)
     styler = table.style.format(formatters, na_rep=MISSING)
-    for axis in (0, 1):
-        styler = styler.format_index(_text, axis=axis, level=None)
+    styler = styler.format_index(_text, axis=0, level=None)
+    styler = styler.format_index(_label, axis=1, level=None)
     # Jupyter right-aligns every cell: numbers stay so, text (names, causes) reads from the left,
     # wrapping between words. A column with a word too long for a line (an id of 10 kB) wraps
     # anywhere instead of widening the table past the page; only such a column, since wrapping
     # anywhere lets the browser squeeze a column to a few letters a line ("resen" over "d")
-    # beside a long one. A label is never broken: it is the column's name, which an analyst
-    # copies into code (a zero-width space to let it wrap would go with the copy).
+    # beside a long one. A label wraps after its underscores (_label), so a narrow column of
+    # counts is not as wide as its name.
     text: list[Hashable] = [name for name in table.columns if name not in numeric]
     if numeric:
         styler = styler.set_properties(subset=numeric, **{"text-align": "right"})
