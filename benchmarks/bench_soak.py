@@ -303,6 +303,11 @@ def _keys(held: float) -> str:
     )
 
 
+def _held(keys: float) -> str:
+    """The keys held in a quarter's row: a count, or a dash where none is served."""
+    return "—" if math.isnan(keys) else f"{keys:,.0f}"
+
+
 def show(result: dict[str, Any]) -> bool:
     print(
         f"\n{result['files landed']} files, {result['rows read'] or 0:,.0f} rows read in "
@@ -318,7 +323,7 @@ def show(result: dict[str, Any]) -> bool:
             f"{q['quarter']:7d} {q['from (min)']:5.1f}  {q['Python RSS (MiB)']:7.1f} "
             f"({q['Python anonymous (MiB)']:6.1f}, {q['Python file-backed (MiB)']:5.1f}; "
             f"{q['/metrics RSS (MiB)']:6.1f})      {q['JVM RSS (MiB)']:7.1f} "
-            f"({q['JVM RSS, peak (MiB)']:7.1f})   {q['keys held']:9,.0f}  "
+            f"({q['JVM RSS, peak (MiB)']:7.1f})   {_held(q['keys held']):>9}  "
             f"{q['micro-batches at the end']:13,.0f}  {q['checkpoint (MiB)']:10.1f} "
             f"({q['state store (MiB)']:.1f})"
         )
