@@ -17,6 +17,11 @@ KEPT = "incident-kept/orders.json.gz"
 NAME = "postmortem-incident-PT20S.html"
 
 
+def _text_of(html: str) -> str:
+    """The page's text, each tag a space; a label's line break (``<wbr>``) none."""
+    return re.sub(r"<[^>]+>", " ", re.sub(r"<wbr/?>", "", html))
+
+
 def check_incident_report(html: str) -> None:
     """The report on the incident sample at :data:`WINDOW`, with :data:`KEPT`, says what it
     must (an assertion fails naming what is missing)."""
@@ -25,7 +30,7 @@ def check_incident_report(html: str) -> None:
     assert "window 20s, partitioning disabled" in html
     assert "3,310 resends: 2,707 caught, 603 reached consumers again" in html
     # by content: 206 resends under a new id, the rest after the window (an HTML table)
-    cells = re.sub(r"<[^>]+>", " ", re.sub(r"<wbr/?>", "", html))
+    cells = _text_of(html)
     assert re.search(r"notifications\s+new MessageId\s+206", cells)
     assert re.search(r"orders\s+after the window\s+397", cells)
     assert "No collisions: no message was lost to a reused id" in html
@@ -56,9 +61,7 @@ def check_title_summary_and_no_instructions(html: str) -> None:
         r" \d{4}-\d\d-\d\d \d\d:\d\d to \d{4}-\d\d-\d\d \d\d:\d\d UTC",
         markup.unescape(head.group(1)),
     )
-    text = re.sub(
-        r"\s+", " ", markup.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<wbr/?>", "", html)))
-    )
+    text = re.sub(r"\s+", " ", markup.unescape(_text_of(html)))
     for how_to in ("make postmortem", "Run it here", "`KEPT`", "KEPT to", "--kept", "set KEPT"):
         assert how_to not in text
     assert "notebook-only" not in html

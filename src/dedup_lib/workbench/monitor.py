@@ -380,15 +380,7 @@ class LiveMonitor:
 
 
 def _said(line: BatchLine) -> str:
-    """The status after ``line``: its micro-batch, when, what it judged or paired, the state."""
+    """The status after ``line``: its micro-batch, when, and what its line tells."""
+    named = "Resends' micro-batch" if line.stream == RESENDS else "Micro-batch"
     at = time.strftime("%H:%M:%S")
-    if line.stream == RESENDS:
-        return (
-            f"Resends' micro-batch {line.batch} at {at}: {line.alerts:,} resends reached "
-            f"consumers again; {escape(str(line.state))}."
-        )
-    return (
-        f"Micro-batch {line.batch} at {at}: {line.judged:,} sends judged, "
-        f"{line.duplicates:,} duplicates, {line.late:,} late, {line.alerts:,} alerts; "
-        f"{escape(str(line.state))}."
-    )
+    return f"{named} {line.batch} at {at}: {escape(line.said, limit=None)}."

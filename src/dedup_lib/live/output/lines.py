@@ -166,14 +166,19 @@ class BatchLine:
     def alerts(self) -> int:
         return int(self.alerted["alerts"].sum())
 
-    def __str__(self) -> str:
+    @property
+    def said(self) -> str:
+        """str: What the line tells after its micro-batch's name: its counts (or, of the
+        resends' query, its resends) and the state."""
         if self.stream == RESENDS:
-            said = f"{self.alerts:,} resends reached consumers again"
-            return f"resends {self.batch}: {said}; {self.state}"
+            return f"{self.alerts:,} resends reached consumers again; {self.state}"
         return (
-            f"batch {self.batch}: {self.judged:,} sends judged, {self.duplicates:,} "
-            f"duplicates, {self.late:,} late, {self.alerts:,} alerts; {self.state}"
+            f"{self.judged:,} sends judged, {self.duplicates:,} duplicates, {self.late:,} late, "
+            f"{self.alerts:,} alerts; {self.state}"
         )
+
+    def __str__(self) -> str:
+        return f"{self.stream} {self.batch}: {self.said}"
 
     def to_json(self) -> dict[str, Any]:
         minutes = self.minutes.assign(minute=self.minutes["minute"].astype(str))
