@@ -296,11 +296,9 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def _keys(held: float) -> str:
-    """The keys held, or why there is no figure: the state on the executors counts none
-    (``dedup_state_keys`` is not served)."""
-    return (
-        "not counted (the state on the executors)" if math.isnan(held) else short_count(int(held))
-    )
+    """The keys held, or why there is no figure: ``dedup_state_keys`` was not served (a
+    checkpoint that did not count them from its start)."""
+    return "not served" if math.isnan(held) else short_count(int(held))
 
 
 def _held(keys: float) -> str:

@@ -49,8 +49,9 @@ from bench_engine import paired
 from dedup_lib import DedupPolicy, detect_duplicates, get_spark, load_telemetry
 from dedup_lib.analysis.evidence import DEFAULT_CONTENT
 from dedup_lib.live.checkpoint import Folders
+from dedup_lib.live.executors.counts import held_in
 from dedup_lib.live.executors.plans import PlanFeed, run_plans
-from dedup_lib.live.executors.query import ExecutorsQuery
+from dedup_lib.live.executors.query import ExecutorsQuery, batch_folders
 from dedup_lib.live.executors.resends import ResendsQuery, copies_writer
 from dedup_lib.live.executors.staging import PlanIntake
 from dedup_lib.live.landing.ledger import Reading
@@ -60,7 +61,7 @@ from dedup_lib.rules.durations import parse_window
 from dedup_lib.synth import generate_telemetry
 from dedup_lib.telemetry.landing import open_landing
 from results_table import Figure, add_option, record, short_count
-from soak_monitor import folder_bytes
+from soak_monitor import folder_bytes, java_under, status
 
 LATENESS = "PT1M"
 #: What the monitors compare as content: the driver's default (``Evidence``), given to the
@@ -115,37 +116,14 @@ class Peaks:
 
     def _sample(self) -> None:
         while not self._stop.wait(0.2):
-            self.python = max(self.python, _rss(os.getpid()))
-            self.jvm = max(self.jvm, sum(_rss(pid) for pid in _children(os.getpid())))
+            self.python = max(self.python, status(os.getpid()).get("VmRSS", 0))
+            jvm = sum(status(pid).get("VmRSS", 0) for pid in java_under(os.getpid()))
+            self.jvm = max(self.jvm, jvm)
 
     def stop(self) -> tuple[float, float]:
         self._stop.set()
         self._thread.join()
         return self.python / 2**30, self.jvm / 2**30
-
-
-def _rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def _parent(pid: int) -> int:
-    """The process's parent (0 once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return int(stat.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def _children(pid: int) -> list[int]:
-    return [int(e) for e in os.listdir("/proc") if e.isdigit() and _parent(int(e)) == pid]
 
 
 def batch(spark: SparkSession, files: list[str], window: str) -> float:
@@ -173,7 +151,7 @@ def all_at_once(spark: SparkSession, files: list[str], window: str, scratch: str
 
 def on_the_executors(
     spark: SparkSession, files: list[str], window: str, scratch: str
-) -> tuple[float, list[float], int]:
+) -> tuple[float, list[float], int, tuple[int, int]]:
     """The state on the executors from a fresh checkpoint, the F files landed one at a time:
     the ledger's plans staged by Spark (``PlanIntake``) and judged by the one streaming query
     in Spark's RocksDB state store, as ``watch --state executors`` drives them; each file
@@ -181,8 +159,9 @@ def on_the_executors(
     allows (a plan, a data micro-batch, the timers' micro-batch). It writes verdicts, the
     quarantine and the alerts' rows, its anchors holding the content the collisions compare,
     and its accepted copies for the resends' query, which pairs them (as the driver's mode
-    pairs its resends). The time, each file's cost (landed to judged and paired), and the
-    bytes of the state stores' checkpoints."""
+    pairs its resends). The time, each file's cost (landed to judged and paired), the
+    bytes of the state stores' checkpoints, and the anchors and waiting sends the judge
+    counted (summed over its micro-batches' folders, as the monitor's records sum them)."""
     shutil.rmtree(scratch, ignore_errors=True)
     landed = os.path.join(scratch, "landing")
     os.makedirs(landed)
@@ -226,7 +205,9 @@ def on_the_executors(
     assert dropped == 0, f"Spark dropped {dropped} sends behind the watermark"
     states = [os.path.join(root, "spark", "state"), os.path.join(root, "resends", "spark", "state")]
     disk = sum(folder_bytes(Path(s)) for s in states)
-    return elapsed, costs, disk
+    changes = [held_in(folder) or (0, 0) for _, folder in batch_folders(folders.out)]
+    held = (sum(c[0] for c in changes), sum(c[1] for c in changes))
+    return elapsed, costs, disk, held
 
 
 def _land(file: str, folder: str, i: int) -> None:
@@ -311,8 +292,8 @@ def measure(spark: SparkSession, rows: int, args: argparse.Namespace, tmp: str) 
             if executing:
                 gc.collect()
                 peaks = Peaks()
-                took, per_plan, disk = on_the_executors(spark, files, window, scratch)
-                executors.append((took, per_plan, disk, peaks.stop()))
+                took, per_plan, disk, held = on_the_executors(spark, files, window, scratch)
+                executors.append((took, per_plan, disk, peaks.stop(), held))
             there = f", on the executors {executors[-1][0]:.1f} s" if executing else ""
             print(
                 f"  {window} round {round_ + 1}: batch {base[-1]:.1f} s, one at a time "
@@ -345,6 +326,10 @@ def measure(spark: SparkSession, rows: int, args: argparse.Namespace, tmp: str) 
     return figures
 
 
+#: The figure of the anchors and waiting sends the judge counted, as the driver's index would.
+HELD = "on the executors, keys and waiting sends at the end"
+
+
 def _executors(runs: list[tuple], base: list[float], once: list[float], valid: int) -> dict:
     """The figures of the state on the executors: per run its time, each file's cost, its
     state store's bytes on disk and the peaks of memory."""
@@ -359,6 +344,7 @@ def _executors(runs: list[tuple], base: list[float], once: list[float], valid: i
         "on the executors, late files / early ones": statistics.median(late) if late else None,
         "on the executors, a file landed to judged (s)": [round(c, 1) for c in runs[-1][1]],
         "on the executors, state store on disk (GB)": runs[-1][2] / 1e9,
+        HELD: list(runs[-1][4]),
         "on the executors, peak Python (GiB)": runs[-1][3][0],
         "on the executors, peak JVM (GiB)": runs[-1][3][1],
     }
@@ -487,7 +473,8 @@ def _rows(window: str, figures: dict, checked: bool) -> list[Figure]:
         Figure(
             f"{window}, on the executors: the state store, peaks",
             None,
-            f"state store {w['on the executors, state store on disk (GB)']:.2f} GB on disk; "
+            f"state store {w['on the executors, state store on disk (GB)']:.2f} GB on disk, "
+            f"{short_count(w[HELD][0])} keys, {w[HELD][1]:,} waiting; "
             f"peak Python {w['on the executors, peak Python (GiB)']:.1f} GiB, JVM "
             f"{w['on the executors, peak JVM (GiB)']:.1f} GiB (driver and executors: local)",
         ),

@@ -167,9 +167,9 @@ def _rows() -> list[tuple[str, list[Builder[model.Panel]]]]:
             _series("State keys and waiting sends", units.Short, [
                 (f"dedup_state_keys{{{MONITOR}}}", "keys {{instance}}"),
                 (f"dedup_waiting_sends{{{MONITOR}}}", "waiting {{instance}}"),
-            ], "Keys held, each with its anchor; sends waiting for the watermark. The driver's "
-               "state only: a monitor with its state on the executors (--state executors) serves "
-               "neither, Spark's state stores count no keys; its size is the panel beside."),
+            ], "Keys held, each with its anchor; sends waiting for the watermark (with the state "
+               "on the executors, as its judge counts them; neither when its checkpoint began "
+               "before they were counted). Its size is the panel beside."),
             _series("State size, by store", units.BytesIEC, [
                 (f"dedup_state_bytes{{{MONITOR}}}", "{{store}} {{instance}}"),
             ], "The state's bytes in memory and on disk."),

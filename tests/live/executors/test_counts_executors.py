@@ -16,7 +16,7 @@ from dedup_lib.live.output.totals import Totals
 
 def test_a_record_is_the_one_before_and_what_it_counted_and_is_written_again_alike(tmp_path):
     root = str(tmp_path)
-    assert counts.latest(root, counts.LOADS) == (-1, Totals())
+    assert counts.latest(root, counts.LOADS) == (-1, Totals(held=(0, 0)))
     counts.record(root, counts.LOADS, 0, Totals(rows=10, notes=Tally({"unfinished": 1})))
     counts.record(root, counts.LOADS, 1, Totals(rows=5))
     again = counts.record(root, counts.LOADS, 1, Totals(rows=5))  # plan 1 staged again
@@ -27,7 +27,11 @@ def test_a_record_is_the_one_before_and_what_it_counted_and_is_written_again_ali
     counts.record(root, counts.LOADS, 2, Totals(rows=1))
     kept = sorted(p.name for p in (tmp_path / counts.LOADS).iterdir())
     assert kept == ["loads-0000000001.json", "loads-0000000002.json"], "older records go"
-    assert counts.latest(root, counts.VERDICTS) == (-1, Totals())
+    assert counts.latest(root, counts.VERDICTS) == (-1, Totals(held=(0, 0))), "nothing held"
+    counts.record(root, counts.VERDICTS, 0, Totals(held=(5, 2)))
+    assert counts.record(root, counts.VERDICTS, 1, Totals(held=(-1, 1))).held == (4, 3)
+    assert counts.record(root, counts.VERDICTS, 1, Totals(held=(-1, 1))).held == (4, 3)
+    assert counts.record(root, counts.VERDICTS, 2, Totals()).held is None, "one not counted"
 
 
 @pytest.mark.spark

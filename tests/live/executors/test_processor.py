@@ -3,7 +3,8 @@ send judged (window edges, ties by event id, rejected and id-less sends, an anch
 earlier micro-batch), ``late`` for a send behind the watermark with Spark dropping none, each
 send answered by the micro-batch that reads it when the watermark after it reaches the send
 (by the next one that reads a plan otherwise), and each anchor let go once its window closes
-(the state's rows fall)."""
+(the state's rows fall), the state's anchors and waiting sends as the judge counts them
+being what Spark's state store holds after each micro-batch."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 from dedup_lib import DedupPolicy
 from dedup_lib.live.durable import write_json
 from dedup_lib.live.executors import processor
+from dedup_lib.live.executors.counts import held_in
 from dedup_lib.live.executors.query import verdict_folder
 from dedup_lib.testing import Message
 from executors_kit import answers, keyed, replayed, run, start, verdicts
@@ -69,9 +71,15 @@ def _plans(spark):
 
 
 @pytest.fixture(scope="module")
-def stream(spark, tmp_path_factory):
+def stream_root(tmp_path_factory):
+    """Where :func:`stream` keeps its query's inbox, state and verdicts."""
+    return str(tmp_path_factory.mktemp("hand"))
+
+
+@pytest.fixture(scope="module")
+def stream(spark, stream_root):
     """The four plans through one query: its plans, answers, rows and figures."""
-    root = str(tmp_path_factory.mktemp("hand"))
+    root = stream_root
     plans = _plans(spark)
     query = start(spark, root, LATENESS)
     try:
@@ -168,3 +176,24 @@ def test_anchors_are_let_go_when_their_windows_close(stream):
     # timer's time) and the timer; before, anchors and waiting sends of several keys.
     assert max(held) >= 5
     assert held[-1] <= 3
+
+
+def test_the_judge_counts_the_anchors_and_waiting_sends_its_state_holds(spark, stream, stream_root):
+    """After each micro-batch, the changes its verdicts' folders record add up to the anchors
+    and waiting sends in the state store, read by Spark's state reader at that micro-batch:
+    anchors come and go with sends and timers, sends wait and are judged."""
+    *_, figures, _ = stream
+    checkpoint = os.path.join(stream_root, "executors", "spark")
+    keys = waiting = 0
+    seen = []
+    for figure in figures:
+        anchors, waits = held_in(verdict_folder(os.path.join(stream_root, "out"), figure.batch))
+        keys, waiting = keys + anchors, waiting + waits
+        state = spark.read.format("statestore").option("batchId", figure.batch)
+        held = state.option("stateVarName", "held").load(checkpoint)
+        pending = state.option("stateVarName", "pending").load(checkpoint)
+        stored = (held.where("value.micros is not null").count(), pending.count())
+        assert (keys, waiting) == stored, figure
+        seen.append(stored)
+    assert len(set(seen)) >= 3, seen  # anchors and waiting sends came and went
+    assert seen[-1] == (0, 1), seen  # at the end, 99 waits alone

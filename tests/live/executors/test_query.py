@@ -13,6 +13,7 @@ import sysconfig
 
 import pytest
 
+from dedup_lib.live.executors.counts import held_in
 from dedup_lib.live.executors.query import (
     SECONDS,
     Figures,
@@ -46,18 +47,21 @@ def test_figures_read_a_progress():
 def test_a_micro_batch_written_again_replaces_its_verdicts_and_alerts(spark, tmp_path):
     """Each send's content (``payload_hash``) against its original's: the duplicate of
     other content (a collision) and the rejected send are the alerts' rows, in the alerts'
-    columns; the verdicts carry neither content of the original nor the flag."""
+    columns; the verdicts carry neither content of the original nor the flag. What the state
+    gained is summed beside them, the tally row that holds no send among it, not written."""
     answered = spark.createDataFrame(
         [
-            (1, "accepted", None, None, None, None, None, "a", 7),
-            (2, "late", None, None, None, 1_000, None, "b", 7),
-            (3, "duplicate", None, 2_000, 1, None, "a", "a", 7),
-            (4, "duplicate", None, 2_000, 1, None, "a", "z", 7),
-            (5, "rejected", "size", None, None, None, None, "c", 7),
+            (1, "accepted", None, None, None, None, None, "a", 7, 1, 0, False),
+            (2, "late", None, None, None, 1_000, None, "b", 7, 0, 0, False),
+            (3, "duplicate", None, 2_000, 1, None, "a", "a", 7, 0, -2, False),
+            (4, "duplicate", None, 2_000, 1, None, "a", "z", 7, 0, 0, False),
+            (5, "rejected", "size", None, None, None, None, "c", 7, 0, 0, False),
+            (None, None, None, None, None, None, None, None, None, -3, 1, True),
         ],
         "event_id long, verdict string, reason string, original_micros long, "
         "original_event_id long, missed_ms long, original_content string, payload_hash string, "
-        "__dedup_k0 long",
+        "__dedup_k0 long, __dedup_held_change long, __dedup_waiting_change long, "
+        "__dedup_tally boolean",
     )
     out, alerts = str(tmp_path / "out"), str(tmp_path / "alerts")
     os.makedirs(out)
@@ -73,7 +77,9 @@ def test_a_micro_batch_written_again_replaces_its_verdicts_and_alerts(spark, tmp
     assert [said[:2] for said in told] == [(3, verdict_folder(out, 3))] * 2
     with open(os.path.join(verdict_folder(out, 3), SECONDS)) as seconds:
         assert float(seconds.read()) == pytest.approx(told[-1][2], abs=1e-5)
+    assert held_in(verdict_folder(out, 3)) == (-2, -1)
     written = spark.read.parquet(verdict_folder(out, 3))
+    assert written.count() == 5, "the tally row is no verdict"
     assert written.columns == [
         "event_id",
         "verdict",

@@ -60,8 +60,9 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
     # the state stores' size, as Spark reports it once a micro-batch's state is committed
     sizes = first.counters().query("metric == 'dedup_state_bytes'")
     assert dict(zip(sizes["labels"], sizes["value"], strict=True))["store=disk"] > 0
-    # and no count of keys or waiting sends, which the stores do not keep (not a false 0)
-    assert not {"dedup_state_keys", "dedup_waiting_sends"} & set(first.counters()["metric"])
+    # the anchors and waiting sends the judge counted: those in its state store
+    assert _held(first) == _stored(spark, tmp_path)
+    assert _held(first)[1] == 153
     counted = _counted(first)
     assert counted["dedup_rows_read_total"] == 29_872
     judges = [line for line in first.lines if line.stream == VERDICTS]
@@ -75,6 +76,7 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
     assert again.loaded["micro_batches"] == 0
     assert len(verdicts(spark, str(tmp_path))) == 29_719
     assert _counted(again) == counted, "a restart's counters go on from the records"
+    assert _held(again) == _stored(spark, tmp_path)
 
     incident = pq.read_table(landing / "incident.parquet")
     latest = pc.max(incident["send_time"]).as_py() + timedelta(days=1)
@@ -93,6 +95,7 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
     last = _watch(spark, tmp_path)
     assert sum(line.judged for line in last.lines) == 153
     assert _counted(last)["dedup_rows_read_total"] == 29_873
+    assert _held(last) == _stored(spark, tmp_path) == (0, 1), "every window closed; one waits"
     _assert_counts_the_verdicts(_counted(last), tmp_path / "out")
     got = answers(verdicts(spark, str(tmp_path)))
     assert got == replayed(load_telemetry(spark, str(landing / "incident.parquet")).valid, POLICY)
@@ -103,6 +106,22 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
     alerts = table[table["metric"] == "dedup_alerts_total"]
     resends = alerts[alerts["labels"].str.contains("kind=resend")]["value"].sum()
     assert resends == resent > 100
+
+
+def _held(watch) -> tuple[int, int]:
+    """The state's anchors and waiting sends, as the monitor serves them."""
+    table = watch.counters().set_index("metric")["value"]
+    return int(table["dedup_state_keys"]), int(table["dedup_waiting_sends"])
+
+
+def _stored(spark, tmp_path) -> tuple[int, int]:
+    """The anchors and waiting sends in the judge's state store after its last micro-batch,
+    read by Spark's state reader."""
+    state = spark.read.format("statestore")
+    checkpoint = str(tmp_path / "ck" / "executors" / "spark")
+    held = state.option("stateVarName", "held").load(checkpoint)
+    pending = state.option("stateVarName", "pending").load(checkpoint)
+    return held.where("value.micros is not null").count(), pending.count()
 
 
 def _counted(watch) -> dict[str, float]:

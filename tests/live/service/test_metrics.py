@@ -164,19 +164,21 @@ def test_a_restarted_monitor_serves_no_time_at_zero_and_is_not_ready_while_resto
         metrics.close()
 
 
-def test_the_state_s_counts_are_served_once_known_and_never_for_the_executors():
+def test_the_state_s_counts_are_served_once_known():
     """Keys held and sends waiting: absent while the driver's state is restored, then its
-    counts; never served for the state on the executors, whose stores count no keys (a 0
-    would read as an empty state)."""
+    counts; for the state on the executors, the judge's counts, and none when its checkpoint
+    did not count them from its start (a 0 would read as an empty state)."""
     metrics, address = served()
     try:
         counts = ("dedup_state_keys", ()), ("dedup_waiting_sends", ())
         assert not set(counts) & set(scrape(address)), "absent while restoring"
         metrics.restored(Totals(), StateSize(keys=5, waiting=2), watermark=None)
         assert [scrape(address).get(c) for c in counts] == [5, 2]
+        metrics.sized(StateSize(7, 1 << 20, 5 << 30, 3, executors=True, counted=True))
+        assert [scrape(address).get(c) for c in counts] == [7, 3]
         metrics.sized(StateSize(memory=3 << 20, disk=5 << 30, executors=True))
         served_now = scrape(address)
-        assert not set(counts) & set(served_now), "the executors' stores count no keys"
+        assert not set(counts) & set(served_now), "a checkpoint that did not count them"
         assert summed(served_now, "dedup_state_bytes", store="disk") == 5 << 30
         assert "dedup_state_keys" not in set(metrics.table()["metric"])
     finally:

@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 
 from dedup_lib.columns import column
 from dedup_lib.live.durable import read_json, remove, write_json
+from dedup_lib.live.executors.query import HELD
 from dedup_lib.live.output.lines import MINUTE_COLUMNS, BatchLine, StateSize
 from dedup_lib.live.output.totals import Totals, counted_by
 from dedup_lib.live.state.alerts import alerts_of
@@ -48,10 +49,10 @@ LOADS, VERDICTS, RESENDS = "loads", "verdicts", "resent"
 
 def latest(root: str, kind: str, upto: int | None = None) -> tuple[int, Totals]:
     """The last record of ``kind`` under ``root`` (at most ``upto``), with its number; -1 and
-    empty totals when there is none."""
+    empty totals when there is none (an empty state: nothing held)."""
     found = [(n, p) for n, p in _records(root, kind) if upto is None or n <= upto]
     if not found:
-        return -1, Totals()
+        return -1, Totals(held=(0, 0))
     number, path = found[-1]
     return number, Totals.from_json(read_json(path))
 
@@ -77,6 +78,30 @@ def _records(root: str, kind: str) -> list[tuple[int, str]]:
         (int(os.path.basename(p).removeprefix(f"{kind}-").removesuffix(".json")), p)
         for p in glob.glob(os.path.join(root, kind, f"{kind}-*.json"))
     )
+
+
+def held_in(folder: str) -> tuple[int, int] | None:
+    """What the state gained by the micro-batch whose verdicts are in ``folder``: anchors and
+    sends waiting (its :data:`~dedup_lib.live.executors.query.HELD`); None for a folder
+    written before they were counted.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> held_in(folder) is None
+    True
+    >>> with open(os.path.join(folder, HELD), "w") as held:
+    ...     _ = held.write("3 -1\n")
+    >>> held_in(folder)
+    (3, -1)
+    """
+    try:
+        with open(os.path.join(folder, HELD), encoding="utf-8") as held:
+            anchors, waiting = held.read().split()
+    except (OSError, ValueError):
+        return None
+    return int(anchors), int(waiting)
 
 
 def loads_of(counts: dict[str, int], quarantine: DataFrame, notes: Tally[str]) -> Totals:
@@ -116,7 +141,8 @@ def counted_batch(
 ) -> tuple[BatchLine | None, Totals]:
     """Micro-batch ``batch``'s line (None when it answered nothing) and its totals at ``now``,
     from its verdicts in ``folder``, counted per minute of send time, entity and verdict by
-    one Spark job, and its ``alerts`` (:func:`raised`), by entity and kind."""
+    one Spark job, and its ``alerts`` (:func:`raised`), by entity and kind; with what the
+    state gained by it (:func:`held_in`)."""
     verdict = column("verdict")
     counted = (
         spark.read.parquet(folder)
@@ -133,7 +159,13 @@ def counted_batch(
     for entity, said, n in by_pair.itertuples(index=False):
         sends[(labels.label(str(entity)), str(said or ""))] += int(n)
     judged = not counted.empty
-    totals = Totals(sends=sends, batches=1, judged_at=now if judged else None, committed_at=now)
+    totals = Totals(
+        sends=sends,
+        batches=1,
+        judged_at=now if judged else None,
+        committed_at=now,
+        held=held_in(folder),
+    )
     if alerts is not None:
         totals.alerts = counted_by(alerts, "kind", labels)
         totals.last_alert = dict.fromkeys(totals.alerts, now)

@@ -56,6 +56,14 @@ ORIGINAL_MICROS = "original_micros"
 MISSED_MS = "missed_ms"
 #: The judge's column of a duplicate's original's content, beside the send's.
 ORIGINAL_CONTENT_OUT = "original_content"
+#: What the state gained by the call of the judge that answered a row: anchors (negative:
+#: let go) and sends waiting (negative: judged), carried by the call's first row, or by a row
+#: of its own that holds no send (:data:`TALLY` true) when the call answered none. Summed over
+#: the micro-batches, the state's anchors and waiting sends: Spark's state stores count no
+#: rows (:data:`TRACK_ROWS`).
+HELD_CHANGE = INTERNAL + "held_change"
+WAITING_CHANGE = INTERNAL + "waiting_change"
+TALLY = INTERNAL + "tally"
 #: Spark's RocksDB state store: state on the executors' disks, in bounded memory.
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 #: Whether the state store counts its rows: on, each write first reads its key to keep the
@@ -176,7 +184,8 @@ def judged(sends: DataFrame, lateness: timedelta, content: str | None = None) ->
     sends' columns with their ``verdict``, and :data:`ORIGINAL_MICROS`,
     ``original_event_id``, :data:`MISSED_MS` and :data:`ORIGINAL_CONTENT_OUT` (the content,
     the column ``content`` of the sends, of the send a duplicate's original is, for the
-    collision alerts). The jar must be loaded (:func:`load`).
+    collision alerts), then :data:`HELD_CHANGE`, :data:`WAITING_CHANGE` and :data:`TALLY`.
+    The jar must be loaded (:func:`load`).
     """
     spark = sends.sparkSession
     late_ms = lateness // timedelta(milliseconds=1)  # Spark's delay, and the judge's

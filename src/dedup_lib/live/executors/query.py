@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from pyspark import StorageLevel
@@ -30,10 +31,13 @@ from pyspark.sql import functions as F
 from dedup_lib.columns import C0, C1, INTERNAL, KEYED_CONTENT, ORIGINAL_CONTENT, column
 from dedup_lib.live.executors.inbox import WRITE_OPTIONS, Inbox
 from dedup_lib.live.executors.processor import (
+    HELD_CHANGE,
     MISSED_MS,
     ORIGINAL_CONTENT_OUT,
     ORIGINAL_MICROS,
     STATE_SETTINGS,
+    TALLY,
+    WAITING_CHANGE,
     judged,
     load,
 )
@@ -50,13 +54,17 @@ if TYPE_CHECKING:
 #: The file in a micro-batch's folder of verdicts that holds the seconds it took to judge and
 #: write them.
 SECONDS = "_seconds"
+#: The file beside it that holds what the state gained by the micro-batch: anchors and sends
+#: waiting, two integers (the sums of the judge's :data:`HELD_CHANGE` and
+#: :data:`WAITING_CHANGE`).
+HELD = "_held"
 #: Whether a judged send raises an alert; with the send's content and its original's, the
 #: columns the stream carries beside the verdicts and writes only with the alerts' rows.
 ALERT = INTERNAL + "alert"
 #: Whether a judged send is an accepted copy of a content: what the resends are paired from
 #: (:mod:`~dedup_lib.live.executors.resends`), with the content's two hashes.
 COPY = INTERNAL + "copy"
-HIDDEN = (ORIGINAL_CONTENT, KEYED_CONTENT, ALERT, COPY, C0, C1)
+HIDDEN = (ORIGINAL_CONTENT, KEYED_CONTENT, ALERT, COPY, C0, C1, HELD_CHANGE, WAITING_CHANGE, TALLY)
 
 
 #: The bytes of a RocksDB state store's files, among the custom metrics of Spark's progress.
@@ -128,11 +136,13 @@ def verdict_columns(answered: DataFrame, content: str | None = None) -> DataFram
     ``content``; none without one), its original's, and whether it raises an alert, as the
     driver's monitor raises them (:func:`dedup_lib.live.state.alerts.alerts_of`): a rejected
     send, or a duplicate whose content is not its original's (a collision); and, with the
-    content's hashes (:data:`COPY`), whether it is an accepted copy of its content."""
+    content's hashes (:data:`COPY`), whether it is an accepted copy of its content; and what
+    the state gained (:data:`HELD_CHANGE`, :data:`WAITING_CHANGE`), with the tally rows that
+    hold no send (:data:`TALLY`), which the writer counts and leaves out."""
     answers = (ORIGINAL_MICROS, "original_event_id", MISSED_MS, ORIGINAL_CONTENT_OUT)
     carried = [c for c in answered.columns if not c.startswith(INTERNAL) and c not in answers]
     verdict, original = column("verdict"), column(ORIGINAL_CONTENT_OUT)
-    hidden = [original.alias(ORIGINAL_CONTENT)]
+    hidden = [original.alias(ORIGINAL_CONTENT), *map(column, (HELD_CHANGE, WAITING_CHANGE, TALLY))]
     collided, copy = F.lit(False), F.lit(False)
     if content is not None:
         mine = column(content)
@@ -171,12 +181,15 @@ def verdicts_writer(
     takes the kept micro-batch and its id), the accepted copies of contents are counted alike
     and, when there are any, handed to it before the verdicts are renamed in. The seconds are
     also written in the verdicts' folder, as the text of :data:`SECONDS` (a name Parquet
-    readers skip), for a monitor that is not told (:meth:`ExecutorsQuery.written`).
+    readers skip), for a monitor that is not told (:meth:`ExecutorsQuery.written`); and what
+    the state gained, as :data:`HELD`, summed while the verdicts are written, from their rows
+    and the tally rows, which are not written.
 
     It calls nothing of ``dedup_lib``: on Spark Connect the server runs it, in a Python that
     may not have the library, and it travels pickled by value (``told`` must be None there).
     """
-    seconds_file, hidden, flag, copy, columns = SECONDS, HIDDEN, ALERT, COPY, list(kept)
+    seconds_file, held_file, hidden, columns = SECONDS, HELD, HIDDEN, list(kept)
+    flag, copy, tally, changes = ALERT, COPY, TALLY, (HELD_CHANGE, WAITING_CHANGE)
     options = dict(WRITE_OPTIONS)
 
     def written(frame: DataFrame, folder: str, batch: int) -> tuple[str, str]:
@@ -190,27 +203,24 @@ def verdicts_writer(
         if partial is not None:
             os.replace(partial, target)
 
+    def observation(frame: DataFrame, batch: int) -> Any:
+        on = "connect." if type(frame).__module__.startswith("pyspark.sql.connect") else ""
+        return import_module(f"pyspark.sql.{on}observation").Observation(f"dedup-verdicts-{batch}")
+
     def write(answered: DataFrame, batch: int) -> None:
         started = time.monotonic()
-        if alerts is None:
-            partial, target = written(answered.drop(*hidden), out, batch)
-        else:
+        if alerts is not None:
             # Kept on the executors for its two writes: judged once, no row to the driver.
             answered = answered.persist(StorageLevel.MEMORY_AND_DISK)
-            try:
-                if type(answered).__module__.startswith("pyspark.sql.connect"):
-                    from pyspark.sql.connect.observation import Observation as OnServer
-
-                    observed: Any = OnServer(f"dedup-alerts-{batch}")
-                else:
-                    from pyspark.sql.observation import Observation
-
-                    observed = Observation(f"dedup-alerts-{batch}")
-                tallies = [F.count_if(F.col(flag)).alias("rows")]
-                if copies is not None:
-                    tallies.append(F.count_if(F.col(copy)).alias("copies"))
-                counted = answered.observe(observed, *tallies)
-                partial, target = written(counted.drop(*hidden), out, batch)
+        try:
+            observed = observation(answered, batch)
+            tallies = [F.sum(F.col(c)).alias(c) for c in changes]
+            tallies.append(F.count_if(F.col(flag)).alias("rows"))
+            if copies is not None:
+                tallies.append(F.count_if(F.col(copy)).alias("copies"))
+            counted = answered.observe(observed, *tallies).where(~F.col(tally))
+            partial, target = written(counted.drop(*hidden), out, batch)
+            if alerts is not None:
                 found = None
                 if copies is not None and observed.get["copies"]:
                     copies(answered, batch)
@@ -218,11 +228,14 @@ def verdicts_writer(
                     rows = answered.where(F.col(flag)).select(*columns).coalesce(1)
                     found = written(rows, alerts, batch)[0]
                 renamed(found, os.path.join(alerts, f"batch-{batch:010d}"))
-            finally:
+        finally:
+            if alerts is not None:
                 answered.unpersist()
         took = time.monotonic() - started
         with open(os.path.join(partial, seconds_file), "w", encoding="utf-8") as record:
             record.write(f"{took:.6f}\n")
+        with open(os.path.join(partial, held_file), "w", encoding="utf-8") as record:
+            record.write(" ".join(str(observed.get[c] or 0) for c in changes) + "\n")
         renamed(partial, target)
         if told is not None:
             told(batch, target, took)

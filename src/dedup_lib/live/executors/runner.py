@@ -51,6 +51,9 @@ class ExecutorsRunner:
 
     #: The last micro-batch of the resends' query whose alerts were counted.
     resends_counted: int
+    #: The judge's anchors and waiting sends after the last micro-batch counted, as its
+    #: records add them up; None for a checkpoint that began before they were counted.
+    held: tuple[int, int] | None
 
     def __init__(
         self,
@@ -174,11 +177,12 @@ class ExecutorsRunner:
         _, loads = counts.latest(self.root, counts.LOADS)
         counted, verdicts = counts.latest(self.root, counts.VERDICTS)
         self.resends_counted, resent = counts.latest(self.root, counts.RESENDS)
+        self.held = verdicts.held
         loads.add(verdicts)
         loads.add(resent)
         self.labels.restore(entity for entity, _ in loads.sends)
         if self.metrics is not None:
-            self.metrics.restored(loads, StateSize(executors=True), None)
+            self.metrics.restored(loads, self._sized(0, 0), None)
         return counted
 
     def _scanned(self, planned: Plan) -> None:
@@ -220,7 +224,7 @@ class ExecutorsRunner:
         if self.alerts is not None:
             with self.appending:
                 self.alerts.append(batch, raised)
-        counts.record(self.root, counts.VERDICTS, batch, counted)
+        self.held = counts.record(self.root, counts.VERDICTS, batch, counted).held
         forget_folders(self.query.alerts, batch)
         size = self._state_size()
         if self.metrics is not None and batch > self.counted:
@@ -236,12 +240,18 @@ class ExecutorsRunner:
             self.metrics.sized(self._state_size())
 
     def _state_size(self) -> StateSize:
-        """The state stores' bytes, the judge's and the resends', as Spark last reported them."""
+        """The state stores' bytes, the judge's and the resends', as Spark last reported them,
+        and the judge's anchors and waiting sends."""
         stores = [self.query.store_bytes()]
         if self.resends is not None:
             stores.append(self.resends.store_bytes())
         memory, disk = (sum(figures) for figures in zip(*stores, strict=True))
-        return StateSize(memory=memory, disk=disk, executors=True)
+        return self._sized(memory, disk)
+
+    def _sized(self, memory: int, disk: int) -> StateSize:
+        """The state of ``memory`` and ``disk`` bytes, holding what the records counted."""
+        keys, waiting = self.held or (0, 0)
+        return StateSize(keys, memory, disk, waiting, executors=True, counted=self.held is not None)
 
     def _latest_ms(self) -> int | None:
         """The latest send time the watermark of the last finished micro-batch stands for."""

@@ -43,9 +43,10 @@ class StateSize:
     """The state after a micro-batch: ``keys`` held (each with its anchor), the bytes its
     indexes take in memory, and the bytes of its segments on disk; ``waiting``, the sends that
     wait for the watermark; ``budget``, the most it may take in memory (0: none given). With
-    ``executors``, the state is in Spark's state stores on the executors, which count no keys:
-    ``memory`` and ``disk`` are then what Spark's progress reports of them (RocksDB's memory,
-    its files on the executors' disks).
+    ``executors``, the state is in Spark's state stores on the executors: ``memory`` and
+    ``disk`` are then what Spark's progress reports of them (RocksDB's memory, its files on the
+    executors' disks), and ``keys`` and ``waiting`` what the judge's changes to its state add
+    up to, when ``counted``.
 
     Examples
     --------
@@ -60,6 +61,8 @@ class StateSize:
     state on the executors
     >>> print(StateSize(memory=3 << 20, disk=5 << 30, executors=True))
     state on the executors, 3.0 MiB in memory, 5.0 GiB on disk
+    >>> print(StateSize(2, 3 << 20, 5 << 30, 1, executors=True, counted=True))
+    state on the executors, 2 keys, 3.0 MiB in memory, 5.0 GiB on disk; 1 waiting
     """
 
     keys: int = 0
@@ -68,15 +71,24 @@ class StateSize:
     waiting: int = 0
     executors: bool = False
     budget: int = 0
+    #: With ``executors``: whether ``keys`` and ``waiting`` were counted (the judge's changes
+    #: to its state, summed over the micro-batches); a checkpoint that began before they were
+    #: counted has not. The driver's index always counts them.
+    counted: bool = False
+
+    @property
+    def known(self) -> bool:
+        """bool: Whether ``keys`` and ``waiting`` are known: the driver's, or counted."""
+        return self.counted or not self.executors
 
     def __str__(self) -> str:
         if self.executors:
-            if not (self.memory or self.disk):
-                return "state on the executors"
-            return (
-                f"state on the executors, {format_size(self.memory)} in memory, "
-                f"{format_size(self.disk)} on disk"
-            )
+            told = "state on the executors"
+            if self.counted:
+                told += f", {self.keys:,} keys"
+            if self.memory or self.disk:
+                told += f", {format_size(self.memory)} in memory, {format_size(self.disk)} on disk"
+            return told + (f"; {self.waiting:,} waiting" if self.counted else "")
         told = (
             f"state {self.keys:,} keys, {format_size(self.memory)} in memory, "
             f"{format_size(self.disk)} on disk; {self.waiting:,} waiting"

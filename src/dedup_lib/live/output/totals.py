@@ -22,7 +22,9 @@ class Totals:
     """Counts of micro-batches: sends by (entity, verdict), alerts by (entity, kind), quarantined
     rows by reason category, notes by kind, records that are not sends, rows read; and when
     (Unix time) an alert of each (entity, kind) was last raised, a send last judged and a
-    micro-batch last committed."""
+    micro-batch last committed; and ``held``, the anchors and waiting sends the micro-batches
+    left in a state that does not count them itself (the state on the executors), None where
+    one of them went uncounted (a checkpoint older than the count)."""
 
     sends: Tally[tuple[str, str]] = field(default_factory=Tally)
     alerts: Tally[tuple[str, str]] = field(default_factory=Tally)
@@ -34,6 +36,7 @@ class Totals:
     last_alert: dict[tuple[str, str], float] = field(default_factory=dict)
     judged_at: float | None = None
     committed_at: float | None = None
+    held: tuple[int, int] | None = None
 
     def add(self, other: Totals) -> None:
         """Count ``other`` in too: its counts added, its times where they are later."""
@@ -47,6 +50,10 @@ class Totals:
         self.last_alert.update(other.last_alert)
         self.judged_at = _later(self.judged_at, other.judged_at)
         self.committed_at = _later(self.committed_at, other.committed_at)
+        if self.held is None or other.held is None:
+            self.held = None
+        else:
+            self.held = (self.held[0] + other.held[0], self.held[1] + other.held[1])
 
     def to_json(self) -> dict[str, Any]:
         """The totals as a commit keeps them (JSON)."""
@@ -61,6 +68,7 @@ class Totals:
             "last_alert": [[*k, v] for k, v in self.last_alert.items()],
             "judged_at": self.judged_at,
             "committed_at": self.committed_at,
+            "held": None if self.held is None else list(self.held),
         }
 
     @classmethod
@@ -78,6 +86,7 @@ class Totals:
             last_alert={(e, k): t for e, k, t in data["last_alert"]},
             judged_at=data.get("judged_at"),
             committed_at=data.get("committed_at"),
+            held=None if data.get("held") is None else (int(data["held"][0]), int(data["held"][1])),
         )
 
     @classmethod

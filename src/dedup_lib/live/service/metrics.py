@@ -79,7 +79,8 @@ def _of(counter: Counter, **labels: str) -> _Series:
 
 class _Moments(Collector):
     """The timestamp gauges and the state's counts, each served only once known: the counts
-    after the driver's state is restored, never for the state on the executors."""
+    after the state is restored, and for the state on the executors once its checkpoint has
+    counted them from its start."""
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
@@ -104,7 +105,7 @@ class _Moments(Collector):
         ):  # fmt: skip
             if value is not None:
                 yield GaugeMetricFamily(name, doc, value=value)
-        if m.held is not None:  # the driver's index counts them; Spark's state stores do not
+        if m.held is not None:  # the driver's index counts them, and the executors' judge
             keys, waiting = m.held
             yield GaugeMetricFamily("dedup_state_keys", "Keys held, each with its anchor", keys)
             yield GaugeMetricFamily(
@@ -145,7 +146,7 @@ class Metrics:
         self.last_scan: float | None = None
         self.last_landed: float | None = None
         self.restoring = True
-        #: The keys held and the sends waiting, once the driver's state is restored.
+        #: The keys held and the sends waiting, once the state is restored and when known.
         self.held: tuple[int, int] | None = None
         #: Whether the micro-batch loop lives; why not (set by the monitor that runs it).
         self.alive: Callable[[], Answer] = lambda: (True, "running")
@@ -370,7 +371,7 @@ class Metrics:
         """The state's size: at each commit, and apart from them for the state on the
         executors, whose size Spark reports once a micro-batch's state is committed, after
         its verdicts are written and counted."""
-        self.held = None if size.executors else (size.keys, size.waiting)
+        self.held = (size.keys, size.waiting) if size.known else None
         self.state_bytes.labels(store="memory").set(size.memory)
         self.state_bytes.labels(store="disk").set(size.disk)
         self.state_budget.set(size.budget)

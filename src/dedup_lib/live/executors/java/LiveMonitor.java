@@ -52,9 +52,21 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>Output: the send's columns with its verdict, then {@code original_micros}, {@code
  * original_event_id} (the duplicate's anchor), {@code missed_ms} (the watermark a late send
- * missed) and {@code original_content} (the anchor's content, for the collision alerts).
+ * missed) and {@code original_content} (the anchor's content, for the collision alerts); then
+ * what the state gained by the call that answered it: {@link #HELD_CHANGE} (anchors) and
+ * {@link #WAITING_CHANGE} (sends waiting), carried by the call's first row, or by a row of its
+ * own, {@link #TALLY} true and every other column null, when the call answered no send (a
+ * timer that lets an anchor go, sends stored to wait). Their sums over the micro-batches are
+ * the state's anchors and waiting sends, exactly: the state stores count no rows.
  */
 public final class LiveMonitor {
+
+    /** Anchors the state gained (negative: let go) by the call that answered the row. */
+    public static final String HELD_CHANGE = "__dedup_held_change";
+    /** Sends waiting in the state gained (negative: judged) by the same call. */
+    public static final String WAITING_CHANGE = "__dedup_waiting_change";
+    /** True for a row that only carries the two changes: no send. */
+    public static final String TALLY = "__dedup_tally";
 
     private LiveMonitor() {}
 
@@ -84,10 +96,13 @@ public final class LiveMonitor {
         DataType idType = in.apply(eventId).dataType();
         int iContent = indexOr(in, content);
         DataType contentType = iContent < 0 ? DataTypes.StringType : in.fields()[iContent].dataType();
-        StructType out = in.add("original_micros", DataTypes.LongType, true)
+        StructType out = nullable(in).add("original_micros", DataTypes.LongType, true)
                 .add("original_event_id", idType, true)
                 .add("missed_ms", DataTypes.LongType, true)
-                .add("original_content", contentType, true);
+                .add("original_content", contentType, true)
+                .add(HELD_CHANGE, DataTypes.LongType, false)
+                .add(WAITING_CHANGE, DataTypes.LongType, false)
+                .add(TALLY, DataTypes.BooleanType, false);
         KeyValueGroupedDataset<Row, Row> grouped =
                 input.groupBy(k0, k1).as(Encoders.row(keys), Encoders.row(in));
         Judge judge = new Judge(
@@ -97,6 +112,15 @@ public final class LiveMonitor {
                 latenessMs);
         return grouped.transformWithState(
                 judge, TimeMode.EventTime(), OutputMode.Append(), Encoders.row(out));
+    }
+
+    /** {@code schema} with every column nullable: a tally row holds no send. */
+    static StructType nullable(StructType schema) {
+        StructType all = new StructType();
+        for (org.apache.spark.sql.types.StructField f : schema.fields()) {
+            all = all.add(f.name(), f.dataType(), true, f.metadata());
+        }
+        return all;
     }
 
     /** The index of column {@code name} in {@code schema}, -1 when it has none. */
@@ -225,15 +249,17 @@ public final class LiveMonitor {
                 if (earliest != Long.MAX_VALUE) {
                     keep(h, before, schedule(set, earliest, sparkMs));
                 }
-                return CollectionConverters.asScala(out.iterator());
+                return tallied(out, 0, waiting.size());
             }
             boolean stored = set != null && set <= dueMs;
             List<Row> later = new ArrayList<>();
+            int read = 0;
             if (stored) {
                 scala.collection.Iterator<Row> waited = pending.get();
                 while (waited.hasNext()) {
                     Row p = waited.next();
                     (p.getLong(iMicros) <= w ? due : later).add(p);
+                    read++;
                 }
             }
             Row a = settle(due, w, out, before);
@@ -244,11 +270,44 @@ public final class LiveMonitor {
             } else if (set != null) {
                 next = Math.min(next, set);  // the sends it waits for, unread, are all after w
             }
-            for (Row p : stored ? later : waiting) {
+            List<Row> kept = stored ? later : waiting;
+            for (Row p : kept) {
                 pending.appendValue(p);
                 next = Math.min(next, dueMs(p.getLong(iMicros)));
             }
             keep(h, a, reschedule(set, next, sparkMs));
+            return tallied(out, anchors(a) - anchors(before), kept.size() - read);
+        }
+
+        /** 1 for an anchor, 0 for none (null). */
+        private static int anchors(Row a) {
+            return a == null ? 0 : 1;
+        }
+
+        /**
+         * The call's rows {@code out}, the state's changes ({@code held} anchors, {@code
+         * waiting} sends) carried by the first, or by a tally row when there is none.
+         */
+        private scala.collection.Iterator<Row> tallied(List<Row> out, long held, long waiting) {
+            if (out.isEmpty()) {
+                if (held != 0 || waiting != 0) {
+                    Object[] values = new Object[sends.length() + 7];
+                    values[values.length - 3] = held;
+                    values[values.length - 2] = waiting;
+                    values[values.length - 1] = true;
+                    out.add(RowFactory.create(values));
+                }
+            } else if (held != 0 || waiting != 0) {
+                Object[] values = new Object[sends.length() + 7];
+                Row first = out.get(0);
+                for (int i = 0; i < values.length - 3; i++) {
+                    values[i] = first.get(i);
+                }
+                values[values.length - 3] = held;
+                values[values.length - 2] = waiting;
+                values[values.length - 1] = false;
+                out.set(0, RowFactory.create(values));
+            }
             return CollectionConverters.asScala(out.iterator());
         }
 
@@ -338,7 +397,7 @@ public final class LiveMonitor {
             }
             Row h = held.get();
             Row before = anchorOf(h);
-            List<Row> out = new ArrayList<>(due.size());
+            List<Row> out = new ArrayList<>(due.size() + 1);
             Row a = settle(due, w, out, before);
             long next = a == null ? Long.MAX_VALUE : dueMs(a.getLong(1));
             if (!due.isEmpty()) {
@@ -351,7 +410,7 @@ public final class LiveMonitor {
                 next = Math.min(next, dueMs(p.getLong(iMicros)));
             }
             keep(h, a, schedule(timerOf(h), next, wMs));
-            return CollectionConverters.asScala(out.iterator());
+            return tallied(out, anchors(a) - anchors(before), -due.size());
         }
 
         /** The due sends walked in replay order against the anchor; the anchor after them. */
@@ -391,7 +450,7 @@ public final class LiveMonitor {
          */
         private Row answer(Row send, String verdict, Row original, Long missedMs) {
             int n = send.length();
-            Object[] values = new Object[n + 4];
+            Object[] values = new Object[n + 7];
             for (int i = 0; i < n; i++) {
                 values[i] = send.get(i);
             }
@@ -402,6 +461,9 @@ public final class LiveMonitor {
                 values[n + 3] = original.get(4);
             }
             values[n + 2] = missedMs;
+            values[n + 4] = 0L;
+            values[n + 5] = 0L;
+            values[n + 6] = false;
             return RowFactory.create(values);
         }
     }
