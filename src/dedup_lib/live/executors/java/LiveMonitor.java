@@ -289,24 +289,22 @@ public final class LiveMonitor {
          * waiting} sends) carried by the first, or by a tally row when there is none.
          */
         private scala.collection.Iterator<Row> tallied(List<Row> out, long held, long waiting) {
-            if (out.isEmpty()) {
-                if (held != 0 || waiting != 0) {
-                    Object[] values = new Object[sends.length() + 7];
-                    values[values.length - 3] = held;
-                    values[values.length - 2] = waiting;
-                    values[values.length - 1] = true;
-                    out.add(RowFactory.create(values));
-                }
-            } else if (held != 0 || waiting != 0) {
+            if (held != 0 || waiting != 0) {
+                boolean tally = out.isEmpty();
                 Object[] values = new Object[sends.length() + 7];
-                Row first = out.get(0);
-                for (int i = 0; i < values.length - 3; i++) {
-                    values[i] = first.get(i);
+                int n = values.length - 3;
+                for (int i = 0; !tally && i < n; i++) {
+                    values[i] = out.get(0).get(i);
                 }
-                values[values.length - 3] = held;
-                values[values.length - 2] = waiting;
-                values[values.length - 1] = false;
-                out.set(0, RowFactory.create(values));
+                values[n] = held;
+                values[n + 1] = waiting;
+                values[n + 2] = tally;
+                Row carrier = RowFactory.create(values);
+                if (tally) {
+                    out.add(carrier);
+                } else {
+                    out.set(0, carrier);
+                }
             }
             return CollectionConverters.asScala(out.iterator());
         }
