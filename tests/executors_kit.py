@@ -57,6 +57,18 @@ def verdicts(spark: Any, root: str) -> list[Any]:
     return spark.read.parquet(*folders).collect()
 
 
+def stored(spark: Any, checkpoint: str, batch: int | None = None) -> tuple[int, int]:
+    """The anchors and waiting sends in the judge's state store of the query whose Spark
+    checkpoint is ``checkpoint``, after micro-batch ``batch`` (default its last), read by
+    Spark's state reader: the ``held`` values with an anchor, the ``pending`` lists' sends."""
+    state = spark.read.format("statestore")
+    if batch is not None:
+        state = state.option("batchId", batch)
+    held = state.option("stateVarName", "held").load(checkpoint)
+    pending = state.option("stateVarName", "pending").load(checkpoint)
+    return held.where("value.micros is not null").count(), pending.count()
+
+
 def answers(rows: list[Any]) -> dict[Any, tuple[Any, ...]]:
     """Each send's answer by its event id; an error if one is answered twice."""
     found: dict[Any, tuple[Any, ...]] = {}

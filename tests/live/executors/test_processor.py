@@ -22,7 +22,7 @@ from dedup_lib.live.executors import processor
 from dedup_lib.live.executors.counts import held_in
 from dedup_lib.live.executors.query import verdict_folder
 from dedup_lib.testing import Message
-from executors_kit import answers, keyed, replayed, run, start, verdicts
+from executors_kit import answers, keyed, replayed, run, start, stored, verdicts
 from replay_kit import at, frame
 
 pytestmark = pytest.mark.spark
@@ -189,11 +189,8 @@ def test_the_judge_counts_the_anchors_and_waiting_sends_its_state_holds(spark, s
     for figure in figures:
         anchors, waits = held_in(verdict_folder(os.path.join(stream_root, "out"), figure.batch))
         keys, waiting = keys + anchors, waiting + waits
-        state = spark.read.format("statestore").option("batchId", figure.batch)
-        held = state.option("stateVarName", "held").load(checkpoint)
-        pending = state.option("stateVarName", "pending").load(checkpoint)
-        stored = (held.where("value.micros is not null").count(), pending.count())
-        assert (keys, waiting) == stored, figure
-        seen.append(stored)
+        in_store = stored(spark, checkpoint, figure.batch)
+        assert (keys, waiting) == in_store, figure
+        seen.append(in_store)
     assert len(set(seen)) >= 3, seen  # anchors and waiting sends came and went
     assert seen[-1] == (0, 1), seen  # at the end, 99 waits alone

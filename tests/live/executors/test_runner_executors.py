@@ -25,7 +25,7 @@ from dedup_lib import (
 )
 from dedup_lib.errors import InputError
 from dedup_lib.live.output.lines import RESENDS, VERDICTS
-from executors_kit import answers, replayed, verdicts
+from executors_kit import answers, replayed, stored, verdicts
 
 pytestmark = pytest.mark.spark
 
@@ -115,13 +115,8 @@ def _held(watch) -> tuple[int, int]:
 
 
 def _stored(spark, tmp_path) -> tuple[int, int]:
-    """The anchors and waiting sends in the judge's state store after its last micro-batch,
-    read by Spark's state reader."""
-    state = spark.read.format("statestore")
-    checkpoint = str(tmp_path / "ck" / "executors" / "spark")
-    held = state.option("stateVarName", "held").load(checkpoint)
-    pending = state.option("stateVarName", "pending").load(checkpoint)
-    return held.where("value.micros is not null").count(), pending.count()
+    """The anchors and waiting sends in the judge's state store after its last micro-batch."""
+    return stored(spark, str(tmp_path / "ck" / "executors" / "spark"))
 
 
 def _counted(watch) -> dict[str, float]:
