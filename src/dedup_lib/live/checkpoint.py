@@ -37,11 +37,12 @@ RECORDS: dict[Record, tuple[str, str]] = {
 }
 
 
-#: How the state on the executors lies in Spark's state store: 3, each key's anchor (with its
-#: content, for the collision alerts) and the time of its timer one value (2: the same without
-#: the content; 1: anchor and timer apart). A checkpoint laid out otherwise is refused
+#: How the state on the executors lies in Spark's state stores: 4, each key's anchor (with its
+#: content, for the collision alerts) and the time of its timer one value, and the resends'
+#: copies in buckets, each a map and one timer (3: a copy and a timer per key; 2: anchors
+#: without the content; 1: anchor and timer apart). A checkpoint laid out otherwise is refused
 #: (:func:`check_settings`): Spark would not read its state.
-EXECUTORS_LAYOUT = 3
+EXECUTORS_LAYOUT = 4
 
 
 @dataclass(frozen=True)
@@ -234,8 +235,8 @@ def check_settings(checkpoint: str, settings: Settings) -> None:
     if "executors_layout" in wanted and found.get("executors_layout", 1) != EXECUTORS_LAYOUT:
         raise InputError(
             f"watch_duplicates: the checkpoint {printable(checkpoint)} holds the state on the "
-            "executors as an earlier version of dedup-lib laid it out (each key's anchor and "
-            "its timer apart in Spark's state store), which this version does not read: "
+            "executors as an earlier version of dedup-lib laid it out in Spark's state "
+            "stores, which this version does not read: "
             "start a new checkpoint and verdicts folder (the monitor then judges every file "
             "the folder holds), or finish this one with the version that wrote it"
         )

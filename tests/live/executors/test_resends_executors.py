@@ -134,3 +134,25 @@ def test_a_micro_batch_s_copies_are_written_once(spark, tmp_path):
     write(answered, 8)
     assert os.path.getmtime(os.path.join(inbox, "batch-0000000008.parquet")) > first
     assert sorted(os.listdir(inbox)) == ["batch-0000000007.parquet", "batch-0000000008.parquet"]
+
+
+def test_a_copy_past_its_horizon_is_let_go_by_its_bucket_s_sweep(spark, tmp_path):
+    """Each bucket's one timer sweeps it: once the watermark passes a copy's horizon, the
+    copy leaves the state store (read by Spark's state reader); a copy within it stays and
+    still pairs."""
+    load(spark)
+    schema = spark.createDataFrame(_table([("a", 0, 1)]).select(list(COPY_COLUMNS))).schema
+    root = str(tmp_path / "executors")
+    minute = timedelta(minutes=1)
+    query = ResendsQuery(spark, root, schema, HOUR, minute, trigger="0.2 seconds")
+    landed = [[("a", 0, 1), ("a", 30, 2)], [("b", 200, 3)], [("c", 400, 4), ("b", 430, 5)]]
+    for batch, rows in enumerate(landed):
+        _land(query.inbox, batch, rows)
+        query.settle()
+    found = _found(spark, query)
+    query.stop()
+    assert sorted(found) == [(2, 1)], "b at 430 is past the hour of b at 200"
+    state = spark.read.format("statestore").option("stateVarName", "copies")
+    held = state.load(os.path.join(root, "resends", "spark")).toPandas()
+    times = sorted(v["micros"] // MINUTE for v in held["user_map_value"])
+    assert times == [400, 430], "a's and b's first copies let go, once the watermark is 429"

@@ -15,9 +15,12 @@ resends it found as ``found/batch-M/`` (none: no folder), which the monitor make
 Exactly once, whatever is killed when: the file of a micro-batch of the judge's that Spark
 runs again is left as it was written (the same rows: the judge's state is Spark's), and
 Spark's file source reads each path once; the second query's own micro-batch run again
-writes the same folder again, which the alerts file's record skips. A copy is let go by an
-event-time timer at its horizon's end: the second query's watermark (its copies' latest time
-less the lateness) trails the judge's, which every send accepted later is after.
+writes the same folder again, which the alerts file's record skips. A copy is let go once the
+second query's watermark (its copies' latest time less the lateness) passes its horizon's
+end: that watermark trails the judge's, which every send accepted later is after. The keys
+lie in buckets of the content's first hash, each bucket a map of its keys' copies and one
+event-time timer that sweeps it (``ResendMonitor.BUCKETS``): a timer per key cost each copy
+more reads and writes of the state store than the copy itself.
 """
 
 from __future__ import annotations

@@ -4,12 +4,15 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.KeyValueGroupedDataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.functions;
 import org.apache.spark.sql.streaming.ExpiredTimerInfo;
+import org.apache.spark.sql.streaming.MapState;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StatefulProcessor;
 import org.apache.spark.sql.streaming.TTLConfig;
@@ -27,18 +30,34 @@ import scala.jdk.javaapi.CollectionConverters;
  * as a {@code transformWithState} processor over the accepted sends with content, each row
  * tagged with the live monitor's micro-batch that accepted it.
  *
- * <p>Grouped by the two hashes of (entity, content). A key's rows are taken micro-batch by
- * micro-batch, each micro-batch's in replay order (time, then event id): each send is paired
- * with the copy before it, the one before it in its micro-batch, or for the first, the copy
- * kept from the micro-batches before (when not after it); a pair within the horizon is a
- * resend. The key keeps its latest copy (time, event id, MessageId) and a timer at the
- * horizon's end, which lets it go: every send accepted after that is beyond the horizon of it
- * (the stream's watermark trails the live monitor's, which every accepted send is after).
+ * <p>Keyed by the two hashes of (entity, content), held in {@link #BUCKETS} buckets of the first
+ * hash: Spark groups by bucket, and each bucket keeps its keys' copies in a map. A key's rows
+ * are taken micro-batch by micro-batch, each micro-batch's in replay order (time, then event
+ * id): each send is paired with the copy before it, the one before it in its micro-batch, or
+ * for the first, the copy kept from the micro-batches before (when not after it); a pair
+ * within the horizon is a resend. The key keeps its latest copy (time, event id, MessageId).
+ *
+ * <p>A copy is let go once the horizon after it has passed by the watermark: every send
+ * accepted after that is beyond the horizon of it (the stream's watermark trails the live
+ * monitor's, which every accepted send is after), so a copy kept longer pairs with nothing.
+ * One event-time timer per bucket, not per key, sweeps the bucket's map: it lets go every copy
+ * whose horizon has passed, and is set again at the earliest horizon's end left, but not
+ * before {@link #SWEEP_PARTS} of the horizon has passed since (a copy is kept at most that much
+ * longer). A timer per key cost each copy a timer registered in Spark's timer index and fired
+ * (five reads and writes of the state store more than the copy's own); a bucket's sweep reads
+ * its copies once each in turn.
  *
  * <p>Output: the resends, each with {@code original_micros}, {@code original_event_id} and
  * {@code original_message_id}, of the copy before it.
  */
 public final class ResendMonitor {
+
+    /** The buckets the keys are held in: each a group of Spark's, a map and one timer. */
+    public static final int BUCKETS = 1024;
+    /** A sweep comes at most once per this fraction of the horizon, in a bucket. */
+    static final long SWEEP_PARTS = 4;
+    /** The column of the bucket Spark groups by. */
+    static final String BUCKET = "__dedup_resend_bucket";
 
     private ResendMonitor() {}
 
@@ -59,38 +78,48 @@ public final class ResendMonitor {
             Dataset<Row> input, String c0, String c1, String micros, String eventId,
             String messageId, String batch, long horizonMicros) {
         StructType in = input.schema();
-        StructType keys = new StructType().add(in.apply(c0)).add(in.apply(c1));
+        StructType keys = new StructType().add(BUCKET, DataTypes.LongType, false);
+        StructType pair = new StructType().add(in.apply(c0)).add(in.apply(c1));
         DataType idType = in.apply(eventId).dataType();
         StructType out = in.add("original_micros", DataTypes.LongType, true)
                 .add("original_event_id", idType, true)
                 .add("original_message_id", DataTypes.StringType, true);
+        Column bucket = functions.pmod(input.col(c0), functions.lit((long) BUCKETS));
         KeyValueGroupedDataset<Row, Row> grouped =
-                input.groupBy(c0, c1).as(Encoders.row(keys), Encoders.row(in));
+                input.groupBy(bucket.as(BUCKET)).as(Encoders.row(keys), Encoders.row(in));
         Pairer pairer = new Pairer(
-                idType, in.fieldIndex(micros), in.fieldIndex(eventId), in.fieldIndex(messageId),
-                in.fieldIndex(batch), horizonMicros);
+                pair, idType, in.fieldIndex(c0), in.fieldIndex(c1), in.fieldIndex(micros),
+                in.fieldIndex(eventId), in.fieldIndex(messageId), in.fieldIndex(batch),
+                horizonMicros);
         return grouped.transformWithState(
                 pairer, TimeMode.EventTime(), OutputMode.Append(), Encoders.row(out));
     }
 
     static final class Pairer extends StatefulProcessor<Row, Row, Row> {
         private static final long serialVersionUID = 1L;
+        private final StructType pair;
         private final StructType kept;
+        private final int iC0;
+        private final int iC1;
         private final int iMicros;
         private final int iEvent;
         private final int iMessage;
         private final int iBatch;
         private final long horizon;
-        /** The key's latest copy (time, event id, MessageId) and its timer. */
-        private transient ValueState<Row> copy;
+        /** Each key's latest copy (time, event id, MessageId), by the key's two hashes. */
+        private transient MapState<Row, Row> copies;
+        /** The time of the bucket's sweep timer, none when it holds no copy. */
+        private transient ValueState<Long> sweep;
 
-        Pairer(DataType idType, int iMicros, int iEvent, int iMessage, int iBatch,
-                long horizon) {
+        Pairer(StructType pair, DataType idType, int iC0, int iC1, int iMicros, int iEvent,
+                int iMessage, int iBatch, long horizon) {
+            this.pair = pair;
             this.kept = new StructType()
                     .add("micros", DataTypes.LongType, false)
                     .add("event_id", idType, true)
-                    .add("message_id", DataTypes.StringType, true)
-                    .add("timer", DataTypes.LongType, false);
+                    .add("message_id", DataTypes.StringType, true);
+            this.iC0 = iC0;
+            this.iC1 = iC1;
             this.iMicros = iMicros;
             this.iEvent = iEvent;
             this.iMessage = iMessage;
@@ -100,22 +129,58 @@ public final class ResendMonitor {
 
         @Override
         public void init(OutputMode outputMode, TimeMode timeMode) {
-            copy = getHandle().getValueState("copy", Encoders.row(kept), TTLConfig.NONE());
+            copies = getHandle().getMapState(
+                    "copies", Encoders.row(pair), Encoders.row(kept), TTLConfig.NONE());
+            sweep = getHandle().getValueState("sweep", Encoders.LONG(), TTLConfig.NONE());
         }
 
         @Override
         public scala.collection.Iterator<Row> handleInputRows(
-                Row key, scala.collection.Iterator<Row> rows, TimerValues values) {
+                Row bucket, scala.collection.Iterator<Row> rows, TimerValues values) {
             List<Row> in = new ArrayList<>();
             while (rows.hasNext()) {
                 in.add(rows.next());
             }
-            in.sort(Comparator.<Row>comparingLong(r -> r.getLong(iBatch))
+            in.sort(Comparator.<Row>comparingLong(r -> r.getLong(iC0))
+                    .thenComparingLong(r -> r.getLong(iC1))
+                    .thenComparingLong(r -> r.getLong(iBatch))
                     .thenComparingLong(r -> r.getLong(iMicros))
                     .thenComparing((p, q) -> LiveMonitor.compareIds(p.get(iEvent), q.get(iEvent))));
-            Row was = copy.get();
-            Row k = was;
             List<Row> out = new ArrayList<>();
+            long earliest = Long.MAX_VALUE;
+            int from = 0;
+            for (int i = 1; i <= in.size(); i++) {
+                if (i < in.size() && sameKey(in.get(i), in.get(from))) {
+                    continue;
+                }
+                Row key = RowFactory.create(in.get(from).getLong(iC0), in.get(from).getLong(iC1));
+                Row was = copies.getValue(key);
+                Row k = pairKey(in.subList(from, i), was, out);
+                if (k != was) {
+                    copies.updateValue(key, k);
+                    earliest = Math.min(earliest, k.getLong(0));
+                }
+                from = i;
+            }
+            if (earliest != Long.MAX_VALUE && !sweep.exists()) {
+                long timer = LiveMonitor.dueMs(earliest + horizon);
+                getHandle().registerTimer(timer);
+                sweep.update(timer);
+            }
+            return CollectionConverters.asScala(out.iterator());
+        }
+
+        /** Whether two rows hold the same key (both hashes). */
+        private boolean sameKey(Row a, Row b) {
+            return a.getLong(iC0) == b.getLong(iC0) && a.getLong(iC1) == b.getLong(iC1);
+        }
+
+        /**
+         * One key's rows {@code in}, in order, paired against the copy {@code was} kept (null:
+         * none): its resends added to {@code out}; the copy kept after them.
+         */
+        private Row pairKey(List<Row> in, Row was, List<Row> out) {
+            Row k = was;
             Row before = null;
             for (Row r : in) {
                 long t = r.getLong(iMicros);
@@ -130,19 +195,7 @@ public final class ResendMonitor {
                 }
                 before = r;
             }
-            k = latest(k, before);
-            if (k != was) {
-                long timer = LiveMonitor.dueMs(k.getLong(0) + horizon);
-                Long set = was == null ? null : was.getLong(3);
-                if (set == null || set != timer) {
-                    if (set != null && set > values.getCurrentWatermarkInMs()) {
-                        getHandle().deleteTimer(set);
-                    }
-                    getHandle().registerTimer(timer);
-                }
-                copy.update(RowFactory.create(k.getLong(0), k.get(1), k.get(2), timer));
-            }
-            return CollectionConverters.asScala(out.iterator());
+            return latest(k, before);
         }
 
         /**
@@ -153,16 +206,34 @@ public final class ResendMonitor {
             if (last == null || (k != null && k.getLong(0) > last.getLong(iMicros))) {
                 return k;
             }
-            return RowFactory.create(last.getLong(iMicros), last.get(iEvent), last.get(iMessage),
-                    0L);
+            return RowFactory.create(last.getLong(iMicros), last.get(iEvent), last.get(iMessage));
         }
 
         @Override
         public scala.collection.Iterator<Row> handleExpiredTimer(
-                Row key, TimerValues values, ExpiredTimerInfo info) {
-            Row k = copy.get();
-            if (k != null && k.getLong(3) == info.getExpiryTimeInMs()) {
-                copy.clear();
+                Row bucket, TimerValues values, ExpiredTimerInfo info) {
+            long wMs = values.getCurrentWatermarkInMs();
+            List<Row> gone = new ArrayList<>();
+            long next = Long.MAX_VALUE;
+            scala.collection.Iterator<scala.Tuple2<Row, Row>> held = copies.iterator();
+            while (held.hasNext()) {
+                scala.Tuple2<Row, Row> e = held.next();
+                long due = LiveMonitor.dueMs(e._2().getLong(0) + horizon);
+                if (due <= wMs) {
+                    gone.add(e._1());
+                } else {
+                    next = Math.min(next, due);
+                }
+            }
+            for (Row key : gone) {
+                copies.removeKey(key);
+            }
+            if (next == Long.MAX_VALUE) {
+                sweep.clear();
+            } else {
+                long timer = Math.max(next, wMs + Math.max(1L, horizon / 1000L / SWEEP_PARTS));
+                getHandle().registerTimer(timer);
+                sweep.update(timer);
             }
             return CollectionConverters.asScala(new ArrayList<Row>().iterator());
         }
