@@ -138,10 +138,13 @@ class ExecutorsRunner:
         self._measure()
 
     def stop(self) -> None:
-        """Stop the queries between two of their micro-batches."""
+        """Stop the queries between two of their micro-batches; the resends the second one
+        wrote before it stopped alerted now, not at the next start. Copies it had not yet
+        paired wait in its inbox for the next start."""
         self.query.stop()
         if self.resends is not None:
             self.resends.stop()
+            self._pair_resends()
 
     def _pair_resends(self) -> ResendsQuery | None:
         """The resends' query, started once the judge's stream has columns with the
