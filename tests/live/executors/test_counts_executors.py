@@ -34,6 +34,18 @@ def test_a_record_is_the_one_before_and_what_it_counted_and_is_written_again_ali
     assert counts.record(root, counts.VERDICTS, 2, Totals()).held is None, "one not counted"
 
 
+def test_a_record_after_a_gap_is_written_again_from_the_one_before_the_gap(tmp_path):
+    """The resends' query records only the micro-batches that found a resend: record 9 follows
+    5, and Spark running micro-batch 9 again writes it again from 5, not from nothing."""
+    root = str(tmp_path)
+    counts.record(root, counts.RESENDS, 4, Totals(rows=1))
+    counts.record(root, counts.RESENDS, 5, Totals(rows=2))
+    assert counts.record(root, counts.RESENDS, 9, Totals(rows=4)).rows == 7
+    assert counts.record(root, counts.RESENDS, 9, Totals(rows=4)).rows == 7
+    kept = sorted(p.name for p in (tmp_path / counts.RESENDS).iterdir())
+    assert kept == ["resent-0000000005.json", "resent-0000000009.json"], "older records go"
+
+
 @pytest.mark.spark
 def test_a_micro_batch_is_counted_per_minute_entity_and_verdict(spark, tmp_path):
     minute = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)

@@ -57,9 +57,9 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
     shutil.copy(sample_path("incident.parquet"), landing)
 
     # The first run's last resends are the stop's to alert, as when a service manager stops it
-    monkeypatch.setattr(ExecutorsRunner, "settle", _settle_leaving_the_resends_to_stop)
-    first = _watch(spark, tmp_path)
-    monkeypatch.undo()
+    with monkeypatch.context() as patched:
+        patched.setattr(ExecutorsRunner, "settle", _settle_leaving_the_resends_to_stop)
+        first = _watch(spark, tmp_path)
     assert _resends_alerted(first) == _resends_among(spark, tmp_path / "out") > 100
     assert first.loaded["read"] == 29_872
     assert sum(line.judged for line in first.lines) == 29_719  # 153 wait for the watermark

@@ -72,6 +72,30 @@ def test_a_failure_is_kept_and_the_runner_stopped():
     assert pulse.health() == (False, "the micro-batch loop failed: OSError: disk full")
 
 
+class FailingToStop(Counting):
+    """A runner whose stop fails (the alerts it appends as it stops: a full disk)."""
+
+    def stop(self) -> None:
+        self.stopped.set()
+        raise OSError("no space left to append the alerts")
+
+
+def test_a_stop_that_fails_is_kept_unless_a_failure_came_first():
+    runner, pulse = FailingToStop(), Pulse(every=0.01)
+    loop = Loop(runner, pulse, Progress(), every=0.01)
+    loop.thread.start()
+    loop.stopping.set()
+    loop.thread.join(5)
+    assert str(loop.progress.error) == "no space left to append the alerts"
+    assert pulse.error is loop.progress.error
+    assert pulse.stopped
+    runner, pulse = FailingToStop(more=3, fail=2), Pulse(every=0.01)
+    loop = Loop(runner, pulse, Progress(), every=0.01)
+    loop.thread.start()
+    loop.thread.join(5)
+    assert str(loop.progress.error) == "disk full", "the first failure is what is told"
+
+
 def test_what_it_keeps_is_bounded_and_the_loads_added_up():
     told: list[BatchLine] = []
     progress = Progress(told.append)

@@ -58,16 +58,17 @@ def latest(root: str, kind: str, upto: int | None = None) -> tuple[int, Totals]:
 
 
 def record(root: str, kind: str, number: int, counted: Totals) -> Totals:
-    """Record ``number`` of ``kind``: the one before it with ``counted`` added, written whole
-    (replacing one a run of the same number left); the totals it holds. Records before the
-    one before go: a run of ``number`` again needs only that one, and the folder stays as
-    small after weeks as after an hour."""
-    _, totals = latest(root, kind, number - 1)
+    """Record ``number`` of ``kind``: the last one before it with ``counted`` added, written
+    whole (replacing one a run of the same number left); the totals it holds. Records before
+    that last one go: a run of ``number`` again needs only it, and the folder stays as small
+    after weeks as after an hour. (The numbers may skip: the resends' query records only the
+    micro-batches that found a resend.)"""
+    base, totals = latest(root, kind, number - 1)
     totals.add(counted)
     os.makedirs(os.path.join(root, kind), exist_ok=True)
     write_json(os.path.join(root, kind, f"{kind}-{number:010d}.json"), totals.to_json())
     for older, path in _records(root, kind):
-        if older < number - 1:
+        if older < base:
             remove(path)
     return totals
 

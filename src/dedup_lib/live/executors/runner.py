@@ -138,12 +138,17 @@ class ExecutorsRunner:
         self._measure()
 
     def stop(self) -> None:
-        """Stop the queries between two of their micro-batches; the resends the second one
-        wrote before it stopped alerted now, not at the next start. Copies it had not yet
-        paired wait in its inbox for the next start."""
-        self.query.stop()
+        """Stop the queries between two of their micro-batches; what they wrote before they
+        stopped counted and alerted now, not at the next start (on Spark Connect, the judge's
+        last micro-batches; the resends the second query found). Copies it had not yet paired
+        wait in its inbox for the next start."""
+        try:
+            self.query.stop()
+        finally:
+            if self.resends is not None:
+                self.resends.stop()
+        self._count_written()
         if self.resends is not None:
-            self.resends.stop()
             self._pair_resends()
 
     def _pair_resends(self) -> ResendsQuery | None:

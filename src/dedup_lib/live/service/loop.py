@@ -107,5 +107,8 @@ class Loop:
         finally:
             try:
                 self.runner.stop()
+            except BaseException as failure:  # the stop's own failure, unless one came first
+                self.progress.error = self.progress.error or failure
+                self.pulse.error = self.pulse.error or failure
             finally:
                 self.pulse.stopped = True
