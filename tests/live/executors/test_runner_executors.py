@@ -60,7 +60,7 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
     with monkeypatch.context() as patched:
         patched.setattr(ExecutorsRunner, "settle", _settle_leaving_the_resends_to_stop)
         first = _watch(spark, tmp_path)
-    assert _resends_alerted(first) == _resends_among(spark, tmp_path / "out") > 100
+    assert _alerted(first, "resend") == _resends_among(spark, tmp_path / "out") > 100
     assert first.loaded["read"] == 29_872
     assert sum(line.judged for line in first.lines) == 29_719  # 153 wait for the watermark
     assert all(line.state.executors for line in first.lines)
@@ -107,7 +107,7 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
     got = answers(verdicts(spark, str(tmp_path)))
     assert got == replayed(load_telemetry(spark, str(landing / "incident.parquet")).valid, POLICY)
     # the resends, paired by a query of their own (payload_hash compared, within an hour)
-    assert _resends_alerted(last) == _resends_among(spark, tmp_path / "out") > 100
+    assert _alerted(last, "resend") == _resends_among(spark, tmp_path / "out") > 100
 
 
 def _settle_leaving_the_resends_to_stop(self: ExecutorsRunner) -> None:
@@ -123,13 +123,6 @@ def _resends_among(spark, out) -> int:
     """The resends among the verdicts written in ``out`` (payload_hash within an hour)."""
     judged = spark.read.parquet(*map(str, sorted(out.glob("batch-*"))))
     return missed_resends(judged).where("delay <= 3600").count()
-
-
-def _resends_alerted(watch) -> float:
-    """The resend alerts its counters counted."""
-    table = watch.counters()
-    alerts = table[table["metric"] == "dedup_alerts_total"]
-    return float(alerts[alerts["labels"].str.contains("kind=resend")]["value"].sum())
 
 
 def _held(watch) -> tuple[int, int]:
@@ -155,10 +148,13 @@ def _counted(watch) -> dict[str, float]:
     return found
 
 
-def _alerted(watch) -> float:
-    """The alerts its counters counted, of every kind."""
+def _alerted(watch, kind: str | None = None) -> float:
+    """The alerts its counters counted, of ``kind`` (None: of every kind)."""
     table = watch.counters()
-    return float(table[table["metric"] == "dedup_alerts_total"]["value"].sum())
+    alerts = table[table["metric"] == "dedup_alerts_total"]
+    if kind is not None:
+        alerts = alerts[alerts["labels"].str.contains(f"kind={kind}")]
+    return float(alerts["value"].sum())
 
 
 def _assert_counts_the_verdicts(counted: dict[str, float], out) -> None:
