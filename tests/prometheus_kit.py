@@ -106,6 +106,20 @@ class Prometheus:
         result = self.get("/api/v1/query", query=query, **moment)["result"]
         return float(result[0]["value"][1]) if result else 0.0
 
+    def scraped(self, job: str, after: float, timeout: float = 30) -> float:
+        """When the last scrape of ``job`` that succeeded was, once one after ``after``
+        (seconds since the epoch) has: an instant query at that time reads that scrape's
+        samples whatever the scrapes after it did (a failed one, a second's timeout on a busy
+        machine, leaves every series stale from its own time on)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = self.get("/api/v1/query", query=f'up{{job="{job}"}}[30s]')["result"]
+            good = [float(t) for r in result for t, v in r["values"] if v == "1"]
+            if good and max(good) > after:
+                return max(good)
+            assert time.monotonic() < deadline, f"no scrape of {job} succeeded after {after}"
+            time.sleep(0.2)
+
     def up(self) -> float | None:
         """``up`` now, None until Prometheus answers."""
         with contextlib.suppress(OSError):
@@ -269,8 +283,9 @@ def for_test(url: str) -> dict:
 @dataclass(frozen=True)
 class PagedDay:
     """What :func:`page_the_day` leaves: the monitor (stopped), its folder, the Prometheus
-    that scraped it (still running, its data to be queried at :attr:`ended`: the monitor is
-    no longer scraped after it), what fired then, when it started, and the webhook's pages."""
+    that scraped it (still running, its data to be queried at :attr:`ended`, the time of a
+    scrape that succeeded after the last micro-batch's counts were served: the monitor is no
+    longer scraped after it), what fired then, when it started, and the webhook's pages."""
 
     watch: Any
     folder: Path
@@ -318,7 +333,7 @@ def page_the_day(spark: Any, folder: Path) -> Iterator[PagedDay]:
             assert time.monotonic() < deadline, (firing, watch.loaded)
             time.sleep(0.5)
         time.sleep(6)  # more scrapes than a rate interval after the last micro-batch
-        firing, ended = prometheus.firing(), time.time()
+        firing, ended = prometheus.firing(), prometheus.scraped(JOB, after=time.time() - 1)
         watch.stop()
         alertmanager.stop()  # the webhook keeps what it was sent
         prometheus.rest()  # no page for the stopped monitor while later tests read it
