@@ -67,18 +67,27 @@ TEST_CACHE := $(CURDIR)/build/test-cache
 # UNITS), the other takes JupyterLab, the notebooks' kernels and the command lines meanwhile.
 WORKERS ?= 2
 
-# Everything, the cluster tests (tests/cluster, as make test-cluster) included. Lint, the docs
-# and the run's class-data archive run side by side first: mypy, Sphinx and the JVM each keep
-# a core busy in turn, and the machine has two.
+# Everything, the cluster tests (tests/cluster, as make test-cluster) included. The docs and
+# the run's class-data archive come first, side by side (the tests' JVMs start from the archive;
+# Sphinx rewrites docs/generated, which tests walk). Lint runs beside the tests, at the lowest
+# priority: the tests leave a core idle now and then (a JVM starting, a page loading, a
+# monitor's trigger), and lint takes those, not the tests' CPU. Its output comes after theirs;
+# either failing fails the run.
 test: $(STAMP)
-	@$(MAKE) --no-print-directory -j3 --output-sync=target lint-code lint-types lint-duplicates lint-duplicates-tests docs class-data
+	@$(MAKE) --no-print-directory -j2 --output-sync=target docs class-data
 	@DEDUP_LIB_CACHE=$(TEST_CACHE) $(CHECK)
+	@mkdir -p build; \
+	nice -n 19 $(MAKE) --no-print-directory -k -j2 --output-sync=target lint > build/lint.log 2>&1 & linting=$$!; \
 	DEDUP_TEST_CLUSTER=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder \
 		--nbval-lax --durations=15 \
-		--junitxml=build/test-results.xml tests notebooks
+		--junitxml=build/test-results.xml tests notebooks; tested=$$?; \
+	wait $$linting; linted=$$?; \
+	echo "== make lint, run beside the tests (build/lint.log) =="; cat build/lint.log; \
+	[ $$linted -eq 0 ] || echo "make test: lint failed"; \
+	[ $$tested -eq 0 ] && [ $$linted -eq 0 ]
 
-# The run's JVM class-data archive (tests/class_data_kit.py), written beside lint and the docs,
-# which leave a core idle: the tests would otherwise wait for it before their first test.
+# The run's JVM class-data archive (tests/class_data_kit.py), written beside the docs, which
+# leave a core idle: the tests would otherwise wait for it before their first test.
 class-data: $(STAMP)
 	@DEDUP_LIB_CACHE=$(TEST_CACHE) $(BIN)/python tests/class_data_kit.py
 
