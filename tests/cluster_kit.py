@@ -383,6 +383,43 @@ def simulate(
     return run
 
 
+#: Run by a child Python: each ``dedup-lib`` command line of the JSON list in its first
+#: argument in turn, in this one process; each one's stdout, as a JSON list, on the last line.
+IN_ONE_PROCESS = """\
+import contextlib, io, json, sys
+from dedup_lib.cli import main
+
+printed = []
+for argv in json.loads(sys.argv[1]):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    if code:
+        sys.exit(f"exit {code}: dedup-lib {' '.join(argv)}")
+    printed.append(out.getvalue())
+print(json.dumps(printed))
+"""
+
+
+def simulate_locally(*runs: tuple[str, list[str], str]) -> list[str]:
+    """``dedup-lib simulate`` of each ``(source, options, out)`` with the JVM replay kernel on a
+    local master, in one child Python: the local runs are what the cluster's are compared with,
+    and one JVM, warm for the second, saves a cold start. What each printed (its report).
+    Fails the test unless every run exits 0."""
+    argvs = [
+        ["simulate", source, *options, "--kernel", "jvm", "--out", out, "--overwrite",
+         "--master", "local[2]"]
+        for source, options, out in runs
+    ]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", IN_ONE_PROCESS, json.dumps(argvs)], cwd=ROOT,
+        env=client_environment(None), capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    printed: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return printed
+
+
 def verdicts_of(path: Path) -> pd.DataFrame:
     """The verdict columns, one row per send, in one order: a multiset compared as a frame."""
     frame = pd.read_parquet(path, columns=list(VERDICT_COLUMNS))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 import pytest
 
-from cluster_kit import FOLDER, ROOT, Cluster, running, simulate, verdicts_of
+from cluster_kit import FOLDER, INPUT, ROOT, Cluster, running, simulate_locally, verdicts_of
 from dedup_lib import sample_path
 from landing_kit import arrivals, day_sends, expected_late, first_hours
 
@@ -29,14 +29,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(
                 pytest.mark.skip(reason="a real Spark cluster: make test or make test-cluster")
             )
-
-
-@pytest.fixture(scope="session")
-def local() -> tuple[str, pd.DataFrame]:
-    """The local classic run's report and verdicts of the incident (before the cluster starts)."""
-    out = "build/cluster/local/verdicts.parquet"
-    run = simulate(out, "jvm", None)
-    return run.stdout, verdicts_of(ROOT / out)
 
 
 @dataclass(frozen=True)
@@ -52,9 +44,19 @@ class DayLanded:
     verdicts: pd.DataFrame
 
 
+@dataclass(frozen=True)
+class Local:
+    """The local runs the cluster's are compared with: the incident's report and verdicts
+    (``incident``), and the day scenario (``day``)."""
+
+    incident: tuple[str, pd.DataFrame]
+    day: DayLanded
+
+
 @pytest.fixture(scope="session")
-def day_landed() -> DayLanded:
-    """The day scenario, with the local batch replay's verdicts (before the cluster starts)."""
+def _local() -> Local:
+    """The local classic runs, before the cluster starts: the incident partitioned, and the
+    day scenario's on-time sends with the entities' settings, in one child process."""
     sends = first_hours(day_sends(sample_path("day.parquet")))
     file_of = arrivals(sends)
     late, final = expected_late(sends, file_of)
@@ -63,9 +65,24 @@ def day_landed() -> DayLanded:
     on_time.parent.mkdir(parents=True, exist_ok=True)
     sends[~sends["event_id"].isin(late)].to_parquet(on_time, index=False)
     entities = str(sample_path("entities-arm.json"))
-    out = "build/cluster/day/verdicts.parquet"
-    simulate(out, "jvm", None, "--entities", entities, source=str(on_time))
-    return DayLanded(files, late, final, entities, verdicts_of(ROOT / out))
+    incident, day = "build/cluster/local/verdicts.parquet", "build/cluster/day/verdicts.parquet"
+    report, _ = simulate_locally(
+        (INPUT, ["--partitioning"], incident), (str(on_time), ["--entities", entities], day)
+    )
+    landed = DayLanded(files, late, final, entities, verdicts_of(ROOT / day))
+    return Local((report, verdicts_of(ROOT / incident)), landed)
+
+
+@pytest.fixture(scope="session")
+def local(_local: Local) -> tuple[str, pd.DataFrame]:
+    """The local classic run's report and verdicts of the incident (before the cluster starts)."""
+    return _local.incident
+
+
+@pytest.fixture(scope="session")
+def day_landed(_local: Local) -> DayLanded:
+    """The day scenario, with the local batch replay's verdicts (before the cluster starts)."""
+    return _local.day
 
 
 @pytest.fixture(scope="session")
