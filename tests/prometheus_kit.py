@@ -7,6 +7,7 @@ monitor judging the day sample, for the tests that read what a collision page le
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import shutil
 import signal
@@ -93,11 +94,21 @@ class Prometheus:
         with urllib.request.urlopen(url, timeout=5) as answer:
             return json.loads(answer.read())["data"]
 
-    def firing(self) -> dict[str, list[dict]]:
+    def firing(self, at: float | None = None) -> dict[str, list[dict]]:
+        """The firing alerts' labels by alert name: now, or at the time ``at`` (seconds since
+        the epoch), as the ``ALERTS`` series the rules' evaluations write has them."""
         found: dict[str, list[dict]] = {}
-        for alert in self.get("/api/v1/alerts")["alerts"]:
-            if alert["state"] == "firing":
-                found.setdefault(alert["labels"]["alertname"], []).append(alert["labels"])
+        if at is None:
+            for alert in self.get("/api/v1/alerts")["alerts"]:
+                if alert["state"] == "firing":
+                    found.setdefault(alert["labels"]["alertname"], []).append(alert["labels"])
+            return found
+        query = 'ALERTS{alertstate="firing"}'
+        for series in self.get("/api/v1/query", query=query, time=str(at))["result"]:
+            labels = {
+                k: v for k, v in series["metric"].items() if k not in ("__name__", "alertstate")
+            }
+            found.setdefault(labels["alertname"], []).append(labels)
         return found
 
     def value(self, query: str, at: float | None = None) -> float:
@@ -107,17 +118,19 @@ class Prometheus:
         return float(result[0]["value"][1]) if result else 0.0
 
     def scraped(self, job: str, after: float, timeout: float = 30) -> float:
-        """When the last scrape of ``job`` that succeeded was, once one after ``after``
-        (seconds since the epoch) has: an instant query at that time reads that scrape's
-        samples whatever the scrapes after it did (a failed one, a second's timeout on a busy
-        machine, leaves every series stale from its own time on)."""
+        """When the last scrape of ``job`` was that succeeded, as the one before it did, once
+        one after ``after`` (seconds since the epoch) has: a query at that time reads that
+        scrape's samples, and alerts evaluated on the one before, whatever the scrapes after
+        did (a failed one, a second's timeout on a busy machine, leaves every series stale from
+        its own time on, and the alerts on them resolved)."""
         deadline = time.monotonic() + timeout
         while True:
             result = self.get("/api/v1/query", query=f'up{{job="{job}"}}[30s]')["result"]
-            good = [float(t) for r in result for t, v in r["values"] if v == "1"]
+            ups = [(float(t), v) for r in result for t, v in r["values"]]
+            good = [t for (_, before), (t, v) in itertools.pairwise(ups) if before == v == "1"]
             if good and max(good) > after:
                 return max(good)
-            assert time.monotonic() < deadline, f"no scrape of {job} succeeded after {after}"
+            assert time.monotonic() < deadline, f"no two scrapes of {job} succeeded after {after}"
             time.sleep(0.2)
 
     def up(self) -> float | None:
@@ -333,7 +346,8 @@ def page_the_day(spark: Any, folder: Path) -> Iterator[PagedDay]:
             assert time.monotonic() < deadline, (firing, watch.loaded)
             time.sleep(0.5)
         time.sleep(6)  # more scrapes than a rate interval after the last micro-batch
-        firing, ended = prometheus.firing(), prometheus.scraped(JOB, after=time.time() - 1)
+        ended = prometheus.scraped(JOB, after=time.time() - 1)
+        firing = prometheus.firing(at=ended)
         watch.stop()
         alertmanager.stop()  # the webhook keeps what it was sent
         prometheus.rest()  # no page for the stopped monitor while later tests read it
