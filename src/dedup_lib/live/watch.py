@@ -9,6 +9,7 @@ them; the driver judges them against the anchors it holds (:mod:`dedup_lib.live.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections import Counter, deque
@@ -427,13 +428,17 @@ class _Start:
 
 
 def _run_once(runner: Runner | ExecutorsRunner) -> None:
-    """Every micro-batch the folder holds now, judged and written, then the runner stopped."""
+    """Every micro-batch the folder holds now, judged and written, then the runner stopped;
+    a failure of the stop's own is raised unless a step's came first (that one is)."""
     try:
         while runner.step() is not None or runner.more:
             pass
         runner.settle()
-    finally:
-        runner.stop()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            runner.stop()
+        raise
+    runner.stop()
 
 
 def _runner(

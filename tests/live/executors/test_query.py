@@ -1,7 +1,8 @@
 """The streaming query's parts without a stream: a progress read as figures, a micro-batch's
 verdicts written again replacing, never adding to, the first, and the function that writes
 them loaded where ``dedup_lib`` is not installed (a Spark Connect server's Python), and the
-micro-batches written looked for after the last counted."""
+micro-batches written looked for after the last counted; and a query that failed between two
+checks, its failure raised by the stop, not cleared with the query."""
 
 from __future__ import annotations
 
@@ -10,13 +11,17 @@ import os
 import subprocess
 import sys
 import sysconfig
+import time
 
 import pytest
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import functions as F
 
 from dedup_lib.live.executors.counts import held_in
 from dedup_lib.live.executors.query import (
     SECONDS,
     Figures,
+    RunningQuery,
     verdict_columns,
     verdict_folder,
     verdicts_writer,
@@ -145,3 +150,38 @@ def test_the_micro_batches_written_are_those_after_the_last_counted(tmp_path):
     ]
     assert written_since(out, 2) == []  # 3 not yet there: 4 waits for it
     assert written_since(out, -1)[0] == (0, verdict_folder(out, 0), 1.5)
+
+
+def _failing(spark, tmp_path):  # type: ignore[no-untyped-def]
+    """A streaming query whose first micro-batch fails, once it has failed."""
+    stream = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+    query = (
+        stream.select(F.raise_error(F.lit("the disk is full")).alias("x"))
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(processingTime="100 milliseconds")
+        .start()
+    )
+    deadline = time.monotonic() + 60
+    while query.exception() is None:
+        assert time.monotonic() < deadline, "the query did not fail"
+        time.sleep(0.1)
+    return query
+
+
+def test_a_failure_no_check_told_is_raised_by_the_stop(spark, tmp_path):
+    running = RunningQuery()
+    running.query = _failing(spark, tmp_path)
+    with pytest.raises(StreamingQueryException, match="the disk is full"):
+        running.stop()
+    assert running.query is None
+    running.stop()  # stopped: nothing more to tell
+
+
+def test_a_failure_a_check_told_is_not_raised_again_by_the_stop(spark, tmp_path):
+    running = RunningQuery()
+    running.query = _failing(spark, tmp_path)
+    with pytest.raises(StreamingQueryException, match="the disk is full"):
+        running.check()
+    running.stop()
+    assert running.query is None

@@ -286,6 +286,8 @@ class RunningQuery:
     query: StreamingQuery | None = None
     #: The state store's bytes, in memory and on disk, last reported.
     stores: tuple[int, int] = (0, 0)
+    #: Whether :meth:`check` raised the query's failure (:meth:`stop` then does not again).
+    failure_raised: bool = False
 
     def store_bytes(self) -> tuple[int, int]:
         """The bytes of the query's state store, in memory and on disk, as Spark's progress of
@@ -319,13 +321,19 @@ class RunningQuery:
         """Raise what stopped the query, if it failed (a micro-batch's error, Spark's own)."""
         failure = self.query.exception() if self.query is not None else None
         if failure is not None:
+            self.failure_raised = True
             raise failure
 
     def stop(self) -> None:
-        """Stop the query between micro-batches; its checkpoint goes on at the next start."""
+        """Stop the query between micro-batches; its checkpoint goes on at the next start.
+        A failure no :meth:`check` raised (one in the moments before the stop) is raised once
+        the query is stopped, not cleared with it: the command then fails, as a step does."""
         if self.query is not None:
-            self.query.stop()
-            self.query = None
+            query, self.query = self.query, None
+            failure = None if self.failure_raised else query.exception()
+            query.stop()
+            if failure is not None:
+                raise failure
 
 
 class ExecutorsQuery(RunningQuery):
