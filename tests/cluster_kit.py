@@ -364,18 +364,18 @@ def client_environment(remote: str | None) -> dict[str, str]:
     return env
 
 
-def simulate(
-    out: str, kernel: str, remote: str | None, *args: str, source: str = INPUT
-) -> subprocess.CompletedProcess[str]:
-    """``dedup-lib simulate`` of ``source`` (partitioned, unless ``args`` name the entities'
-    settings) with the replay ``kernel``, on the Connect server ``remote`` or on a local
-    master; its verdicts to ``out``. Fails the test, naming the cluster's logs, unless it
-    exits 0."""
-    where = ["--master", "local[2]"] if remote is None else []
-    policy = list(args) or ["--partitioning"]
+def _simulate(source: str, options: list[str], kernel: str, out: str) -> list[str]:
+    """``dedup-lib simulate``'s arguments: ``source`` with ``options`` and the replay
+    ``kernel``, its verdicts to ``out``."""
+    return ["simulate", source, *options, "--kernel", kernel, "--out", out, "--overwrite"]
+
+
+def simulate(out: str, kernel: str, remote: str) -> subprocess.CompletedProcess[str]:
+    """``dedup-lib simulate`` of the incident, partitioned, with the replay ``kernel``, on the
+    Connect server ``remote``; its verdicts to ``out``. Fails the test, naming the cluster's
+    logs, unless it exits 0."""
     run = subprocess.run(
-        [sys.executable, "-m", "dedup_lib", "simulate", source, *policy, "--kernel", kernel,
-         "--out", out, "--overwrite", *where],
+        [sys.executable, "-m", "dedup_lib", *_simulate(INPUT, ["--partitioning"], kernel, out)],
         cwd=ROOT, env=client_environment(remote), capture_output=True, text=True, timeout=900,
         check=False,
     )  # fmt: skip
@@ -407,10 +407,9 @@ def simulate_locally(*runs: tuple[str, list[str], str]) -> list[str]:
     and one JVM, warm for the second, saves a cold start. What each printed (its report).
     Fails the test unless every run exits 0."""
     argvs = [
-        ["simulate", source, *options, "--kernel", "jvm", "--out", out, "--overwrite",
-         "--master", "local[2]"]
+        [*_simulate(source, options, "jvm", out), "--master", "local[2]"]
         for source, options, out in runs
-    ]  # fmt: skip
+    ]
     done = subprocess.run(
         [sys.executable, "-c", IN_ONE_PROCESS, json.dumps(argvs)], cwd=ROOT,
         env=client_environment(None), capture_output=True, text=True, timeout=900, check=False,
