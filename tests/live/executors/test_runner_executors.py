@@ -24,6 +24,8 @@ from dedup_lib import (
     watch_duplicates,
 )
 from dedup_lib.errors import InputError
+from dedup_lib.live.executors import counts
+from dedup_lib.live.executors.query import ExecutorsQuery
 from dedup_lib.live.executors.runner import ExecutorsRunner
 from dedup_lib.live.output.lines import RESENDS, VERDICTS
 from executors_kit import answers, replayed, stored, verdicts
@@ -108,6 +110,38 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
     assert got == replayed(load_telemetry(spark, str(landing / "incident.parquet")).valid, POLICY)
     # the resends, paired by a query of their own (payload_hash compared, within an hour)
     assert _alerted(last, "resend") == _resends_among(spark, tmp_path / "out") > 100
+
+
+def test_a_query_s_failure_at_the_stop_is_raised_once_what_was_written_is_counted(
+    spark, tmp_path, monkeypatch
+):
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    # the incident's first twenty minutes: some twenty contents sent again under new ids
+    incident = pq.read_table(sample_path("incident.parquet")).sort_by("send_time")
+    start = incident.slice(0, 3000)
+    pq.write_table(start, landing / "start.parquet", use_deprecated_int96_timestamps=True)
+    stop = ExecutorsQuery.stop
+
+    def failing(self: ExecutorsQuery) -> None:
+        stop(self)
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(ExecutorsRunner, "settle", _settle_leaving_every_resend_to_stop)
+    monkeypatch.setattr(ExecutorsQuery, "stop", failing)
+    with pytest.raises(RuntimeError, match="the disk is full"):
+        _watch(spark, tmp_path)
+    # the resends the second query wrote were paired by the stop, not left to the next start
+    _, resent = counts.latest(str(tmp_path / "ck" / "executors"), counts.RESENDS)
+    assert sum(resent.alerts.values()) == _resends_among(spark, tmp_path / "out") > 0
+
+
+def _settle_leaving_every_resend_to_stop(self: ExecutorsRunner) -> None:
+    """ExecutorsRunner.settle with no look at what the resends' query wrote."""
+    self.query.settle()
+    self._count_written()
+    if self.resends is not None:
+        self.resends.settle()
 
 
 def _settle_leaving_the_resends_to_stop(self: ExecutorsRunner) -> None:

@@ -141,15 +141,23 @@ class ExecutorsRunner:
         """Stop the queries between two of their micro-batches; what they wrote before they
         stopped counted and alerted now, not at the next start (on Spark Connect, the judge's
         last micro-batches; the resends the second query found). Copies it had not yet paired
-        wait in its inbox for the next start."""
+        wait in its inbox for the next start. A query's failure is raised after that count,
+        the judge's before the resends' query's: what either wrote is not left to the next
+        start, and one failure does not hide the other's query's stop."""
+        failures: list[BaseException] = []
+        for query in (self.query, self.resends):
+            if query is not None:
+                try:
+                    query.stop()
+                except BaseException as failure:  # raised after the count, below
+                    failures.append(failure)
         try:
-            self.query.stop()
-        finally:
+            self._count_written()
             if self.resends is not None:
-                self.resends.stop()
-        self._count_written()
-        if self.resends is not None:
-            self._pair_resends()
+                self._pair_resends()
+        finally:
+            if failures:
+                raise failures[0]
 
     def _pair_resends(self) -> ResendsQuery | None:
         """The resends' query, started once the judge's stream has columns with the
