@@ -1,8 +1,9 @@
 """Spark for the library: sessions (:mod:`~dedup_lib.spark.session`), Java
 (:mod:`~dedup_lib.spark.java`), Spark's log (:mod:`~dedup_lib.spark.logs`), Spark Connect
 (:mod:`~dedup_lib.spark.connect`), Spark's exceptions (:mod:`~dedup_lib.spark.failures`),
-DataFrame helpers (:mod:`~dedup_lib.spark.frames`) and the driver JVM's options
-(:mod:`~dedup_lib.spark.jvm_options`).
+DataFrame helpers (:mod:`~dedup_lib.spark.frames`), the driver JVM's options
+(:mod:`~dedup_lib.spark.jvm_options`) and a streaming query's start
+(:mod:`~dedup_lib.spark.streaming`).
 
 Everything else in ``dedup_lib`` takes a ``SparkSession`` and uses only the DataFrame API,
 so the same code runs on a classic local session and on a Spark Connect server. Spark's own

@@ -45,6 +45,7 @@ from dedup_lib.live.state.alerts import USED
 from dedup_lib.rules.policy import ACCEPTED, DUPLICATE, REJECTED
 from dedup_lib.spark import LOCAL_DEFAULTS, is_connect
 from dedup_lib.spark.connect import client_settings
+from dedup_lib.spark.streaming import start_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -446,13 +447,12 @@ class ExecutorsQuery(RunningQuery):
         content = _content_column(schema.names, self.content)
         answered = verdict_columns(judged(sends, self.lateness, content), content)
         kept = [c for c in answered.columns if c in USED]
-        self.query = (
+        self.query = start_query(
             answered.writeStream.outputMode("append")
             .foreachBatch(verdicts_writer(self.out, told, self.alerts, kept, self.copies))
             .option("checkpointLocation", os.path.join(self.root, "spark"))
             .trigger(processingTime=self.trigger)
             .queryName(f"dedup-watch-{os.path.basename(os.path.dirname(self.root)) or 'state'}")
-            .start()
         )
 
 

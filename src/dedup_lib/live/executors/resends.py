@@ -51,6 +51,7 @@ from dedup_lib.live.executors.query import (
 from dedup_lib.live.state.resends import resend_alerts
 from dedup_lib.replay.kernels.jvm import jar_name
 from dedup_lib.spark import is_connect
+from dedup_lib.spark.streaming import start_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -206,14 +207,13 @@ class ResendsQuery(RunningQuery):
             .option("cleanSource", "delete")
             .parquet(self.inbox)
         )
-        self.query = (
+        self.query = start_query(
             paired(copies, horizon, lateness)
             .writeStream.outputMode("append")
             .foreachBatch(found_writer(self.found))
             .option("checkpointLocation", os.path.join(self.folder, "spark"))
             .trigger(processingTime=trigger)
             .queryName(f"dedup-resends-{os.path.basename(os.path.dirname(root)) or 'state'}")
-            .start()
         )
 
     def writer(self) -> Callable[[DataFrame, int], None]:

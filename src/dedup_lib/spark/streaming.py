@@ -1,0 +1,67 @@
+"""A streaming query's start, tried again when a Spark Connect server gave up waiting for the
+Python process of its ``foreachBatch``.
+
+A Connect server runs a query's ``foreachBatch`` function in a Python process it starts with
+the query, and waits a fixed 10 seconds for that process to connect back (Spark's
+``PythonWorkerFactory``; no setting changes it). On a loaded server the process's imports
+alone can take longer, and the start fails with "Python worker failed to connect back"
+although nothing is wrong with the query: no query was started, so starting it again is
+safe.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming.query import StreamingQuery
+
+#: What a Connect server answers when the ``foreachBatch`` process did not connect back.
+WORKER_LATE = "Python worker failed to connect back"
+#: The starts a query is given before that failure is the caller's.
+STARTS = 3
+
+
+class Startable(Protocol):
+    """What starts a streaming query: PySpark's ``DataStreamWriter``, classic or Connect."""
+
+    def start(self) -> StreamingQuery:
+        """Start the query."""
+
+
+def start_query(writer: Startable, starts: int = STARTS) -> StreamingQuery:
+    """``writer``'s query, started; a start the Connect server failed because the
+    ``foreachBatch`` process was late (:data:`WORKER_LATE`) tried again, up to ``starts``
+    in all, each retry warned about (Python's warnings: the command line's go to Spark's log).
+
+    Examples
+    --------
+    >>> class Late:
+    ...     tries = 0
+    ...     def start(self):
+    ...         self.tries += 1
+    ...         if self.tries == 1:
+    ...             raise RuntimeError("Python worker failed to connect back.")
+    ...         return "started"
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as said:
+    ...     warnings.simplefilter("always")
+    ...     start_query(Late())
+    'started'
+    >>> print(said[0].message)
+    a streaming query's start, tried again (2 of 3): Python worker failed to connect back.
+    """
+    for attempt in range(1, starts):
+        try:
+            return writer.start()
+        except Exception as failure:
+            if WORKER_LATE not in str(failure):
+                raise
+            first = str(failure).splitlines()[0]
+            warnings.warn(
+                f"a streaming query's start, tried again ({attempt + 1} of {starts}): {first}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+    return writer.start()
