@@ -9,6 +9,7 @@ through the command line too.
 from __future__ import annotations
 
 import gzip
+import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -352,6 +353,14 @@ CASES: list[Case] = [
         lambda d: text(d / "zero.parquet", b""),
         error="cannot read .* as parquet",
         names="zero.parquet",
+    ),
+    # A file Spark wrote, written again by pyarrow in nanoseconds under Spark's own schema:
+    # refused as its rows are read, the column named and how to write it.
+    Case(
+        "parquet-nanoseconds-under-spark-s-schema",
+        lambda d: _nanos_under_spark_schema(d / "sliced.parquet"),
+        error="its column send_time holds nanosecond timestamps, .*coerce_timestamps='us'",
+        names="sliced.parquet",
     ),
     Case(
         "truncated-gzip-csv",
@@ -718,6 +727,29 @@ def _pandas_nanos(path: Path, utc: bool) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     times = pd.to_datetime(NANOS, unit="ns", utc=utc)
     pd.DataFrame({"message_id": ["a", "b"], "send_time": times, "created": times}).to_parquet(path)
+    return path
+
+
+#: Spark's schema of a message id and a send time, as Spark stores it in a Parquet footer.
+_SPARK_SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "message_id", "type": "string", "nullable": True, "metadata": {}},
+            {"name": "send_time", "type": "timestamp", "nullable": True, "metadata": {}},
+        ],
+    }
+)
+
+
+def _nanos_under_spark_schema(path: Path) -> Path:
+    """Send times in nanoseconds, under the footer's Spark schema that calls them timestamps."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.table(
+        {"message_id": ["a", "b"], "send_time": pa.array(NANOS, pa.timestamp("ns"))},
+        metadata={"org.apache.spark.sql.parquet.row.metadata": _SPARK_SCHEMA},
+    )
+    pq.write_table(table, path)
     return path
 
 

@@ -50,9 +50,26 @@ _CAUSES = (
 )
 
 
+#: Spark's refusal, as it reads the rows, of a nanosecond timestamp column that the file's own
+#: Spark schema (``org.apache.spark.sql.parquet.row.metadata``) calls a timestamp: a file Spark
+#: wrote, written again by pyarrow with nanoseconds. Its schema is read without complaint, so
+#: :func:`read_sources` cannot read the column as epoch nanoseconds as it does pandas' files.
+_NANOS_UNDER_SPARK_SCHEMA = re.compile(
+    r"column: \[([^\]]+)\], physicalType: INT64, logicalType: timestamp\b(?!\w)"
+)
+
+
 def _root_cause(exc: BaseException) -> str:
     """The deepest ``Caused by`` of a Java error, else its first line."""
     text = str(exc)
+    nanos = _NANOS_UNDER_SPARK_SCHEMA.search(text)
+    if nanos is not None:
+        return (
+            f"its column {printable(nanos[1])} holds nanosecond timestamps, which the Spark "
+            "schema stored in the file calls microsecond ones (a file Spark wrote, written "
+            "again with nanoseconds); write it in microseconds (pyarrow: "
+            "coerce_timestamps='us') or without that schema"
+        )
     for needle, meaning in _CAUSES:
         if needle in text:
             return meaning
