@@ -1,11 +1,12 @@
 """A streaming query's start: tried again only when a Connect server's ``foreachBatch``
-process was late, up to the starts given, each retry warned about."""
+process was late, up to the starts given, each retry warned about; late at every start, one
+error saying what to do."""
 
 from __future__ import annotations
 
 import pytest
 
-from dedup_lib.spark.streaming import STARTS, WORKER_LATE, start_query
+from dedup_lib.spark.streaming import STARTS, WORKER_LATE, LateWorkerError, start_query
 
 
 class _Writer:
@@ -33,11 +34,14 @@ def test_a_late_worker_s_start_is_tried_again_and_warned_about():
     assert writer.starts == 2
 
 
-def test_the_last_start_s_failure_is_raised():
+def test_a_worker_late_at_every_start_is_one_error_saying_what_to_do():
     writer = _Writer(*(_late() for _ in range(STARTS)))
-    with pytest.warns(RuntimeWarning), pytest.raises(RuntimeError, match=WORKER_LATE):
+    with pytest.warns(RuntimeWarning), pytest.raises(LateWorkerError) as raised:
         start_query(writer)
     assert writer.starts == STARTS
+    assert str(raised.value).startswith(f"{WORKER_LATE}, 3 starts in a row: the Spark Connect")
+    assert "run on classic Spark (--master)" in str(raised.value)
+    assert WORKER_LATE in str(raised.value.__cause__), "chained to the server's failure"
 
 
 def test_any_other_failure_is_raised_at_once():

@@ -14,6 +14,8 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Protocol
 
+from dedup_lib.errors import ToolMissingError
+
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
@@ -21,6 +23,10 @@ if TYPE_CHECKING:
 WORKER_LATE = "Python worker failed to connect back"
 #: The starts a query is given before that failure is the caller's.
 STARTS = 3
+
+
+class LateWorkerError(ToolMissingError):
+    """A Connect server's ``foreachBatch`` process was late at every start of a query."""
 
 
 class Startable(Protocol):
@@ -34,6 +40,12 @@ def start_query(writer: Startable, starts: int = STARTS) -> StreamingQuery:
     """``writer``'s query, started; a start the Connect server failed because the
     ``foreachBatch`` process was late (:data:`WORKER_LATE`) tried again, up to ``starts``
     in all, each retry warned about (Python's warnings: the command line's go to Spark's log).
+
+    Raises
+    ------
+    LateWorkerError
+        The process was late at every start: what that means and what to do, chained to
+        the server's last failure.
 
     Examples
     --------
@@ -52,16 +64,24 @@ def start_query(writer: Startable, starts: int = STARTS) -> StreamingQuery:
     >>> print(said[0].message)
     a streaming query's start, tried again (2 of 3): Python worker failed to connect back.
     """
-    for attempt in range(1, starts):
+    for attempt in range(1, starts + 1):
         try:
             return writer.start()
         except Exception as failure:
             if WORKER_LATE not in str(failure):
                 raise
             first = str(failure).splitlines()[0]
+            if attempt == starts:
+                raise LateWorkerError(
+                    f"{first.rstrip('.')}, {starts} starts in a row: the Spark Connect server "
+                    "gives the Python process of a streaming query's foreachBatch 10 s to "
+                    "start, and it took longer (the server overloaded, or its Python slow to "
+                    "import pyspark); start again when the server is less busy, or run on "
+                    "classic Spark (--master)"
+                ) from failure
             warnings.warn(
                 f"a streaming query's start, tried again ({attempt + 1} of {starts}): {first}",
                 RuntimeWarning,
                 stacklevel=2,
             )
-    return writer.start()
+    raise ValueError(f"starts: expected 1 or more, not {starts}")
