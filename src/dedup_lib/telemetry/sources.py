@@ -55,7 +55,7 @@ _CAUSES = (
 #: wrote, written again by pyarrow with nanoseconds. Its schema is read without complaint, so
 #: :func:`read_sources` cannot read the column as epoch nanoseconds as it does pandas' files.
 _NANOS_UNDER_SPARK_SCHEMA = re.compile(
-    r"column: \[([^\]]+)\], physicalType: INT64, logicalType: timestamp\b(?!\w)"
+    r"column: \[([^\]]+)\], physicalType: INT64, logicalType: timestamp\b"
 )
 
 

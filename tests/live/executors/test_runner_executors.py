@@ -6,6 +6,7 @@ counted those the batch analysis finds; a checkpoint of the other mode refused."
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from datetime import timedelta
 
 import pandas as pd
@@ -60,7 +61,7 @@ def test_the_incident_is_judged_once_with_the_replay_s_verdicts_across_a_restart
 
     # The first run's last resends are the stop's to alert, as when a service manager stops it
     with monkeypatch.context() as patched:
-        patched.setattr(ExecutorsRunner, "settle", _settle_leaving_the_resends_to_stop)
+        patched.setattr(ExecutorsRunner, "settle", _settle_leaving_to_stop(look=True))
         first = _watch(spark, tmp_path)
     assert _alerted(first, "resend") == _resends_among(spark, tmp_path / "out") > 100
     assert first.loaded["read"] == 29_872
@@ -127,7 +128,7 @@ def test_a_query_s_failure_at_the_stop_is_raised_once_what_was_written_is_counte
         stop(self)
         raise RuntimeError("the disk is full")
 
-    monkeypatch.setattr(ExecutorsRunner, "settle", _settle_leaving_every_resend_to_stop)
+    monkeypatch.setattr(ExecutorsRunner, "settle", _settle_leaving_to_stop(look=False))
     monkeypatch.setattr(ExecutorsQuery, "stop", failing)
     with pytest.raises(RuntimeError, match="the disk is full"):
         _watch(spark, tmp_path)
@@ -136,21 +137,19 @@ def test_a_query_s_failure_at_the_stop_is_raised_once_what_was_written_is_counte
     assert sum(resent.alerts.values()) == _resends_among(spark, tmp_path / "out") > 0
 
 
-def _settle_leaving_every_resend_to_stop(self: ExecutorsRunner) -> None:
-    """ExecutorsRunner.settle with no look at what the resends' query wrote."""
-    self.query.settle()
-    self._count_written()
-    if self.resends is not None:
-        self.resends.settle()
+def _settle_leaving_to_stop(look: bool) -> Callable[[ExecutorsRunner], None]:
+    """ExecutorsRunner.settle without its last look at what the resends' query wrote; with
+    ``look`` False, without the look before the resends' query settles either (the one that
+    starts that query), so that the stop pairs every resend."""
 
+    def settle(self: ExecutorsRunner) -> None:
+        self.query.settle()
+        self._count_written()
+        resends = self._pair_resends() if look else self.resends
+        if resends is not None:
+            resends.settle()
 
-def _settle_leaving_the_resends_to_stop(self: ExecutorsRunner) -> None:
-    """ExecutorsRunner.settle without its last look at what the resends' query wrote."""
-    self.query.settle()
-    self._count_written()
-    if self._pair_resends() is not None:
-        assert self.resends is not None
-        self.resends.settle()
+    return settle
 
 
 def _resends_among(spark, out) -> int:
