@@ -29,7 +29,7 @@ def _late() -> RuntimeError:
 
 def test_a_late_worker_s_start_is_tried_again_and_warned_about():
     writer = _Writer(_late())
-    with pytest.warns(RuntimeWarning, match=r"tried again \(2 of 3\): Python worker failed to"):
+    with pytest.warns(RuntimeWarning, match=r"tried again \(2 of 5\): Python worker failed to"):
         assert start_query(writer) == "query"
     assert writer.starts == 2
 
@@ -39,7 +39,7 @@ def test_a_worker_late_at_every_start_is_one_error_saying_what_to_do():
     with pytest.warns(RuntimeWarning), pytest.raises(LateWorkerError) as raised:
         start_query(writer)
     assert writer.starts == STARTS
-    assert str(raised.value).startswith(f"{WORKER_LATE}, 3 starts in a row: the Spark Connect")
+    assert str(raised.value).startswith(f"{WORKER_LATE}, {STARTS} starts in a row: the Spark")
     assert "run on classic Spark (--master)" in str(raised.value)
     assert WORKER_LATE in str(raised.value.__cause__), "chained to the server's failure"
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 #: What a Connect server answers when the ``foreachBatch`` process did not connect back.
 WORKER_LATE = "Python worker failed to connect back"
 #: The starts a query is given before that failure is the caller's.
-STARTS = 3
+STARTS = 5
 
 
 class LateWorkerError(ToolMissingError):
@@ -62,7 +62,7 @@ def start_query(writer: Startable, starts: int = STARTS) -> StreamingQuery:
     ...     start_query(Late())
     'started'
     >>> print(said[0].message)
-    a streaming query's start, tried again (2 of 3): Python worker failed to connect back.
+    a streaming query's start, tried again (2 of 5): Python worker failed to connect back.
     """
     for attempt in range(1, starts + 1):
         try:
