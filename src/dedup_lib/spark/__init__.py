@@ -2,8 +2,8 @@
 (:mod:`~dedup_lib.spark.java`), Spark's log (:mod:`~dedup_lib.spark.logs`), Spark Connect
 (:mod:`~dedup_lib.spark.connect`), Spark's exceptions (:mod:`~dedup_lib.spark.failures`),
 DataFrame helpers (:mod:`~dedup_lib.spark.frames`), the driver JVM's options
-(:mod:`~dedup_lib.spark.jvm_options`) and a streaming query's start
-(:mod:`~dedup_lib.spark.streaming`).
+(:mod:`~dedup_lib.spark.jvm_options`) and a streaming query's start and the release of its
+session (:mod:`~dedup_lib.spark.streaming`).
 
 Everything else in ``dedup_lib`` takes a ``SparkSession`` and uses only the DataFrame API,
 so the same code runs on a classic local session and on a Spark Connect server. Spark's own

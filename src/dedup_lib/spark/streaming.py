@@ -1,5 +1,5 @@
 """A streaming query's start, tried again when a Spark Connect server gave up waiting for the
-Python process of its ``foreachBatch``.
+Python process of its ``foreachBatch``; the session of a query's own, closed once it is done.
 
 A Connect server runs a query's ``foreachBatch`` function in a Python process it starts with
 the query, and waits a fixed 10 seconds for that process to connect back (Spark's
@@ -11,12 +11,15 @@ safe.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import TYPE_CHECKING, Protocol
 
 from dedup_lib.errors import ToolMissingError
+from dedup_lib.spark.connect import is_connect
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
 #: What a Connect server answers when the ``foreachBatch`` process did not connect back.
@@ -85,3 +88,28 @@ def start_query(writer: Startable, starts: int = STARTS) -> StreamingQuery:
                 stacklevel=2,
             )
     raise ValueError(f"starts: expected 1 or more, not {starts}")
+
+
+def release_session(session: SparkSession) -> None:
+    """Close ``session``, a session of a query's own, once its query stopped or never started.
+
+    On Spark Connect a query's session is a clone with a channel of its own, which Python keeps
+    until it exits (each client registers an exit hook), and a session on the server: both are
+    released here, not left to the interpreter's exit, where an open call left by a failed
+    start blocks the channel's close. Not with ``session.stop()``, which in a process that
+    started its local Connect server stops the server too. A classic session shares the
+    context of the session it came from, which must go on: nothing is done.
+
+    Examples
+    --------
+    >>> from dedup_lib import get_spark
+    >>> spark = get_spark()
+    >>> release_session(spark.newSession())
+    >>> spark.range(2).count()
+    2
+    """
+    if is_connect(session):
+        # Best effort on the server's side: a session it holds idle expires there by itself.
+        with contextlib.suppress(Exception):
+            session.client.release_session()
+        session.client.close()

@@ -1,8 +1,9 @@
 """The streaming query's parts without a stream: a progress read as figures, a micro-batch's
 verdicts written again replacing, never adding to, the first, and the function that writes
 them loaded where ``dedup_lib`` is not installed (a Spark Connect server's Python), and the
-micro-batches written looked for after the last counted; and a query that failed between two
-checks, its failure raised by the stop, not cleared with the query."""
+micro-batches written looked for after the last counted; a query that failed between two
+checks, its failure raised by the stop, not cleared with the query; and the query's own
+session released by the stop (on Spark Connect, a clone with a channel of its own)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from dedup_lib.live.executors.query import (
     SECONDS,
     Figures,
     RunningQuery,
+    query_session,
     verdict_columns,
     verdict_folder,
     verdicts_writer,
@@ -29,6 +31,7 @@ from dedup_lib.live.executors.query import (
 )
 from dedup_lib.live.executors.resends import copies_writer, found_writer
 from dedup_lib.live.state.alerts import USED, alerts_of
+from dedup_lib.spark import is_connect
 
 
 def test_figures_read_a_progress():
@@ -185,3 +188,21 @@ def test_a_failure_a_check_told_is_not_raised_again_by_the_stop(spark, tmp_path)
         running.check()
     running.stop()
     assert running.query is None
+
+
+@pytest.mark.connect
+def test_a_stop_releases_the_query_s_own_session(spark, tmp_path):
+    running = RunningQuery()
+    running.session = own = query_session(spark, {})
+    running.query = (
+        own.readStream.format("rate").load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .start()
+    )  # fmt: skip
+    running.stop()
+    assert running.session is None
+    # On Connect, its channel closed and its session on the server gone, not left to the
+    # interpreter's exit; a classic one shares the context of the monitor's session.
+    assert own.is_stopped if is_connect(spark) else own.range(1).count() == 1
+    assert spark.range(2).count() == 2, "the monitor's own session goes on"

@@ -1,7 +1,8 @@
 """The resends' query with the state on the executors: the judge's micro-batches' accepted
 copies, written as its ``foreachBatch`` writes them, paired as the driver's ``Resends`` pairs
 the same micro-batches (across micro-batches, a copy kept after the next one's first, the
-horizon's edge, ties in time), once each across a restart; a copy file written once."""
+horizon's edge, ties in time), once each across a restart; a copy file written once; a start
+that fails releases the query's session."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from dedup_lib.columns import C0, C1, KEYED_CONTENT, SEND_MICROS
+from dedup_lib.live.executors import query as query_module
+from dedup_lib.live.executors import resends as resends_module
 from dedup_lib.live.executors.processor import load
 from dedup_lib.live.executors.query import COPY
 from dedup_lib.live.executors.resends import (
@@ -156,3 +159,17 @@ def test_a_copy_past_its_horizon_is_let_go_by_its_bucket_s_sweep(spark, tmp_path
     held = state.load(os.path.join(root, "resends", "spark")).toPandas()
     times = sorted(v["micros"] // MINUTE for v in held["user_map_value"])
     assert times == [400, 430], "a's and b's first copies let go, once the watermark is 429"
+
+
+def test_a_start_that_fails_releases_the_query_s_session(spark, tmp_path, monkeypatch):
+    def late(writer):  # type: ignore[no-untyped-def]
+        raise RuntimeError("Python worker failed to connect back.")
+
+    released = []
+    monkeypatch.setattr(resends_module, "start_query", late)
+    monkeypatch.setattr(query_module, "release_session", released.append)
+    schema = spark.createDataFrame(_table([("a", 0, 1)]).select(list(COPY_COLUMNS))).schema
+    with pytest.raises(RuntimeError, match="connect back"):
+        ResendsQuery(spark, str(tmp_path / "executors"), schema, HOUR, LATENESS)
+    assert len(released) == 1
+    assert released[0] is not spark, "the query's own session, not the monitor's"

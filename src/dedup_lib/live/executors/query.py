@@ -45,7 +45,7 @@ from dedup_lib.live.state.alerts import USED
 from dedup_lib.rules.policy import ACCEPTED, DUPLICATE, REJECTED
 from dedup_lib.spark import LOCAL_DEFAULTS, is_connect
 from dedup_lib.spark.connect import client_settings
-from dedup_lib.spark.streaming import start_query
+from dedup_lib.spark.streaming import release_session, start_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -282,9 +282,11 @@ class Figures:
 
 
 class RunningQuery:
-    """One of the monitor's streaming queries (:attr:`query`, None until it starts)."""
+    """One of the monitor's streaming queries (:attr:`query`, None until it starts), in a
+    session of its own (:attr:`session`, released when it stops)."""
 
     query: StreamingQuery | None = None
+    session: SparkSession | None = None
     #: The state store's bytes, in memory and on disk, last reported.
     stores: tuple[int, int] = (0, 0)
     #: Whether :meth:`check` raised the query's failure (:meth:`stop` then does not again).
@@ -326,15 +328,25 @@ class RunningQuery:
             raise failure
 
     def stop(self) -> None:
-        """Stop the query between micro-batches; its checkpoint goes on at the next start.
-        A failure no :meth:`check` raised (one in the moments before the stop) is raised once
-        the query is stopped, not cleared with it: the command then fails, as a step does."""
-        if self.query is not None:
-            query, self.query = self.query, None
-            failure = None if self.failure_raised else query.exception()
-            query.stop()
-            if failure is not None:
-                raise failure
+        """Stop the query between micro-batches, and release its session; its checkpoint goes
+        on at the next start. A failure no :meth:`check` raised (one in the moments before the
+        stop) is raised once the query is stopped, not cleared with it: the command then
+        fails, as a step does."""
+        query, self.query = self.query, None
+        failure = None if self.failure_raised or query is None else query.exception()
+        try:
+            if query is not None:
+                query.stop()
+        finally:
+            self.release()
+        if failure is not None:
+            raise failure
+
+    def release(self) -> None:
+        """Release the query's session (:func:`~dedup_lib.spark.streaming.release_session`)."""
+        session, self.session = self.session, None
+        if session is not None:
+            release_session(session)
 
 
 class ExecutorsQuery(RunningQuery):
@@ -431,7 +443,8 @@ class ExecutorsQuery(RunningQuery):
         schema = self.inbox.schema
         if schema is None:
             return
-        session = query_session(self.spark, self.settings, self.partitions)
+        # Released by :meth:`stop`, which the runner calls after a failure too.
+        self.session = session = query_session(self.spark, self.settings, self.partitions)
         # Each plan's file is deleted once the micro-batch that read it is committed (Spark
         # does it as the next one starts): the inbox holds the plans not yet judged, not a
         # copy of every send the monitor ever read.

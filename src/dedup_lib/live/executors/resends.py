@@ -200,21 +200,25 @@ class ResendsQuery(RunningQuery):
             T.StructField(c, types.get(c, _TYPES.get(c, T.StringType()))) for c in COPY_COLUMNS
         ]
         fields.append(T.StructField(BATCH, T.LongType()))
-        session = query_session(spark, {**STATE_SETTINGS, **(settings or {})})
-        # Each file read is deleted once its micro-batch is committed: the inbox stays small.
-        copies = (
-            session.readStream.schema(T.StructType(fields))
-            .option("cleanSource", "delete")
-            .parquet(self.inbox)
-        )
-        self.query = start_query(
-            paired(copies, horizon, lateness)
-            .writeStream.outputMode("append")
-            .foreachBatch(found_writer(self.found))
-            .option("checkpointLocation", os.path.join(self.folder, "spark"))
-            .trigger(processingTime=trigger)
-            .queryName(f"dedup-resends-{os.path.basename(os.path.dirname(root)) or 'state'}")
-        )
+        self.session = session = query_session(spark, {**STATE_SETTINGS, **(settings or {})})
+        try:  # no runner holds this query yet to stop it and release its session
+            # Each file read is deleted once its micro-batch is committed: the inbox stays small.
+            copies = (
+                session.readStream.schema(T.StructType(fields))
+                .option("cleanSource", "delete")
+                .parquet(self.inbox)
+            )
+            self.query = start_query(
+                paired(copies, horizon, lateness)
+                .writeStream.outputMode("append")
+                .foreachBatch(found_writer(self.found))
+                .option("checkpointLocation", os.path.join(self.folder, "spark"))
+                .trigger(processingTime=trigger)
+                .queryName(f"dedup-resends-{os.path.basename(os.path.dirname(root)) or 'state'}")
+            )
+        except BaseException:
+            self.release()
+            raise
 
     def writer(self) -> Callable[[DataFrame, int], None]:
         """What the judge's query hands its micro-batches' copies to (:func:`copies_writer`)."""
