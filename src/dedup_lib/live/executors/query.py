@@ -473,11 +473,11 @@ def query_session(
     spark: SparkSession, settings: Mapping[str, str], partitions: int | None = None
 ) -> SparkSession:
     """A session of its own for one of the monitor's streaming queries, sharing ``spark``'s
-    Spark context (on Connect, a clone: pyspark 4.1's Connect client has no ``newSession``),
-    with ``spark``'s own SQL settings (:data:`SESSION_SQL`), then ``settings``, and
-    ``partitions`` shuffle partitions (the state store's) when given. The SQL settings come
-    first: a Connect server's new session starts from the server's (200 shuffle partitions,
-    each a state store partition, where this session has a few)."""
+    Spark context, with ``spark``'s own SQL settings (:data:`SESSION_SQL`), then ``settings``,
+    and ``partitions`` shuffle partitions (the state store's) when given. A new session starts
+    from the context's or the server's settings, not ``spark``'s (a Connect server's: 200
+    shuffle partitions, each a state store partition), hence the SQL settings set first. On
+    Connect, the session is a clone, which carries them too (pyspark 4.1 has no newSession)."""
     active: Any = spark
     session: SparkSession = active.cloneSession() if is_connect(spark) else active.newSession()
     chosen = {k: v for k in SESSION_SQL if (v := spark.conf.get(k, None)) is not None}
