@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from dedup_lib.analysis.reconcile import reconcile
     from dedup_lib.analysis.summaries import id_quality, sends_over_time, summarize
     from dedup_lib.analysis.whatif import by_content, count_sweep
-    from dedup_lib.errors import DedupLibError
+    from dedup_lib.errors import DedupLibError, DedupLibWarning
     from dedup_lib.live.landing.feed import land_in_steps
     from dedup_lib.live.options import (
         JudgeOptions,
@@ -53,9 +53,10 @@ if TYPE_CHECKING:
 
 #: Each public name, and the module that defines it.
 _WHERE: dict[str, str] = {
-    # Start Spark, and what every error of the library is
+    # Start Spark, and what every error and warning of the library is
     "get_spark": "dedup_lib.spark",
     "DedupLibError": "dedup_lib.errors",
+    "DedupLibWarning": "dedup_lib.errors",
     # Load telemetry
     "load_telemetry": "dedup_lib.telemetry.loader",
     "sample_path": "dedup_lib.telemetry.samples",
@@ -112,6 +113,7 @@ except PackageNotFoundError:  # pragma: no cover - a source tree on sys.path, no
 
 __all__ = [
     "DedupLibError",
+    "DedupLibWarning",
     "DedupPolicy",
     "Evidence",
     "Incident",

@@ -1,4 +1,5 @@
-"""The errors the library raises for what a user can fix: input it cannot use, a missing tool.
+"""The errors the library raises for what a user can fix: input it cannot use, a missing tool;
+and the warning it gives when it went on another way (:class:`DedupLibWarning`).
 
 Each is also the built-in error it refines (an :class:`InputError` is a ``ValueError``), so
 code that caught those still does; the command line catches :class:`DedupLibError` only, so
@@ -54,6 +55,30 @@ class ExistingFileError(DedupLibError, FileExistsError):
 
 class ToolMissingError(DedupLibError, RuntimeError):
     """Something outside Python the library needs (a Java runtime, a JDK) is missing or too old."""
+
+
+class DedupLibWarning(RuntimeWarning):
+    """What the library did that its user should know, though it went on: a step tried again,
+    a slower path taken for want of a tool. The command line prints each as a line on stderr
+    (``dedup-lib watch: warning: ...``, or a JSON line with ``--log-format json``), where a
+    service manager's journal keeps it; other libraries' warnings go to Spark's log.
+
+    Examples
+    --------
+    A job that must not go on along a slower path turns them into errors:
+
+    >>> import warnings
+    >>> from dedup_lib import DedupLibWarning
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", DedupLibWarning)
+    ...     try:
+    ...         warnings.warn("using the Python replay kernel", DedupLibWarning)
+    ...     except DedupLibWarning as raised:
+    ...         print(raised)
+    using the Python replay kernel
+    >>> issubclass(DedupLibWarning, RuntimeWarning)  # code that filters those still does
+    True
+    """
 
 
 _UNSAFE = re.compile(

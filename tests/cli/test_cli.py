@@ -2,21 +2,57 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from dedup_lib import DedupPolicy, detect_duplicates, load_telemetry
+from dedup_lib import DedupLibWarning, DedupPolicy, detect_duplicates, load_telemetry
 from dedup_lib.cli import main
 from dedup_lib.rules.durations import parse_window
 from dedup_lib.sweep.grid import configurable_window
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 DAY_SAMPLES = ["day.parquet", "day-azure.csv.gz", "day-python.jsonl.gz"]
+
+
+def test_the_library_s_warnings_reach_stderr_and_others_spark_s_log(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A service's journal shows what the library went on despite (a start tried again), as
+    text or, for ``watch --log-format json``, a JSON line; pyspark's or pandas' warnings stay
+    in Spark's log, out of the command's answer. Python's display of warnings is the same
+    after the command as before."""
+    monkeypatch.setenv("DEDUP_LOG_DIR", str(tmp_path))
+
+    def run(args: object) -> int:
+        warnings.warn("a start, tried again (2 of 5): late\x1b[2J", DedupLibWarning, stacklevel=1)
+        warnings.warn("a library's internals", UserWarning, stacklevel=1)
+        return 0
+
+    monkeypatch.setattr("dedup_lib.cli.rules.run", run)
+    monkeypatch.setattr("dedup_lib.cli.watch.run", run)
+    said = "a start, tried again (2 of 5): late\\x1b[2J"
+    watch = ["watch", str(tmp_path), "--out", str(tmp_path / "v"), "--checkpoint", "c"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        shown = warnings.showwarning
+        assert main(["rules"]) == 0
+        assert capsys.readouterr() == ("", f"dedup-lib rules: warning: {said}\n")
+        assert main([*watch, "--log-format", "json"]) == 0
+        out, err = capsys.readouterr()
+        assert warnings.showwarning is shown
+    record = json.loads(err)
+    assert (out, record["level"], record["event"]) == ("", "warning", "warning")
+    assert record["message"] == f"dedup-lib watch: warning: {said}"
+    logged = (tmp_path / "spark.log").read_text(encoding="utf-8")
+    assert logged.count("UserWarning: a library's internals") == 2
+    assert "tried again" not in logged
 
 
 def _tables(output: str) -> str:

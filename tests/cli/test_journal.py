@@ -37,6 +37,20 @@ def test_json_lines_carry_the_event_its_level_and_its_escaped_message(
     assert str(step["time"]).endswith("+00:00")
 
 
+def test_a_warning_is_one_escaped_line_on_stderr_as_text_or_json(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    said = f"dedup-lib watch: warning: a start, tried again (2 of 5): {HOSTILE}"
+    Journal("text", quiet=True).warning(said)
+    Journal("json", quiet=True).warning(said)
+    out, err = capsys.readouterr()
+    text, record = err.splitlines()
+    assert out == ""
+    assert text == "dedup-lib watch: warning: a start, tried again (2 of 5): \\x1b]0;pwned\\x07"
+    warned = json.loads(record)
+    assert (warned["level"], warned["event"], warned["message"]) == ("warning", "warning", text)
+
+
 def test_quiet_json_leaves_the_steps_out(capsys: pytest.CaptureFixture[str]) -> None:
     Journal("json", quiet=True).step("starting")
     assert capsys.readouterr() == ("", "")

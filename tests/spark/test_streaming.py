@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from dedup_lib.errors import DedupLibWarning
 from dedup_lib.spark.streaming import STARTS, WORKER_LATE, LateWorkerError, start_query
 
 
@@ -29,14 +30,14 @@ def _late() -> RuntimeError:
 
 def test_a_late_worker_s_start_is_tried_again_and_warned_about():
     writer = _Writer(_late())
-    with pytest.warns(RuntimeWarning, match=r"tried again \(2 of 5\): Python worker failed to"):
+    with pytest.warns(DedupLibWarning, match=r"tried again \(2 of 5\): Python worker failed to"):
         assert start_query(writer) == "query"
     assert writer.starts == 2
 
 
 def test_a_worker_late_at_every_start_is_one_error_saying_what_to_do():
     writer = _Writer(*(_late() for _ in range(STARTS)))
-    with pytest.warns(RuntimeWarning), pytest.raises(LateWorkerError) as raised:
+    with pytest.warns(DedupLibWarning), pytest.raises(LateWorkerError) as raised:
         start_query(writer)
     assert writer.starts == STARTS
     assert str(raised.value).startswith(f"{WORKER_LATE}, {STARTS} starts in a row: the Spark")

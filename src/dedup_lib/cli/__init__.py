@@ -8,13 +8,14 @@ machine has for the workbench), one module each. Beside them: :mod:`~dedup_lib.c
 options, checked before Spark starts), :mod:`~dedup_lib.cli.terminal` (what the commands print,
 and the Spark session they run on), :mod:`~dedup_lib.cli.failures` (the one line an error
 becomes) and :mod:`~dedup_lib.cli.journal` (what ``watch`` prints as it runs, as text or JSON
-lines).
+lines, and every command's warnings).
 
 Errors are one line on stderr, escaped, and a non-zero exit: 2 for a wrong command line
 (argparse's usage line), 1 for anything else: input the job cannot use (any
 :class:`dedup_lib.errors.DedupLibError`), a Spark error (its first line and where Spark's log
 is), or a bug ("internal error", its traceback in that log). Every option is checked before
-Spark starts. Progress goes to stderr: a line per step, and Spark's stage progress.
+Spark starts. Progress goes to stderr: a line per step, and Spark's stage progress; so do
+the library's warnings (:class:`dedup_lib.errors.DedupLibWarning`), a line each.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import argparse
 import contextlib
 import logging
 import sys
-from typing import TYPE_CHECKING
+import warnings
+from typing import TYPE_CHECKING, Any
 
 from dedup_lib.cli import (
     connect_options,
@@ -38,11 +40,13 @@ from dedup_lib.cli import (
     watch,
 )
 from dedup_lib.cli.failures import error_line
+from dedup_lib.cli.journal import Journal
 from dedup_lib.cli.options import PROG, common_options
+from dedup_lib.errors import DedupLibWarning
 from dedup_lib.spark import log_handler, spark_log_path
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from pyspark.sql import SparkSession
 
@@ -71,31 +75,47 @@ def main(argv: Sequence[str] | None = None, *, spark: SparkSession | None = None
     starting one from ``--master``/``--remote``."""
     args = parser().parse_args(argv)
     args.spark = spark
-    warnings = _warnings_to_log()
+    journal = Journal(getattr(args, "log_format", "text"), quiet=False)
     try:
-        status: int = args.run(args)
+        with _warnings_routed(args.command, journal):
+            status: int = args.run(args)
     except KeyboardInterrupt:
         print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
         print(error_line(args.command, exc), file=sys.stderr)
         return 1
-    finally:
-        logging.captureWarnings(False)
-        logging.getLogger("py.warnings").removeHandler(warnings)
-        warnings.close()
     return status
 
 
-def _warnings_to_log() -> logging.Handler:
-    """Python warnings a command's libraries raise (pyspark's, pandas') go to Spark's log:
-    on the terminal they would be lines of library internals around the command's answer."""
+@contextlib.contextmanager
+def _warnings_routed(command: str, journal: Journal) -> Iterator[None]:
+    """The library's own warnings (:class:`~dedup_lib.errors.DedupLibWarning`) printed by
+    ``journal`` on stderr, for the journal of a service; other libraries' (pyspark's,
+    pandas') in Spark's log: on the terminal they would be lines of library internals around
+    the command's answer."""
     with contextlib.suppress(OSError):
         spark_log_path().parent.mkdir(parents=True, exist_ok=True)
     handler = log_handler()
-    logging.getLogger("py.warnings").addHandler(handler)
+    logger = logging.getLogger("py.warnings")
+    logger.addHandler(handler)
     logging.captureWarnings(True)
-    return handler
+    logged = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *where: Any, **more: Any) -> None:
+        if issubclass(category, DedupLibWarning):
+            journal.warning(f"{PROG} {command}: warning: {message}")
+        else:
+            logged(message, category, *where, **more)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = logged
+        logging.captureWarnings(False)
+        logger.removeHandler(handler)
+        handler.close()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """What ``dedup-lib watch`` prints as it runs, a line per event: as text for a terminal, or
 with ``--log-format json`` one JSON object per line for journald, Loki or any log pipeline
 (``time``, ``level``, ``event``, ``message`` and the event's fields). A failure prints its
-traceback on stderr too, where a service manager's journal keeps it."""
+traceback on stderr too, where a service manager's journal keeps it; so does the library's
+warning (every command prints those as its :meth:`Journal.warning`)."""
 
 from __future__ import annotations
 
@@ -64,6 +65,14 @@ class Journal:
             print_note(text)
             return
         self._emit(sys.stdout, "warning", "note", printable(text))
+
+    def warning(self, text: str) -> None:
+        """What the library did that the user should know, though it went on (a
+        :class:`dedup_lib.errors.DedupLibWarning`), on stderr."""
+        if not self.json:
+            print(printable(text), file=sys.stderr, flush=True)
+            return
+        self._emit(sys.stderr, "warning", "warning", printable(text))
 
     def summary(self, text: str) -> None:
         """The last line: what was read, and where the verdicts are."""

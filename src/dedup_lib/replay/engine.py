@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dedup_lib.columns import JUDGED, POS, WINDOW
-from dedup_lib.errors import InputError
+from dedup_lib.errors import DedupLibWarning, InputError
 from dedup_lib.replay.kernels import KERNELS, Kernel, jvm
 from dedup_lib.replay.kernels import python as arrow_kernel
 from dedup_lib.replay.passes import Prepared, decided, finish, judged, originals_type, prepare
@@ -84,6 +84,12 @@ def detect_duplicates(
     InputError
         An unknown ``kernel``, a policy that is not one, or an input without the columns
         the rules need (named).
+
+    Warns
+    -----
+    DedupLibWarning
+        With ``kernel="auto"``, once per reason, when the JVM kernel cannot be built or
+        loaded and the Python one runs instead.
 
     Examples
     --------
@@ -183,7 +189,7 @@ def _jvm_function(spark: SparkSession, returns: T.StructType, kernel: Kernel) ->
             warnings.warn(
                 f"detect_duplicates: using the Python replay kernel (same verdicts, about "
                 f"1.3x slower), because {reason}",
-                RuntimeWarning,
+                DedupLibWarning,
                 stacklevel=3,
             )
         return None

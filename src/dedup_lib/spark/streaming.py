@@ -15,7 +15,7 @@ import contextlib
 import warnings
 from typing import TYPE_CHECKING, Protocol
 
-from dedup_lib.errors import ToolMissingError
+from dedup_lib.errors import DedupLibWarning, ToolMissingError
 from dedup_lib.spark.connect import is_connect
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class Startable(Protocol):
 def start_query(writer: Startable, starts: int = STARTS) -> StreamingQuery:
     """``writer``'s query, started; a start the Connect server failed because the
     ``foreachBatch`` process was late (:data:`WORKER_LATE`) tried again, up to ``starts``
-    in all, each retry warned about (Python's warnings: the command line's go to Spark's log).
+    in all, each retry warned about (a :class:`~dedup_lib.errors.DedupLibWarning`).
 
     Raises
     ------
@@ -84,7 +84,7 @@ def start_query(writer: Startable, starts: int = STARTS) -> StreamingQuery:
                 ) from failure
             warnings.warn(
                 f"a streaming query's start, tried again ({attempt + 1} of {starts}): {first}",
-                RuntimeWarning,
+                DedupLibWarning,
                 stacklevel=2,
             )
     raise ValueError(f"starts: expected 1 or more, not {starts}")

@@ -8,7 +8,7 @@ import zipfile
 import pytest
 from pyspark.sql import functions as F
 
-from dedup_lib import DedupPolicy, detect_duplicates
+from dedup_lib import DedupLibWarning, DedupPolicy, detect_duplicates
 from dedup_lib.replay import engine
 from dedup_lib.replay.kernels import jvm
 from dedup_lib.testing import Message
@@ -74,7 +74,7 @@ def test_auto_falls_back_to_python_with_a_warning(spark, cache, monkeypatch):
     messages = [Message("a", at(i * 100), event_id=i) for i in range(10)]
     with pytest.raises(jvm.JvmKernelUnavailable, match="javac"):
         engine_verdicts(spark, messages, TEN_MIN, kernel="jvm")
-    with pytest.warns(RuntimeWarning, match=r"Python replay kernel .* because no `javac`"):
+    with pytest.warns(DedupLibWarning, match=r"Python replay kernel .* because no `javac`"):
         answers = engine_verdicts(spark, messages, TEN_MIN, kernel="auto")
     assert answers == oracle_verdicts(messages, TEN_MIN)
 
@@ -157,7 +157,7 @@ def test_a_session_that_cannot_register_falls_back(spark, monkeypatch):
     messages = [Message("a", at(i * 100), event_id=i) for i in range(10)]
     with pytest.raises(jvm.JvmKernelUnavailable, match=r"could not register.*disabled here"):
         engine_verdicts(spark, messages, TEN_MIN, kernel="jvm")
-    with pytest.warns(RuntimeWarning, match=r"Python replay kernel.*disabled here"):
+    with pytest.warns(DedupLibWarning, match=r"Python replay kernel.*disabled here"):
         answers = engine_verdicts(spark, messages, TEN_MIN, kernel="auto")
     assert answers == oracle_verdicts(messages, TEN_MIN)
 
