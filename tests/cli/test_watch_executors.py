@@ -3,16 +3,21 @@ killed with SIGKILL at a random moment while lines come, started again on its ch
 stopped with SIGTERM, which exits 0. Every send is judged once, with the batch replay's
 verdict, every alert (the sample's rejected sends; its retries with a new MessageId in the
 same trace, resends by ``--content trace_id``) written once in the alerts file, and each
-counted once by its metrics; what it listens on is on loopback. Spark's state
+counted once by its metrics; what it listens on is on loopback; its checkpoint's files are
+renamed without a ``readlink`` process apiece (``CHECKPOINT_FILES``). Spark's state
 store and its checkpoint go on where the kill left them, and a micro-batch Spark runs again
 replaces its verdicts and its record of counts."""
 
 from __future__ import annotations
 
+import os
 import random
+import shlex
+import shutil
 import signal
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +32,17 @@ from watch_kit import (
     running,
     wait_until,
 )
+
+
+def _recording_readlink(folder: Path) -> dict[str, str]:
+    """An environment whose ``readlink`` (first on PATH) notes each run in ``folder``'s
+    ``readlink.log``, then runs the system's."""
+    folder.mkdir()
+    shim = folder / "readlink"
+    log, system = shlex.quote(str(folder / "readlink.log")), shutil.which("readlink")
+    shim.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {system} "$@"\n')
+    shim.chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
 
 
 def _judged_total(port: int) -> float:
@@ -52,9 +68,10 @@ def test_killed_and_started_again_it_judges_every_send_once(spark, tmp_path):
         "--out", str(out), "--checkpoint", str(tmp_path / "ck"),
         "--alerts", str(tmp_path / "alerts.jsonl"), "--metrics", f"127.0.0.1:{port}",
     ]  # fmt: skip
+    env = _recording_readlink(tmp_path / "bin")
     feed.export(50)
     errors = tmp_path / "first.stderr"
-    with running(command, errors) as (first, printed):
+    with running(command, errors, env=env) as (first, printed):
         wait_until(first, errors, lambda: any(p.startswith("batch ") for p in printed), "a line")
         feed.export(150)
         time.sleep(rng.uniform(0.2, 4.0))  # anywhere in a plan's staging or a micro-batch
@@ -67,7 +84,7 @@ def test_killed_and_started_again_it_judges_every_send_once(spark, tmp_path):
     expected = load_expected(spark, whole, command)
     assert len(expected["resent"]) > 100, "the feed must hold resends to alert"
     errors = tmp_path / "restarted.stderr"
-    with running(command, errors) as (restarted, printed):
+    with running(command, errors, env=env) as (restarted, printed):
         due = expected["due"]
         wait_until(restarted, errors, lambda: judged(out) >= due, "every send due judged")
         # A micro-batch's files land before its counters move: each send counted once, the
@@ -84,3 +101,5 @@ def test_killed_and_started_again_it_judges_every_send_once(spark, tmp_path):
         assert restarted.wait(120) == 0, errors.read_text()[-3000:]
     assert "rows loaded" in printed[-1]  # the summary: SIGTERM finished the step in hand
     assert_judged_and_alerted_once(out, alerts, expected, counted)
+    ran = tmp_path / "bin" / "readlink.log"
+    assert not ran.exists(), f"readlink ran {len(ran.read_text().splitlines())} times"
