@@ -73,6 +73,10 @@ WORKERS ?= 2
 # priority: the tests leave a core idle now and then (a JVM starting, a page loading, a
 # monitor's trigger), and lint takes those, not the tests' CPU. Its output comes after theirs;
 # either failing fails the run.
+# Python's bytecode for every process of the run, the docs' and pytest's own start included,
+# in the run's cache even where the environment says PYTHONDONTWRITEBYTECODE (conftest.py).
+test: export PYTHONPYCACHEPREFIX = $(TEST_CACHE)/pycache
+test: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP)
 	@$(MAKE) --no-print-directory -j2 --output-sync=target docs class-data
 	@DEDUP_LIB_CACHE=$(TEST_CACHE) $(CHECK)
