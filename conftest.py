@@ -14,8 +14,8 @@ history and the Jupyter connection files stay there too, out of ``~/.ipython`` a
 even where the environment says ``PYTHONDONTWRITEBYTECODE``: the run starts Python processes
 by the dozen (the workers, command lines, kernels, servers, Spark's Python workers), and each
 would compile every module it imports from source again (a command line's imports: 3 s of
-CPU instead of 0.8 s). Set in the environment at import, so every process the run starts
-inherits it.
+CPU instead of 0.8 s); and numba's compiled loops (``NUMBA_CACHE_DIR``). Set in the
+environment at import, so every process the run starts inherits it.
 """
 
 from __future__ import annotations
@@ -52,3 +52,5 @@ os.environ["JUPYTER_RUNTIME_DIR"] = str(TEST_CACHE / "jupyter-runtime")
 os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix = str(TEST_CACHE / "pycache")
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+# numba's compiled loops (the walk's, the index's) too, not beside the checkout's sources.
+os.environ["NUMBA_CACHE_DIR"] = str(TEST_CACHE / "numba")

@@ -143,7 +143,7 @@ def test_the_shipped_unit_keeps_what_the_monitor_needs():
     command = shlex.split(service["ExecStart"])
     writable = (f"/var/lib/{service['StateDirectory']}", f"/var/cache/{service['CacheDirectory']}")
     written = [command[command.index(o) + 1] for o in ("--out", "--checkpoint", "--alerts")]
-    caches = (env["DEDUP_LIB_CACHE"], env["PYTHONPYCACHEPREFIX"])
+    caches = (env["DEDUP_LIB_CACHE"], env["PYTHONPYCACHEPREFIX"], env["NUMBA_CACHE_DIR"])
     for path in [*written, *caches, service["WorkingDirectory"]]:
         assert any(path == w or path.startswith(f"{w}/") for w in writable), path
     assert command[command.index("--log-format") + 1] == "json"
@@ -221,6 +221,7 @@ def test_the_units_command_killed_and_started_again_judges_every_send_once_and_p
             assert first.process.wait(60) == -signal.SIGKILL
         # Its bytecode, in the cache folder: the next start reads it, compiling nothing again.
         assert any(Path(env["PYTHONPYCACHEPREFIX"]).rglob("dedup_lib/__init__.*.pyc"))
+        assert any(Path(env["NUMBA_CACHE_DIR"]).rglob("*loops.put*.nbi"))
         feed.export(len(feed.lines))
         feed.collector.close()
         whole = tmp_path / "whole.jsonl"

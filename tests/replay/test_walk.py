@@ -4,6 +4,10 @@ plain Python, on keys with and without a held anchor, one window or one per send
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -67,3 +71,23 @@ def test_the_walk_is_compiled_in_the_background_once() -> None:
     thread.join(timeout=120)
     assert walk._compiled().signatures  # compiled, not only made ready to compile
     assert walk.compile_in_background() is thread
+
+
+def test_a_process_started_again_loads_the_walk_from_numba_s_cache(tmp_path: Path) -> None:
+    code = (
+        "from dedup_lib.replay import walk; walk.compile_in_background().join(); "
+        "print(sum(walk._compiled().stats.cache_hits.values()))"
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    loaded = [
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=300,
+        ).stdout.strip()
+        for _ in range(2)
+    ]
+    assert loaded == ["0", "1"]  # compiled by the first, loaded by the second

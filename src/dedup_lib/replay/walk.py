@@ -122,8 +122,11 @@ def walk_loop(
 @cache
 def _compiled() -> Any:
     """:func:`walk_loop` compiled on first use, once per process (numba's import is as long,
-    and the library's other paths do without it). It holds no lock on Python objects
-    (``nogil``): a walk runs beside the thread that builds the other mode of a cache."""
+    and the library's other paths do without it), or loaded from numba's cache on disk
+    (``cache=True``: where ``NUMBA_CACHE_DIR`` says, else beside this file or in the user's
+    cache), which a process started again reads rather than compiling for over a second. It
+    holds no lock on Python objects (``nogil``): a walk runs beside the thread that builds the
+    other mode of a cache."""
     from numba import njit
 
-    return njit(nogil=True)(walk_loop)
+    return njit(nogil=True, cache=True)(walk_loop)

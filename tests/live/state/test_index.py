@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from dedup_lib.live.state import index as index_module
 from dedup_lib.live.state.index import NONE, Index
 
 
@@ -34,15 +33,3 @@ def test_a_key_is_replaced_and_dropped_only_while_it_holds_the_reference_given()
     assert index.count == 1
     assert index.find(keys).tolist()[1:] == [NONE, NONE]
     assert index.find(np.array([[7, 7]], dtype=np.int64)).tolist() == [NONE]
-
-
-def test_the_loops_are_compiled_in_the_background_once() -> None:
-    loops = (index_module._find, index_module._put, index_module._drop)
-    for made in (index_module._slot, *loops, index_module.compile_in_background):
-        made.cache_clear()
-    thread = index_module.compile_in_background()
-    assert thread.daemon
-    thread.join(timeout=120)
-    for loop in loops:
-        assert loop().signatures, loop  # compiled, not only made ready to compile
-    assert index_module.compile_in_background() is thread

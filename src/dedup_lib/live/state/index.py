@@ -6,7 +6,8 @@ A key is 128 bits (two 64-bit hashes of the entity and the dedup key, Spark's
 a billion keys. Each slot holds the key, its anchor's time, the time its window closes and
 where the anchor's row lies (a reference the caller chooses). Open addressing with linear
 probing and backward-shift deletion (no tombstones, so a probe never walks past deleted
-slots); the table doubles when two thirds full. The loops are compiled by numba on first use
+slots); the table doubles when two thirds full. The loops are numba's
+(:mod:`~dedup_lib.live.state.loops`), compiled on first use or loaded from numba's cache
 (:func:`compile_in_background` starts that early), and hold no lock on Python objects.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from types import ModuleType
 
 import numpy as np
 
@@ -77,7 +78,7 @@ class Index:
     def find(self, keys: np.ndarray) -> np.ndarray:
         """The slot of each key (rows of ``keys``, n x 2 int64), -1 where it is not held."""
         slots = np.empty(len(keys), dtype=np.int64)
-        self.probes += int(_find()(self.keys, self.used, _rows(keys), slots))
+        self.probes += int(_loops().find(self.keys, self.used, _rows(keys), slots))
         return slots
 
     def put(
@@ -88,7 +89,7 @@ class Index:
         self._room(len(keys))
         replaced = np.empty(len(keys), dtype=np.int64)
         new = np.column_stack([anchor, closes, ref]).astype(np.int64, copy=False)
-        added, probes = _put()(self.keys, self.used, self.values, _rows(keys), new, replaced)
+        added, probes = _loops().put(self.keys, self.used, self.values, _rows(keys), new, replaced)
         self.count += int(added)
         self.probes += int(probes)
         return replaced
@@ -98,7 +99,9 @@ class Index:
         is kept); whether each was removed."""
         removed = np.zeros(len(keys), dtype=np.bool_)
         expected = np.ascontiguousarray(ref, dtype=np.int64)
-        gone, probes = _drop()(self.keys, self.used, self.values, _rows(keys), expected, removed)
+        gone, probes = _loops().drop(
+            self.keys, self.used, self.values, _rows(keys), expected, removed
+        )
         self.count -= int(gone)
         self.probes += int(probes)
         return removed
@@ -122,16 +125,18 @@ def _rows(keys: np.ndarray) -> np.ndarray:
 
 @cache
 def compile_in_background() -> threading.Thread:
-    """The loops compiled in a thread of their own, once per process: started when a monitor
-    starts, so its first micro-batch finds them compiled (about 1.5 s of compiling)."""
+    """The loops compiled (or loaded from numba's cache) in a thread of their own, once per
+    process: started when a monitor starts, so its first micro-batch finds them ready (about
+    1.5 s of compiling)."""
     thread = threading.Thread(target=_compile, name="dedup-index-compile", daemon=True)
     thread.start()
     return thread
 
 
 def _compile() -> None:
-    """Each loop run once on a small table of its own: numba compiles at a loop's first call,
-    for the arrays' types, which are the ones every table passes (contiguous int64 and bool)."""
+    """Each loop run once on a small table of its own: numba compiles (or loads) a loop at its
+    first call, for the arrays' types, which are the ones every table passes (contiguous int64
+    and bool)."""
     index = Index.empty(16)
     keys, refs = np.arange(4, dtype=np.int64).reshape(-1, 2), np.arange(2, dtype=np.int64)
     index.put(keys, refs, refs, refs)
@@ -139,97 +144,8 @@ def _compile() -> None:
     index.drop(keys, refs)
 
 
-@cache
-def _slot() -> Any:
-    """Where a key is, or the empty slot where it would go; and the slots looked at."""
-    from numba import njit
+def _loops() -> ModuleType:
+    """The compiled loops, their module imported (and numba with it) on the first call."""
+    from dedup_lib.live.state import loops
 
-    @njit(nogil=True, inline="always")
-    def slot(table: Any, used: Any, k0: int, k1: int) -> Any:
-        mask = len(used) - 1
-        at = k0 & mask  # the keys are hashes already: their low bits spread evenly
-        probes = 1
-        while used[at] and not (table[at, 0] == k0 and table[at, 1] == k1):
-            probes += 1
-            at = (at + 1) & mask
-        return at, probes
-
-    return slot
-
-
-@cache
-def _find() -> Any:
-    from numba import njit
-
-    slot = _slot()
-
-    @njit(nogil=True)
-    def find(table: Any, used: Any, keys: Any, out: Any) -> int:
-        probes = 0
-        for i in range(len(keys)):
-            at, looked = slot(table, used, keys[i, 0], keys[i, 1])
-            out[i] = at if used[at] else -1
-            probes += looked
-        return probes
-
-    return find
-
-
-@cache
-def _put() -> Any:
-    from numba import njit
-
-    slot = _slot()
-
-    @njit(nogil=True)
-    def put(table: Any, used: Any, values: Any, keys: Any, new: Any, replaced: Any) -> Any:
-        # values: the slots' anchor, closes and ref (slots x 3); new: the keys' (keys x 3).
-        added = probes = 0
-        for i in range(len(keys)):
-            at, looked = slot(table, used, keys[i, 0], keys[i, 1])
-            probes += looked
-            replaced[i] = values[at, 2] if used[at] else -1
-            if not used[at]:
-                used[at] = True
-                table[at, 0], table[at, 1] = keys[i, 0], keys[i, 1]
-                added += 1
-            for v in range(3):
-                values[at, v] = new[i, v]
-        return added, probes
-
-    return put
-
-
-@cache
-def _drop() -> Any:
-    from numba import njit
-
-    slot = _slot()
-
-    @njit(nogil=True)
-    def drop(table: Any, used: Any, values: Any, keys: Any, expected: Any, removed: Any) -> Any:
-        mask = len(used) - 1
-        gone = probes = 0
-        for i in range(len(keys)):
-            hole, looked = slot(table, used, keys[i, 0], keys[i, 1])
-            probes += looked
-            if not used[hole] or values[hole, 2] != expected[i]:
-                continue
-            removed[i] = True
-            gone += 1
-            # Backward shift: later slots of the run move into the hole where their home
-            # allows, so that every probe still meets its key before an empty slot.
-            nxt = (hole + 1) & mask
-            while used[nxt]:
-                probes += 1
-                if (nxt - (table[nxt, 0] & mask)) & mask >= (nxt - hole) & mask:
-                    table[hole, 0], table[hole, 1] = table[nxt, 0], table[nxt, 1]
-                    for v in range(3):
-                        values[hole, v] = values[nxt, v]
-                    hole = nxt
-                nxt = (nxt + 1) & mask
-            used[hole] = False
-            values[hole, 2] = -1
-        return gone, probes
-
-    return drop
+    return loops
