@@ -14,7 +14,11 @@ history and the Jupyter connection files stay there too, out of ``~/.ipython`` a
 even where the environment says ``PYTHONDONTWRITEBYTECODE``: the run starts Python processes
 by the dozen (the workers, command lines, kernels, servers, Spark's Python workers), and each
 would compile every module it imports from source again (a command line's imports: 3 s of
-CPU instead of 0.8 s); and numba's compiled loops (``NUMBA_CACHE_DIR``). Set in the
+CPU instead of 0.8 s); and numba's compiled loops (``NUMBA_CACHE_DIR``). So do the JVMs'
+scratch files (``SPARK_LOCAL_DIRS`` and ``java.io.tmpdir``): the block managers' folders, the
+state stores' working copies, Connect's artifacts, the native libraries lz4 and snappy unpack,
+which a JVM removes when it exits and never when a test kills it (the chaos tests, the
+command lines' SIGKILL tests): hundreds of MB a run, left in ``/tmp``. Set in the
 environment at import, so every process the run starts inherits it.
 """
 
@@ -22,8 +26,12 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent
 
@@ -54,3 +62,22 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 # numba's compiled loops (the walk's, the index's) too, not beside the checkout's sources.
 os.environ["NUMBA_CACHE_DIR"] = str(TEST_CACHE / "numba")
+# The JVMs' scratch: Spark reads SPARK_LOCAL_DIRS before spark.local.dir (a standalone worker
+# hands its own to its executors), and every JVM started by spark-submit (the tests' sessions,
+# the command lines', the Connect servers) takes SPARK_SUBMIT_OPTS; the cluster's daemons are
+# pointed there by tests/cluster_kit.py.
+# A folder per run, made by the run's first process (xdist's workers inherit it) and removed
+# when that process ends, so runs side by side never clear each other's.
+_MAKES_SCRATCH = "DEDUP_TEST_JVM_SCRATCH" not in os.environ
+if _MAKES_SCRATCH:
+    TEST_CACHE.mkdir(parents=True, exist_ok=True)
+    os.environ["DEDUP_TEST_JVM_SCRATCH"] = tempfile.mkdtemp(prefix="jvm-scratch-", dir=TEST_CACHE)
+JVM_SCRATCH = Path(os.environ["DEDUP_TEST_JVM_SCRATCH"])
+os.environ["SPARK_LOCAL_DIRS"] = str(JVM_SCRATCH)
+os.environ["SPARK_SUBMIT_OPTS"] = f"-Djava.io.tmpdir={JVM_SCRATCH}"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's JVM scratch goes with the run, removed by the process that made it."""
+    if _MAKES_SCRATCH:
+        shutil.rmtree(JVM_SCRATCH, ignore_errors=True)

@@ -177,7 +177,7 @@ def _archive() -> str:
 def _environment(folder: Path, python: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in CLIENT_VARIABLES}
     env.update(
-        SPARK_DAEMON_JAVA_OPTS=_archive(),
+        SPARK_DAEMON_JAVA_OPTS=f"{_archive()} {os.environ['SPARK_SUBMIT_OPTS']}".strip(),
         SPARK_HOME=str(SPARK_HOME),
         SPARK_LOCAL_IP=HOST,
         SPARK_LOG_DIR=str(folder),
@@ -353,8 +353,9 @@ def running(folder: Path = FOLDER, **options: object) -> Iterator[Cluster]:
 def client_environment(remote: str | None) -> dict[str, str]:
     """The environment of a client the tests start: this process's without its Spark, with the
     run's Spark defaults and configuration folder (the class path, and so the class-data
-    archive, is then the run's), this checkout's ``src`` and, when given, ``SPARK_REMOTE``."""
-    kept = ("SPARK_CONF_DIR", "PYSPARK_SUBMIT_ARGS")
+    archive, is then the run's) and its JVM scratch (conftest.py), this checkout's ``src``
+    and, when given, ``SPARK_REMOTE``."""
+    kept = ("SPARK_CONF_DIR", "PYSPARK_SUBMIT_ARGS", "SPARK_LOCAL_DIRS", "SPARK_SUBMIT_OPTS")
     env = {
         k: v for k, v in os.environ.items() if k in kept or not k.startswith(("SPARK_", "PYSPARK_"))
     }

@@ -38,6 +38,43 @@ def test_spark_reads_the_runs_own_defaults(spark):
     assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"  # the tests' own session
 
 
+@pytest.mark.connect
+def test_the_jvms_scratch_is_the_runs_own(spark):
+    """Spark's local folders and the JVM's temporary folder are the run's, under build/: a JVM
+    a test kills leaves its block manager, state stores and unpacked libraries there, not in
+    /tmp."""
+    scratch = Path(os.environ["DEDUP_TEST_JVM_SCRATCH"])
+    assert scratch.parent == ROOT / "build" / "test-cache"
+    row = spark.sql(
+        "SELECT java_method('java.lang.System', 'getProperty', 'java.io.tmpdir') AS tmp,"
+        " java_method('java.lang.System', 'getenv', 'SPARK_LOCAL_DIRS') AS local"
+    ).first()
+    assert (row["tmp"], row["local"]) == (str(scratch), str(scratch))
+    assert spark.range(50).repartition(3).count() == 50  # a shuffle: the block manager's files
+    assert list(scratch.glob("blockmgr-*")), "Spark's local folder is not the run's"
+
+
+def test_a_run_removes_the_jvms_scratch_it_made():
+    """A run makes its own scratch folder and removes it when it ends; xdist's workers, which
+    inherit it, leave it alone."""
+    cache = ROOT / "build" / "test-cache"
+    before = set(cache.glob("jvm-scratch-*"))
+    env = {k: v for k, v in os.environ.items() if k != "DEDUP_TEST_JVM_SCRATCH"}
+    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    made = subprocess.run(
+        [*run, "--collect-only", "tests/test_hermetic.py::test_a_free_port_is_free"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+    assert set(cache.glob("jvm-scratch-*")) == before
+    inherited = subprocess.run(
+        [*run, "--collect-only", "tests/test_hermetic.py::test_a_free_port_is_free"],
+        cwd=ROOT, env=os.environ, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert inherited.returncode == 0, inherited.stdout[-2000:] + inherited.stderr[-2000:]
+    assert Path(os.environ["DEDUP_TEST_JVM_SCRATCH"]).is_dir()
+
+
 def test_a_free_port_is_free():
     port = free_port()
     with socket.socket() as sock:

@@ -82,7 +82,11 @@ def test_a_test_run_killed_mid_test_leaves_no_server_behind(tmp_path: Path) -> N
     sends = tmp_path / "sends.csv"
     sends.write_text(SENDS)
     tests = str(Path(__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")]),
+        "TMPDIR": str(tmp_path),  # the kit's folder, which the killed run cannot remove
+    }
     run = subprocess.Popen(
         [sys.executable, "-c", KILLED_RUN, str(sends)], env=env, stdout=subprocess.PIPE, text=True
     )
