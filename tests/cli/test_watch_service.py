@@ -55,6 +55,7 @@ def moved_unit(tmp: Path, port: int = 0) -> str:
         "/var/lib/otelcol/servicebus": str(tmp / "landing"),
         "/var/lib/dedup-lib": str(tmp / "state"),
         "/var/cache/dedup-lib": str(tmp / "cache"),
+        "/var/tmp": str(tmp / "var-tmp"),
         "127.0.0.1:9464": f"127.0.0.1:{port}",
     }
     for old, new in moves.items():
@@ -137,6 +138,8 @@ def test_the_shipped_unit_keeps_what_the_monitor_needs():
     # The JVM's JIT and numba write code; the JVM writes in /tmp; process_* reads /proc/stat.
     assert service.get("MemoryDenyWriteExecute", "no") == "no"
     assert service["PrivateTmp"] == "yes"
+    # Spark's local folders on disk, in the private /var/tmp: not in a /tmp that may be memory.
+    assert env["SPARK_LOCAL_DIRS"] == "/var/tmp"
     assert service.get("ProcSubset", "all") == "all"
     # The system read-only: what the monitor writes is in its state and cache folders.
     assert service["ProtectSystem"] == "strict"
@@ -204,10 +207,12 @@ def test_the_units_command_killed_and_started_again_judges_every_send_once_and_p
     port = free_port()
     service, env = service_of(settings(moved_unit(tmp_path, port)))
     feed = Feed(tmp_path / "landing")
-    # What systemd makes before it starts the command: StateDirectory=, CacheDirectory=.
+    # What systemd makes before it starts the command: StateDirectory=, CacheDirectory=, and
+    # PrivateTmp='s /var/tmp.
     state = Path(service["WorkingDirectory"])
     state.mkdir()
     Path(env["DEDUP_LIB_CACHE"]).mkdir()
+    Path(env["SPARK_LOCAL_DIRS"]).mkdir()
     (tmp_path / "prometheus").mkdir()
     prometheus = Prometheus(tmp_path / "prometheus", f"127.0.0.1:{port}")
     seen: dict[str, set[str]] = {}
@@ -222,6 +227,8 @@ def test_the_units_command_killed_and_started_again_judges_every_send_once_and_p
         # Its bytecode, in the cache folder: the next start reads it, compiling nothing again.
         assert any(Path(env["PYTHONPYCACHEPREFIX"]).rglob("dedup_lib/__init__.*.pyc"))
         assert any(Path(env["NUMBA_CACHE_DIR"]).rglob("*loops.put*.nbi"))
+        # Spark's local folders where the unit puts them (the killed JVM's are left there).
+        assert any(Path(env["SPARK_LOCAL_DIRS"]).glob("blockmgr-*"))
         feed.export(len(feed.lines))
         feed.collector.close()
         whole = tmp_path / "whole.jsonl"
