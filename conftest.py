@@ -77,7 +77,13 @@ os.environ["SPARK_LOCAL_DIRS"] = str(JVM_SCRATCH)
 os.environ["SPARK_SUBMIT_OPTS"] = f"-Djava.io.tmpdir={JVM_SCRATCH}"
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    """The run's JVM scratch goes with the run, removed by the process that made it."""
+def remove_jvm_scratch() -> None:
+    """Remove the run's JVM scratch if this process made it (not an xdist worker, nor a child
+    of the run's)."""
     if _MAKES_SCRATCH:
         shutil.rmtree(JVM_SCRATCH, ignore_errors=True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's JVM scratch goes with the run."""
+    remove_jvm_scratch()

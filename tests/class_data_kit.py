@@ -71,9 +71,12 @@ def main() -> int:
     (the root ``conftest.py``: its cache folder, Spark's configuration folder and defaults,
     which make the class path)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import conftest  # noqa: F401  (sets the run's environment on import)
+    import conftest  # sets the run's environment on import
 
-    write_class_data()
+    try:
+        write_class_data()
+    finally:
+        conftest.remove_jvm_scratch()
     return 0
 
 
