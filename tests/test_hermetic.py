@@ -59,19 +59,18 @@ def test_a_run_removes_the_jvms_scratch_it_made():
     inherit it, leave it alone."""
     cache = ROOT / "build" / "test-cache"
     before = set(cache.glob("jvm-scratch-*"))
-    env = {k: v for k, v in os.environ.items() if k != "DEDUP_TEST_JVM_SCRATCH"}
-    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    made = subprocess.run(
-        [*run, "--collect-only", "tests/test_hermetic.py::test_a_free_port_is_free"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+
+    def collect(env: dict[str, str]) -> None:
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
+             "tests/test_hermetic.py::test_a_free_port_is_free"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+
+    collect({k: v for k, v in os.environ.items() if k != "DEDUP_TEST_JVM_SCRATCH"})
     assert set(cache.glob("jvm-scratch-*")) == before
-    inherited = subprocess.run(
-        [*run, "--collect-only", "tests/test_hermetic.py::test_a_free_port_is_free"],
-        cwd=ROOT, env=os.environ, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert inherited.returncode == 0, inherited.stdout[-2000:] + inherited.stderr[-2000:]
+    collect(dict(os.environ))
     assert Path(os.environ["DEDUP_TEST_JVM_SCRATCH"]).is_dir()
 
 
