@@ -45,7 +45,7 @@ from dedup_lib.live.state.alerts import USED
 from dedup_lib.rules.policy import ACCEPTED, DUPLICATE, REJECTED
 from dedup_lib.spark import LOCAL_DEFAULTS, is_connect
 from dedup_lib.spark.connect import client_settings
-from dedup_lib.spark.streaming import release_session, start_query
+from dedup_lib.spark.streaming import release_session, start_query, wait_for_micro_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -328,11 +328,13 @@ class RunningQuery:
             raise failure
 
     def stop(self) -> None:
-        """Stop the query between micro-batches, and release its session; its checkpoint goes
-        on at the next start. A failure no :meth:`check` raised (one in the moments before the
-        stop) is raised once the query is stopped, not cleared with it: the command then
-        fails, as a step does."""
+        """Stop the query (once its micro-batch in hand is committed:
+        :func:`~dedup_lib.spark.streaming.wait_for_micro_batch`) and release its session. A
+        failure no :meth:`check` raised (one in the moments before the stop) is raised once the
+        query is stopped, not cleared with it: the command then fails, as a step does."""
         query, self.query = self.query, None
+        if query is not None:
+            wait_for_micro_batch(query)
         failure = None if self.failure_raised or query is None else query.exception()
         try:
             if query is not None:
