@@ -4,6 +4,7 @@ their kernel registered where Jupyter has none of that name (dedup_lib.workbench
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -57,15 +58,25 @@ def test_a_file_where_the_folder_should_be_is_refused(tmp_path, capsys):
 
 
 def test_the_kernel_is_registered_once_where_jupyter_has_none(tmp_path, monkeypatch):
+    """Registered as ``python -m ipykernel install`` registers a kernel (the same spec but its
+    name), once, and nothing left in the temporary folder."""
     pytest.importorskip("ipykernel")
+    from ipykernel.kernelspec import install
+
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "share" / "jupyter"))
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setattr(notebooks, "KERNEL_NAME", "dedup-lib-test-kernel")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     said = notebooks.register_kernel(str(tmp_path))
     assert said is not None
     assert "registered" in said
-    spec = json.loads(
-        (tmp_path / "share/jupyter/kernels/dedup-lib-test-kernel/kernel.json").read_text()
-    )
+    assert list((tmp_path / "tmp").iterdir()) == []
+    kernels = tmp_path / "share/jupyter/kernels"
+    spec = json.loads((kernels / "dedup-lib-test-kernel/kernel.json").read_text())
     assert spec["display_name"] == notebooks.KERNEL_DISPLAY
     assert notebooks.register_kernel(str(tmp_path)) is None
+    install(kernel_name="by-ipykernel", display_name=notebooks.KERNEL_DISPLAY, prefix=str(tmp_path))
+    assert spec == json.loads((kernels / "by-ipykernel/kernel.json").read_text())
+    shipped = sorted(p.name for p in (kernels / "by-ipykernel").iterdir())
+    assert sorted(p.name for p in (kernels / "dedup-lib-test-kernel").iterdir()) == shipped
