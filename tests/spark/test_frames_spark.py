@@ -48,3 +48,26 @@ def test_to_pandas_tables_write_to_parquet_on_classic_and_connect(spark, tmp_pat
         [("orders", "accepted", None)], "entity string, verdict string, reason string"
     )
     summarize(verdicts).to_parquet(tmp_path / "summary.parquet")
+
+
+@pytest.mark.connect
+def test_observed_metrics_are_none_where_spark_lost_them(spark):
+    """Adaptive execution replaces a shuffle stage that produced no row, and the ``observe``
+    below it, with an empty relation: the metrics of its rows, all read and filtered out,
+    are lost, and ``observed`` says so (None) on classic and Connect rather than failing or
+    answering zero; a stage that keeps a row keeps them."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    from dedup_lib.spark import observed
+
+    def counted(keep: int) -> dict | None:
+        seen = Observation("rows")
+        rows = spark.range(5).observe(seen, F.count(F.lit(1)).alias("read"))
+        kept = rows.where(F.col("id") < keep).repartition(2, "id").groupBy("id").count()
+        with configured(spark, {"spark.sql.adaptive.enabled": "true"}):
+            kept.write.format("noop").mode("overwrite").save()
+        return observed(seen)
+
+    assert counted(1) == {"read": 5}
+    assert counted(0) is None

@@ -565,6 +565,12 @@ CASES: list[Case] = [
         reasons={UNPARSEABLE: 6},
     ),
     Case(
+        "every-row-quarantined",
+        lambda d: text(d / "s.csv", HEADER + "a,not a time\nb,inf\n"),
+        counts=(2, 0, 2),
+        reasons={UNPARSEABLE: 2},
+    ),
+    Case(
         "parquet-double-inf-and-nan",
         lambda d: _parquet_doubles(d / "s.parquet"),
         counts=(4, 1, 3),

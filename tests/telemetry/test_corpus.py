@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from codegen_kit import configured
+from dedup_lib import DedupPolicy, detect_duplicates
 from dedup_lib.cli import main
 from dedup_lib.errors import DedupLibError, printable
 from dedup_lib.telemetry.loader import load_once, load_telemetry
@@ -58,11 +60,15 @@ def test_every_input_gets_an_answer(spark: Any, tmp_path: Path, case: Case) -> N
 
 @pytest.mark.parametrize("case", READ_ONCE, ids=[c.name for c in READ_ONCE])
 def test_read_once_counts_as_the_load_does(spark: Any, tmp_path: Path, case: Case) -> None:
-    """Counted by the first action that reads the valid rows (simulate's one pass), every
-    input gives the counts and reasons its own load gives."""
+    """Counted by the first action that reads the valid rows (simulate's one pass: the
+    replay, written, with Spark's adaptive execution on as users have it), every input gives
+    the counts and reasons its own load gives; also where no row is valid, whose pass loses
+    the counts it observed (:func:`~dedup_lib.spark.frames.observed`)."""
     path = case.build(tmp_path)
     pending = load_once(spark, str(path), mapping=case.mapping)
-    pending.valid.write.format("noop").mode("overwrite").save()
+    replayed = detect_duplicates(pending.valid, DedupPolicy("PT10M"))
+    with configured(spark, {"spark.sql.adaptive.enabled": "true"}):
+        replayed.write.format("noop").mode("overwrite").save()
     loaded = pending.loaded()
     counts = loaded.counts()
     assert (counts["read"], counts["valid"], counts["quarantined"]) == case.counts

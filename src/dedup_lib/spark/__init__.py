@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dedup_lib.spark.connect import free_port, is_connect
 from dedup_lib.spark.failures import spark_errors, spark_message
-from dedup_lib.spark.frames import hashed, to_pandas
+from dedup_lib.spark.frames import hashed, observed, to_pandas
 from dedup_lib.spark.java import (
     MIN_JAVA,
     JavaNotFoundError,
@@ -63,6 +63,7 @@ __all__ = [
     "local_cores",
     "log_error",
     "log_handler",
+    "observed",
     "output_to",
     "spark_errors",
     "spark_log_path",

@@ -1,12 +1,15 @@
-"""DataFrame helpers every layer uses: a frame to pandas, a frame hashed to partitions."""
+"""DataFrame helpers every layer uses: a frame to pandas, a frame hashed to partitions, an
+observation's metrics where Spark kept them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from dedup_lib.spark.failures import spark_errors
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, Observation
 
 
 def to_pandas(df: DataFrame) -> pd.DataFrame:
@@ -26,3 +29,17 @@ def hashed(df: DataFrame, *by: Column | str) -> DataFrame:
     than there are cores."""
     partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
     return df.repartition(partitions, *by)
+
+
+def observed(observation: Observation) -> dict[str, Any] | None:
+    """The metrics of ``observation`` once an action ran the frame it observes; None where
+    Spark lost them. Adaptive execution replaces a query stage that produced no row (and
+    the plan above it) with an empty relation, and the metrics of an ``observe`` inside that
+    part of the plan go with it (SPARK-54620): on classic Spark ``get`` then fails on an
+    empty row, on Spark Connect it says no action ran. The rows were read all the same: the
+    caller counts them another way, never as none."""
+    try:
+        metrics = observation.get
+    except spark_errors():
+        return None
+    return dict(metrics) or None

@@ -27,6 +27,7 @@ from pyspark.sql import types as T
 
 from dedup_lib.columns import CORRUPT, FILE_ID, NOT_SEND, PARSED, column
 from dedup_lib.errors import InputError, printable
+from dedup_lib.spark.frames import observed
 from dedup_lib.telemetry.files import InputFiles, PathText, file_key, list_input, spark_path
 from dedup_lib.telemetry.formats import RECORD_FORMATS, SOURCE_FILE, RecordFormat
 from dedup_lib.telemetry.loaded import KINDS, LoadedTelemetry
@@ -424,8 +425,10 @@ def load_once(
     )
 
     def settle() -> LoadedTelemetry:
-        seen = fates_seen.get
-        counts = {"read": int(read_seen.get["read"]), "valid": int(seen["valid"])}
+        read, seen = observed(read_seen), observed(fates_seen)
+        if read is None or seen is None:  # lost by Spark with a plan that kept no row
+            return _counted(opened, False)
+        counts = {"read": int(read["read"]), "valid": int(seen["valid"])}
         counts |= {"quarantined": int(seen["quarantined"]), "skipped": 0}
         by_reason = {c: int(seen[f"reason {i}"]) for i, c in enumerate(reasons)}
         check_adds_up(printable(path), counts, sum(by_reason.values()))
