@@ -49,7 +49,7 @@ $(STAMP): pyproject.toml
 		echo $(BIN)/uv pip install --quiet --config-file uv.toml -e "'.[dev]'"; \
 		$(BIN)/uv pip install --quiet --config-file uv.toml --python $(BIN)/python -e '.[dev]'; \
 	fi
-	$(BIN)/python -m ipykernel install --sys-prefix --name dedup-lib --display-name "dedup-lib (Spark)" >/dev/null
+	$(BIN)/python -c 'from dedup_lib.workbench.notebooks import install_kernel; install_kernel()'
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -52,27 +52,34 @@ def write_notebooks(folder: Path, *, force: bool = False) -> tuple[list[Path], l
 
 
 def register_kernel(prefix: str = sys.prefix) -> str | None:
-    """Register the ``dedup-lib`` Jupyter kernel for this interpreter where Jupyter finds no
-    kernel of that name, in the environment at ``prefix`` (this one): what was done, or None
-    where nothing was. The spec is ipykernel's, as ``python -m ipykernel install`` writes it
-    (frozen modules off, for its debugger), staged in a folder removed once it is installed:
-    ipykernel's ``install()`` stages it in a temporary folder it leaves behind, empty."""
+    """Register the ``dedup-lib`` Jupyter kernel for this interpreter (:func:`install_kernel`)
+    where Jupyter finds no kernel of that name: what was done, or None where nothing was."""
     try:
-        from ipykernel.kernelspec import write_kernel_spec
         from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
     except ImportError:
         return "no Jupyter here: pip install 'dedup-lib[lab]' to open the notebooks"
-    manager = KernelSpecManager()
     try:
-        manager.get_kernel_spec(KERNEL_NAME)
+        KernelSpecManager().get_kernel_spec(KERNEL_NAME)
     except NoSuchKernel:
-        frozen = ["-Xfrozen_modules=off"] if platform.python_implementation() == "CPython" else []
-        with tempfile.TemporaryDirectory() as staging:
-            spec = write_kernel_spec(
-                Path(staging) / KERNEL_NAME,
-                overrides={"display_name": KERNEL_DISPLAY},
-                python_arguments=frozen,
-            )
-            manager.install_kernel_spec(spec, kernel_name=KERNEL_NAME, prefix=prefix)
+        install_kernel(prefix)
         return f"Jupyter kernel {KERNEL_NAME!r} registered for {sys.executable}"
     return None
+
+
+def install_kernel(prefix: str = sys.prefix) -> None:
+    """Install the ``dedup-lib`` Jupyter kernel for this interpreter in the environment at
+    ``prefix`` (this one; ``make install`` puts it in the venv). The spec is ipykernel's, as
+    ``python -m ipykernel install`` writes it (frozen modules off, for its debugger), staged
+    in a folder removed once it is installed: ipykernel's ``install()`` stages it in a
+    temporary folder it leaves behind, empty."""
+    from ipykernel.kernelspec import write_kernel_spec
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    frozen = ["-Xfrozen_modules=off"] if platform.python_implementation() == "CPython" else []
+    with tempfile.TemporaryDirectory() as staging:
+        spec = write_kernel_spec(
+            Path(staging) / KERNEL_NAME,
+            overrides={"display_name": KERNEL_DISPLAY},
+            python_arguments=frozen,
+        )
+        KernelSpecManager().install_kernel_spec(spec, kernel_name=KERNEL_NAME, prefix=prefix)
