@@ -366,7 +366,9 @@ class PendingLoad:
 
     :meth:`loaded` gives the :class:`LoadedTelemetry` once that action ran: the same counts
     and reasons as :func:`load_telemetry`, with one row in ``files`` for all the files read
-    (``(N files)``, or the file's name). :meth:`failure` turns that action's Spark error into
+    (``(N files)``, or the file's name); where Spark lost the counts it observed (no row
+    valid: :func:`~dedup_lib.spark.frames.observed`), counted by a pass of their own, a row per
+    file as :func:`load_telemetry` gives them. :meth:`failure` turns that action's Spark error into
     the load's own error when it is a failure to read an input file. The structured formats
     are counted while loading, as :func:`load_telemetry` does.
     """
