@@ -488,8 +488,14 @@ CASES: list[Case] = [
     Case(
         "semicolon-separated",
         lambda d: text(d / "s.csv", "message_id;send_time\na;1700000000\n"),
-        error="has no message_id column; columns found: message_id;send_time",
+        error="no message_id column; columns found: message_id;send_time.* separated by semicolons",
         names="s.csv",
+    ),
+    Case(
+        "tab-separated",
+        lambda d: text(d / "t.csv", "message_id\tsend_time\na\t1700000000\n"),
+        error="no message_id column;.* separated by tabs, and CSV is read separated by commas",
+        names="t.csv",
     ),
     Case(
         "nul-bytes-in-a-field",

@@ -95,12 +95,28 @@ def _resolve_mapping(columns: list[str], mapping: Mapping[str, str], path: str) 
     for canonical in REQUIRED_COLUMNS:
         if canonical not in seen:
             raise InputError(
-                f"{LOADER}: {path} has no {canonical} column; columns found: {found}. "
-                f"Accepted names (case and '_' ignored): {_accepted_names(canonical)}; or pass "
-                f"mapping={{'<your column>': {canonical!r}}}"
+                f"{LOADER}: {path} has no {canonical} column; columns found: {found}"
+                f"{_separator_hint(columns)}. Accepted names (case and '_' ignored): "
+                f"{_accepted_names(canonical)}; or pass mapping={{'<your column>': {canonical!r}}}"
                 + (f"; {GUIDE} says how to record it" if canonical == "message_id" else "")
             )
     return names
+
+
+#: What a CSV's header holds when its fields are separated otherwise than by commas.
+_SEPARATORS = {";": "semicolons", "\t": "tabs", "|": "'|'"}
+
+
+def _separator_hint(columns: list[str]) -> str:
+    """Why a header read as one column, where it holds another separator (Excel writes ';'
+    where the decimal mark is a comma): CSV is read separated by commas."""
+    held = [name for sep, name in _SEPARATORS.items() if len(columns) == 1 and sep in columns[0]]
+    return (
+        f" (one column, holding {held[0]}: the file looks separated by {held[0]}, and CSV is "
+        "read separated by commas; save it with commas)"
+        if held
+        else ""
+    )
 
 
 def check_types(fields: dict[str, T.DataType], names: dict[str, str], path: str) -> None:
