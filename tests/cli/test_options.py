@@ -1,5 +1,5 @@
 """Option checks before Spark starts: an input this machine lacks is refused, unless a remote
-Spark Connect server is to resolve it."""
+Spark Connect server is to resolve it; ``--map`` pairs read as the loader's mapping."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from argparse import Namespace
 
 import pytest
 
-from dedup_lib.cli.options import CommandError, existing_input, remote_cluster
+from dedup_lib.cli.options import CommandError, column_mapping, existing_input, remote_cluster
 
 
 @pytest.mark.parametrize(
@@ -45,3 +45,14 @@ def test_the_format_choices_are_the_loaders_formats():
     from dedup_lib.telemetry.schema import FORMATS
 
     assert (*FORMATS, *RECORD_FORMATS) == TELEMETRY_FORMATS
+
+
+def test_a_map_splits_at_its_last_equals_sign() -> None:
+    # A canonical name holds no '=', a source column may (a CSV header is any text).
+    assert column_mapping(["a=b=message_id", "Id=send_time"]) == {
+        "a=b": "message_id",
+        "Id": "send_time",
+    }
+    for pair in ["oops", "=message_id", "Id="]:
+        with pytest.raises(CommandError, match="expected SOURCE=CANONICAL"):
+            column_mapping([pair])

@@ -3,10 +3,28 @@ is known by in the formats the loader reads."""
 
 from __future__ import annotations
 
-from dedup_lib.telemetry.schema import BUILTIN_ALIASES, CANONICAL_COLUMNS, REQUIRED_COLUMNS
+import shlex
+
+from dedup_lib.cli.options import column_mapping
+from dedup_lib.telemetry.schema import (
+    BUILTIN_ALIASES,
+    CANONICAL_COLUMNS,
+    REQUIRED_COLUMNS,
+    mapping_hint,
+)
 
 
 def test_public_constants() -> None:
     assert set(REQUIRED_COLUMNS) <= set(CANONICAL_COLUMNS)
     assert set(BUILTIN_ALIASES) == set(CANONICAL_COLUMNS)
     assert "EnqueuedTimeUtc" in BUILTIN_ALIASES["send_time"]
+
+
+def test_a_mapping_hint_reads_back_as_the_loader_and_the_command_line_read_it() -> None:
+    pairs = {"<your column>": "message_id", "x=y it's": "message_id_original"}
+    hint = mapping_hint(pairs)
+    python, _, flags = hint.partition(" (")
+    assert python == f"mapping={pairs!r}"
+    words = shlex.split(flags.removesuffix(" on the command line)"))
+    assert words[::2] == ["--map", "--map"]
+    assert column_mapping(words[1::2]) == pairs

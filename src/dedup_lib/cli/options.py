@@ -37,9 +37,11 @@ class CommandError(DedupLibError):
 
 
 def column_mapping(pairs: Sequence[str]) -> dict[str, str]:
+    """``--map`` pairs as the loader's mapping; split at the last ``=``, as a canonical name
+    holds none and a source column may."""
     mapping = {}
     for pair in pairs:
-        source, sep, target = pair.partition("=")
+        source, sep, target = pair.rpartition("=")
         if not sep or not source or not target:
             raise CommandError(
                 f"--map {excerpt(pair)}: expected SOURCE=CANONICAL, e.g. Id=message_id"

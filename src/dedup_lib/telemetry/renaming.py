@@ -22,6 +22,7 @@ from dedup_lib.telemetry.schema import (
     REQUIRED_COLUMNS,
     TEXT_COLUMNS,
     TIME_COLUMNS,
+    mapping_hint,
 )
 from dedup_lib.telemetry.sources import Source
 
@@ -69,7 +70,7 @@ def _resolve_mapping(columns: list[str], mapping: Mapping[str, str], path: str) 
             named = " and ".join(repr(s) for s in sources)
             raise InputError(
                 f"{LOADER}: in {path}, columns {named} would all become {target}; "
-                f"pass mapping={{{sources[0]!r}: {target!r}}} to choose one"
+                f"pass {mapping_hint({sources[0]: target})} to choose one"
             )
     renames = {sources[0]: target for target, sources in by_target.items()}
     names = {c: renames.get(c, c) for c in columns}
@@ -79,25 +80,26 @@ def _resolve_mapping(columns: list[str], mapping: Mapping[str, str], path: str) 
         other = seen.setdefault(target.lower(), source)
         if other != source:
             holder, renamed = (source, other) if names[other] != other else (other, source)
+            both = mapping_hint({renamed: target, holder: holder + "_original"})
             raise InputError(
                 f"{LOADER}: in {path}, column {renamed!r} would be renamed to "
                 f"{target!r}, which is taken by column {holder!r}; map {holder!r} to another name "
-                f"as well, for example mapping={{{renamed!r}: {target!r}, {holder!r}: "
-                f"{holder + '_original'!r}}}"
+                f"as well, for example {both}"
             )
     for reserved in (REASON, SOURCE_FILE):
         if reserved in seen:
             raise InputError(
                 f"{LOADER}: {path} has a column {seen[reserved]!r}, a name the quarantine "
-                f"adds; rename it, for example mapping={{{seen[reserved]!r}: "
-                f"{reserved + '_original'!r}}}"
+                f"adds; rename it, for example "
+                f"{mapping_hint({seen[reserved]: reserved + '_original'})}"
             )
     for canonical in REQUIRED_COLUMNS:
         if canonical not in seen:
             raise InputError(
                 f"{LOADER}: {path} has no {canonical} column; columns found: {found}"
                 f"{_separator_hint(columns)}. Accepted names (case and '_' ignored): "
-                f"{_accepted_names(canonical)}; or pass mapping={{'<your column>': {canonical!r}}}"
+                f"{_accepted_names(canonical)}; or pass "
+                f"{mapping_hint({'<your column>': canonical})}"
                 + (f"; {GUIDE} says how to record it" if canonical == "message_id" else "")
             )
     return names

@@ -3,6 +3,8 @@ them, and the file formats the readers and the writer know."""
 
 from __future__ import annotations
 
+import shlex
+
 #: Canonical columns, in output order. Only ``message_id`` and ``send_time`` are required.
 #: ``batch_id`` names the send call that carried a message: sends sharing it (on one entity)
 #: were one batch (docs/rules.md, section 3); without it every send is its own call.
@@ -24,6 +26,16 @@ TIME_COLUMNS = ("send_time", "scheduled_enqueue_time")
 #: The name the loader's errors give themselves, and the page that says how to record sends.
 LOADER = "load_telemetry"
 GUIDE = "docs/instrumentation.md"
+
+
+def mapping_hint(pairs: dict[str, str]) -> str:
+    """How to pass ``pairs`` (source: canonical), as the loader's ``mapping`` and as the
+    command line's ``--map``: an error says both, as both read it."""
+    flags = " ".join(
+        f"--map {shlex.quote(f'{source}={target}')}" for source, target in pairs.items()
+    )
+    return f"mapping={pairs!r} ({flags} on the command line)"
+
 
 #: Source names accepted without a mapping, per canonical column, besides the canonical name
 #: itself. Matched ignoring case and underscores: ``EnqueuedTimeUtc``, ``enqueued_time_utc``

@@ -26,7 +26,7 @@ from dedup_lib.telemetry.files import file_key, local_file_ids, spark_long
 from dedup_lib.telemetry.formats import SOURCE_FILE
 from dedup_lib.telemetry.loaded import KINDS
 from dedup_lib.telemetry.quarantine import REASON, categories, category
-from dedup_lib.telemetry.schema import GUIDE, LOADER
+from dedup_lib.telemetry.schema import GUIDE, LOADER, mapping_hint
 from dedup_lib.telemetry.sources import reading
 
 if TYPE_CHECKING:
@@ -264,7 +264,7 @@ def refuse_files_without_message_id(
             raise InputError(
                 f"{LOADER}: {name} has {count:,} {record_format.name} send(s) but none "
                 f"carries a MessageId under {key!r}; if yours are under another key, pass "
-                f"mapping={{'<your key>': 'message_id'}}; {GUIDE} says how to add it "
+                f"{mapping_hint({'<your key>': 'message_id'})}; {GUIDE} says how to add it "
                 "(the Azure SDKs do not)"
             )
 
