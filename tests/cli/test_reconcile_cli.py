@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -136,6 +137,28 @@ def test_a_kept_file_without_message_id_is_one_error(spark, capsys, files, tmp_p
     assert len(err.splitlines()) == 1
     assert "message_id" in err
     assert "times.jsonl" in err
+    assert "(--map '<your column>=message_id' on the command line)" in err
+    assert err.endswith("(KEPT's columns are mapped with --kept-map)")
+
+
+@pytest.mark.connect
+def test_each_file_s_columns_are_mapped_by_its_own_option(spark, capsys, files, tmp_path):
+    telemetry, kept = files
+    renamed = []
+    for path, names in ((telemetry, {"message_id": "Id"}), (kept, {"send_time": "Enqueued"})):
+        rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
+        rows = [{names.get(k, k): v for k, v in row.items()} for row in rows]
+        renamed.append(_jsonl(tmp_path / f"renamed-{len(renamed)}.jsonl", rows))
+    argv = ["reconcile", *renamed, "--entity", "orders", "--quiet"]
+    maps = ["--map", "Id=message_id", "--kept-map", "Enqueued=send_time"]
+    assert main([*argv, *maps], spark=spark) == 0
+    mapped = capsys.readouterr().out
+    assert main(["reconcile", telemetry, kept, "--entity", "orders", "--quiet"], spark=spark) == 0
+    assert mapped.replace("renamed-0", "sends").replace("renamed-1", "kept") == (
+        capsys.readouterr().out
+    )
+    assert main([*argv, *maps[:2]], spark=spark) == 1
+    assert "no send_time column" in capsys.readouterr().err
 
 
 def test_reconcile_help_has_examples():

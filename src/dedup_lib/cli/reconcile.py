@@ -10,6 +10,7 @@ from dedup_lib.analysis import ALL_ENTITIES
 from dedup_lib.cli.options import (
     TELEMETRY_FORMATS,
     CommandError,
+    column_mapping,
     entity_name,
     existing_input,
     iso_time,
@@ -20,12 +21,15 @@ from dedup_lib.cli.terminal import Progress, start_spark, text_table
 from dedup_lib.errors import InputError, excerpt, printable
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from dedup_lib.analysis.reconcile import Name
     from dedup_lib.telemetry.loaded import LoadedTelemetry
 
 RECONCILE_EXAMPLES = """\
 examples:
   dedup-lib reconcile sends.parquet kept.jsonl --window PT10M --entity orders
+  dedup-lib reconcile sends.csv kept.csv --map Id=message_id --kept-map Enqueued=send_time
   dedup-lib reconcile sends/ orders-export.json --kept-format sb-explorer --entity orders \\
       --start 2026-11-03T21:00 --end 2026-11-03T22:00 --tolerance PT1M
 """
@@ -36,11 +40,11 @@ SHOWN = 10
 def run(args: argparse.Namespace) -> int:
     from dedup_lib.analysis.reconcile import parse_tolerance, reconcile
     from dedup_lib.replay.engine import detect_duplicates
-    from dedup_lib.telemetry.loader import load_telemetry
 
     progress = Progress(args.quiet)
     existing_input(args.telemetry, args)
     existing_input(args.kept, args)
+    mapping, kept_mapping = column_mapping(args.map), column_mapping(args.kept_map)
     policy = window_policy(args.window, partitioning=args.partitioning)
     try:
         tolerance = parse_tolerance(args.tolerance)
@@ -48,10 +52,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--tolerance {excerpt(args.tolerance)}: {exc}") from exc
     time_range(args.start, args.end)
     spark = start_spark(args)
-    progress.step(f"loading {args.telemetry}")
-    telemetry = load_telemetry(spark, args.telemetry)
-    progress.step(f"loading {args.kept}")
-    kept = load_telemetry(spark, args.kept, format=args.kept_format)
+    telemetry, kept = _load(spark, args, progress, mapping, kept_mapping)
     if args.entity == ALL_ENTITIES:
         _entity_named(telemetry, kept)
     progress.step(f"replaying duplicate detection: {policy.describe()}")
@@ -93,6 +94,29 @@ def run(args: argparse.Namespace) -> int:
         result.unpersist()
     progress.step("done")
     return 0
+
+
+def _load(
+    spark: SparkSession,
+    args: argparse.Namespace,
+    progress: Progress,
+    mapping: dict[str, str],
+    kept_mapping: dict[str, str],
+) -> tuple[LoadedTelemetry, LoadedTelemetry]:
+    """TELEMETRY and KEPT, loaded; an error of KEPT's that hints at ``--map`` (TELEMETRY's
+    option here) names ``--kept-map``."""
+    from dedup_lib.telemetry.loader import load_telemetry
+
+    progress.step(f"loading {args.telemetry}")
+    telemetry = load_telemetry(spark, args.telemetry, mapping=mapping)
+    progress.step(f"loading {args.kept}")
+    try:
+        kept = load_telemetry(spark, args.kept, format=args.kept_format, mapping=kept_mapping)
+    except InputError as exc:
+        if "--map " not in str(exc):
+            raise
+        raise InputError(f"{exc} (KEPT's columns are mapped with --kept-map)") from exc
+    return telemetry, kept
 
 
 def _entity_named(telemetry: LoadedTelemetry, kept: LoadedTelemetry) -> None:
@@ -163,6 +187,20 @@ def add_to(
         default="PT30S",
         help="how far a kept enqueue time may lie from its send's time (clocks differ); "
         "default: PT30S",
+    )
+    rec.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="SOURCE=CANONICAL",
+        help="rename a column of TELEMETRY, e.g. --map Id=message_id (repeatable)",
+    )
+    rec.add_argument(
+        "--kept-map",
+        action="append",
+        default=[],
+        metavar="SOURCE=CANONICAL",
+        help="rename a column of KEPT, e.g. --kept-map Enqueued=send_time (repeatable)",
     )
     rec.add_argument(
         "--kept-format",
