@@ -50,6 +50,12 @@ def column_mapping(pairs: Sequence[str]) -> dict[str, str]:
     return mapping
 
 
+def add_column_mapping(parser: argparse.ArgumentParser, flag: str, text: str) -> None:
+    """A repeatable ``SOURCE=CANONICAL`` option (``flag``, described by ``text``), read by
+    :func:`column_mapping` before Spark starts."""
+    parser.add_argument(flag, action="append", default=[], metavar="SOURCE=CANONICAL", help=text)
+
+
 def iso_time(text: str) -> str:
     """An ISO 8601 time for ``--start``/``--end``, checked and passed on as written."""
     import pandas as pd

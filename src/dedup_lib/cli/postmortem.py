@@ -8,6 +8,7 @@ import os
 from dedup_lib.analysis import ALL_ENTITIES
 from dedup_lib.cli.options import (
     TELEMETRY_FORMATS,
+    add_column_mapping,
     column_mapping,
     content_columns,
     entity_name,
@@ -99,13 +100,7 @@ def add_to(
         choices=TELEMETRY_FORMATS,
         help="the input's format (default: from the file names and content)",
     )
-    post.add_argument(
-        "--map",
-        action="append",
-        default=[],
-        metavar="SOURCE=CANONICAL",
-        help="rename a column, e.g. --map Id=message_id (repeatable)",
-    )
+    add_column_mapping(post, "--map", "rename a column, e.g. --map Id=message_id (repeatable)")
     post.add_argument(
         "--content",
         metavar="COL,COL,...",

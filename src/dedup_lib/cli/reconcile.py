@@ -10,6 +10,7 @@ from dedup_lib.analysis import ALL_ENTITIES
 from dedup_lib.cli.options import (
     TELEMETRY_FORMATS,
     CommandError,
+    add_column_mapping,
     column_mapping,
     entity_name,
     existing_input,
@@ -188,19 +189,13 @@ def add_to(
         help="how far a kept enqueue time may lie from its send's time (clocks differ); "
         "default: PT30S",
     )
-    rec.add_argument(
-        "--map",
-        action="append",
-        default=[],
-        metavar="SOURCE=CANONICAL",
-        help="rename a column of TELEMETRY, e.g. --map Id=message_id (repeatable)",
+    add_column_mapping(
+        rec, "--map", "rename a column of TELEMETRY, e.g. --map Id=message_id (repeatable)"
     )
-    rec.add_argument(
+    add_column_mapping(
+        rec,
         "--kept-map",
-        action="append",
-        default=[],
-        metavar="SOURCE=CANONICAL",
-        help="rename a column of KEPT, e.g. --kept-map Enqueued=send_time (repeatable)",
+        "rename a column of KEPT, e.g. --kept-map Enqueued=send_time (repeatable)",
     )
     rec.add_argument(
         "--kept-format",

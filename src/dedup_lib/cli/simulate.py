@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from dedup_lib.cli.options import (
     TELEMETRY_FORMATS,
     CommandError,
+    add_column_mapping,
     column_mapping,
     content_columns,
     entity_name,
@@ -268,12 +269,10 @@ def _input_options(sim: argparse.ArgumentParser) -> None:
         type=entity_name,
         help="the queue or topic of rows whose file names none (it never replaces one given)",
     )
-    sim.add_argument(
+    add_column_mapping(
+        sim,
         "--map",
-        action="append",
-        default=[],
-        metavar="SOURCE=CANONICAL",
-        help="rename a column, e.g. --map Id=message_id, or read a nested field, e.g. "
+        "rename a column, e.g. --map Id=message_id, or read a nested field, e.g. "
         "--map customDimensions.MessageId=message_id (repeatable)",
     )
 

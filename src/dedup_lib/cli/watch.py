@@ -16,6 +16,7 @@ from dedup_lib.cli.journal import FORMATS, Journal
 from dedup_lib.cli.options import (
     TELEMETRY_FORMATS,
     CommandError,
+    add_column_mapping,
     column_mapping,
     content_columns,
     entity_name,
@@ -316,9 +317,7 @@ def _input_options(cmd: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument("--format", choices=TELEMETRY_FORMATS, help="input format (default: guessed)")
     cmd.add_argument("--entity", type=entity_name, help="the entity of rows that name none")
-    cmd.add_argument(
-        "--map", action="append", default=[], metavar="SOURCE=CANONICAL", help="rename a column"
-    )
+    add_column_mapping(cmd, "--map", "rename a column")
     cmd.add_argument(
         "--every", type=_seconds, default=5.0, metavar="SECONDS", help="micro-batch interval (5)"
     )

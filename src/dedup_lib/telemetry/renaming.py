@@ -112,13 +112,15 @@ _SEPARATORS = {";": "semicolons", "\t": "tabs", "|": "'|'"}
 def _separator_hint(columns: list[str]) -> str:
     """Why a header read as one column, where it holds another separator (Excel writes ';'
     where the decimal mark is a comma): CSV is read separated by commas."""
-    held = [name for sep, name in _SEPARATORS.items() if len(columns) == 1 and sep in columns[0]]
-    return (
-        f" (one column, holding {held[0]}: the file looks separated by {held[0]}, and CSV is "
-        "read separated by commas; save it with commas)"
-        if held
-        else ""
-    )
+    if len(columns) != 1:
+        return ""
+    for separator, name in _SEPARATORS.items():
+        if separator in columns[0]:
+            return (
+                f" (one column, holding {name}: the file looks separated by {name}, and CSV is "
+                "read separated by commas; save it with commas)"
+            )
+    return ""
 
 
 def check_types(fields: dict[str, T.DataType], names: dict[str, str], path: str) -> None:
