@@ -29,6 +29,7 @@ def _never_started(monkeypatch: pytest.MonkeyPatch) -> None:
         (["explore", "/no/such/sends.parquet"], "/no/such/sends.parquet does not exist"),
         (["explore", DAY, "--window", "PT1S"], "--window 'PT1S': The value supplied must be"),
         (["explore", DAY, "--window", "soon"], "--window 'soon':"),
+        (["explore", DAY, "--map", "message_id"], "--map 'message_id': expected SOURCE=CANONICAL"),
     ],
 )
 def test_bad_input_fails_in_one_line_before_voila_starts(monkeypatch, capsys, argv, message):
@@ -69,9 +70,9 @@ def test_bad_port_is_a_usage_error(capsys, port):
 
 def test_the_page_gets_its_parameters_from_the_environment(monkeypatch):
     monkeypatch.chdir(SAMPLES)
-    args = parser().parse_args(
-        ["explore", "day.parquet", "--window", "PT1M", "--partitioning", "--format", "parquet"]
-    )
+    options = ["--window", "PT1M", "--partitioning", "--format", "parquet"]
+    named = ["--map", "Id=message_id", "--map", "a=b=send_time", "--entity", "orders"]
+    args = parser().parse_args(["explore", "day.parquet", *options, *named])
     args.remote = "sc://spark:15002"
     env = explore.page_environment(args, "s3cret")
     assert env["DEDUP_EXPLORE_INPUT"] == DAY
@@ -79,6 +80,8 @@ def test_the_page_gets_its_parameters_from_the_environment(monkeypatch):
     assert env["DEDUP_EXPLORE_WINDOW"] == "PT1M"
     assert env["DEDUP_EXPLORE_PARTITIONING"] == "1"
     assert env["DEDUP_EXPLORE_FORMAT"] == "parquet"
+    assert json.loads(env["DEDUP_EXPLORE_MAP"]) == {"Id": "message_id", "a=b": "send_time"}
+    assert env["DEDUP_EXPLORE_ENTITY"] == "orders"
     assert env["SPARK_REMOTE"] == "sc://spark:15002"
     command = explore.voila_command("page.ipynb", 8870)
     assert command[:4] == [sys.executable, "-m", "voila", "page.ipynb"]
@@ -128,8 +131,9 @@ def test_a_path_for_the_cluster_reaches_the_page_as_written(monkeypatch, tmp_pat
 def test_the_page_reads_every_parameter_the_command_passes():
     page = json.loads(explore.EXPLORER.read_text(encoding="utf-8"))
     source = "".join("".join(cell["source"]) for cell in page["cells"])
-    for name in ("INPUT", "LABEL", "WINDOW", "PARTITIONING", "FORMAT"):
+    for name in ("INPUT", "LABEL", "WINDOW", "PARTITIONING", "FORMAT", "MAP", "ENTITY"):
         assert f'"DEDUP_EXPLORE_{name}"' in source
+    assert "load_telemetry(spark, INPUT, format=FORMAT, mapping=MAPPING, entity=ENTITY)" in source
     assert "WindowExplorer.from_frame(" in source
     assert ".widget" in source
     assert page["metadata"]["title"] == "dedup-lib window explorer"
@@ -137,7 +141,7 @@ def test_the_page_reads_every_parameter_the_command_passes():
 
 def test_help_documents_the_command():
     text = parser()._subparsers._group_actions[0].choices["explore"].format_help()  # type: ignore[union-attr]
-    for option in ("--window", "--partitioning", "--format", "--port", "--no-browser"):
+    for option in ("--window", "--partitioning", "--format", "--map", "--entity", "--port"):
         assert option in text
     for option in ("--driver-host", "--spark-ui"):
         assert option in text

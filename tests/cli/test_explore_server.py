@@ -21,23 +21,28 @@ pytestmark = [
     pytest.mark.skipif(not (PROC / "self" / "environ").exists(), reason="reads /proc (Linux)"),
 ]
 
-SENDS = "message_id,send_time,entity\na,2026-11-03T20:00:00Z,q\na,2026-11-03T20:00:05Z,q\n"
+#: Sends as an export names them, which the page reads with the command's --map and --entity.
+SENDS = "Id,Enqueued\na,2026-11-03T20:00:00Z\na,2026-11-03T20:00:05Z\n"
+NAMED = ("--map", "Id=message_id", "--map", "Enqueued=send_time", "--entity", "orders")
 
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
     sends = tmp_path / "sends.csv"
     sends.write_text(SENDS)
-    with serve(sends) as server:
+    with serve(sends, *NAMED) as server:
         yield server
 
 
 def _page_with_spark(served: Served) -> None:
-    """The page opened with its token: its kernel runs, with its Spark JVM; every socket of
-    theirs and Voila's that listens (the driver, the block manager, Spark's UI) on loopback."""
+    """The page opened with its token: its kernel runs, with its Spark JVM, and shows the
+    explorer (no error: the columns mapped as the command said); every socket of theirs and
+    Voila's that listens (the driver, the block manager, Spark's UI) on loopback."""
     status, _, body = get(served.url)
     assert status == 200
     assert "Duplicate detection window explorer" in body
+    assert "dedup-explore-error" not in body, body[body.find("dedup-explore-error") :][:400]
+    assert "application/vnd.jupyter.widget-view+json" in body
     running = served.processes()
     assert any("ipykernel" in p for p in running), running
     assert any("java" in p for p in running), running

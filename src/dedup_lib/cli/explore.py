@@ -2,13 +2,14 @@
 colleagues who do not use JupyterLab: the explorer only, no code.
 
 The page is a notebook shipped in the package (``resources/explorer.ipynb``). Its parameters
-(input, window, mode, format) are environment variables of the Voilà server, which Voilà's
-kernels inherit: the notebook stays one fixed, reviewed file (no generated code, no quoting of
-paths into source, nothing temporary to clean up), and ``--master``, ``--remote``,
-``--driver-host`` and ``--spark-ui`` reach :func:`dedup_lib.spark.get_spark` the same way
-(``DEDUP_SPARK_MASTER``, ``SPARK_REMOTE``, ``DEDUP_SPARK_DRIVER_HOST``, ``DEDUP_SPARK_UI``).
-Voilà listens on 127.0.0.1, its kernels on Unix sockets, and each kernel's Spark on 127.0.0.1
-(its UI too) unless those options say otherwise.
+(input, window, mode, format, column mapping, entity) are environment variables of the Voilà
+server, which Voilà's kernels inherit: the notebook stays one fixed, reviewed file (no
+generated code, no quoting of paths into source, nothing temporary to clean up), and
+``--master``, ``--remote``, ``--driver-host`` and ``--spark-ui`` reach
+:func:`dedup_lib.spark.get_spark` the same way (``DEDUP_SPARK_MASTER``, ``SPARK_REMOTE``,
+``DEDUP_SPARK_DRIVER_HOST``, ``DEDUP_SPARK_UI``). Voilà listens on 127.0.0.1, its kernels on
+Unix sockets, and each kernel's Spark on 127.0.0.1 (its UI too) unless those options say
+otherwise.
 
 Whoever reaches the port runs kernels, so the page takes a token, as Jupyter's do: a new one
 per run, in the URL this command prints and opens, and requests without it are refused. The
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import json
 import os
 import secrets
 import signal
@@ -39,6 +41,9 @@ from dedup_lib.cli.options import (
     PROG,
     TELEMETRY_FORMATS,
     CommandError,
+    add_column_mapping,
+    column_mapping,
+    entity_name,
     existing_input,
     remote_cluster,
     window_policy,
@@ -65,6 +70,7 @@ examples:
   dedup-lib explore data/samples/day.parquet
   dedup-lib explore sends/ --window PT1M --partitioning --port 8870
   dedup-lib explore traces.jsonl.gz --format otlp --no-browser
+  dedup-lib explore sends.csv --map Id=message_id --map Enqueued=send_time --entity orders
 """
 
 
@@ -108,6 +114,8 @@ def page_environment(args: argparse.Namespace, token: str) -> dict[str, str]:
         "DEDUP_EXPLORE_WINDOW": args.window,
         "DEDUP_EXPLORE_PARTITIONING": "1" if args.partitioning else "",
         "DEDUP_EXPLORE_FORMAT": args.format or "",
+        "DEDUP_EXPLORE_MAP": json.dumps(column_mapping(args.map)),
+        "DEDUP_EXPLORE_ENTITY": args.entity or "",
         "JUPYTER_TOKEN": token,
     }
     if args.master:
@@ -233,6 +241,7 @@ def dying_with_parent(command: Sequence[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     existing_input(args.input, args)
     window_policy(args.window, partitioning=args.partitioning)
+    column_mapping(args.map)
     voila_installed()
     check_port_free(args.port)
     token = secrets.token_urlsafe(32)
@@ -290,6 +299,14 @@ def add_to(
         "--format",
         choices=TELEMETRY_FORMATS,
         help="input format (default: from the file names and content)",
+    )
+    page.add_argument(
+        "--entity", type=entity_name, help="the queue or topic of rows that name none"
+    )
+    add_column_mapping(
+        page,
+        "--map",
+        "rename a column, e.g. --map Id=message_id, or read a nested field (repeatable)",
     )
     page.add_argument(
         "--port", type=port_number, default=8866, help="the port to serve on (default: 8866)"
