@@ -161,6 +161,27 @@ def test_each_file_s_columns_are_mapped_by_its_own_option(spark, capsys, files, 
     assert "no send_time column" in capsys.readouterr().err
 
 
+@pytest.mark.connect
+def test_each_file_s_format_is_named_by_its_own_option(spark, capsys, files, tmp_path):
+    """Files whose names say no format (``.txt``): TELEMETRY's named with ``--format``, KEPT's
+    with ``--kept-format``, and an error about KEPT's names the latter."""
+    copies = []
+    for path in files:
+        copies.append(tmp_path / f"{Path(path).stem}.txt")
+        copies[-1].write_bytes(Path(path).read_bytes())
+    argv = ["reconcile", *map(str, copies), "--entity", "orders", "--quiet", "--format", "json"]
+    assert main(argv, spark=spark) == 1
+    err = capsys.readouterr().err.strip()
+    assert "cannot tell the format of" in err
+    assert "kept.txt" in err
+    assert "(--format parquet, csv or json on the command line)" in err
+    assert err.endswith("(KEPT's format is named with --kept-format)")
+    assert main([*argv, "--kept-format", "json"], spark=spark) == 0
+    named = capsys.readouterr().out
+    assert main(["reconcile", *files, "--entity", "orders", "--quiet"], spark=spark) == 0
+    assert named.replace(".txt", ".jsonl") == capsys.readouterr().out
+
+
 def test_reconcile_help_has_examples():
     text = subprocess.run(
         [sys.executable, "-m", "dedup_lib", "reconcile", "--help"],
@@ -168,5 +189,5 @@ def test_reconcile_help_has_examples():
     ).stdout  # fmt: skip
     assert "examples:" in text
     assert "dedup-lib reconcile " in text
-    for option in ("--tolerance", "--kept-format", "--entity", "--quiet", "--remote"):
+    for option in ("--tolerance", "--format", "--kept-format", "--entity", "--quiet", "--remote"):
         assert option in text

@@ -307,7 +307,7 @@ CASES: list[Case] = [
     Case(
         "unknown-extension",
         lambda d: text(d / "sends.xlsx", "PK\x03\x04"),
-        error="cannot tell the format",
+        error=r"cannot tell the format.*\(--format parquet, csv or json on the command line\)$",
         names="sends.xlsx",
     ),
     Case(

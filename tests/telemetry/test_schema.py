@@ -10,6 +10,7 @@ from dedup_lib.telemetry.schema import (
     BUILTIN_ALIASES,
     CANONICAL_COLUMNS,
     REQUIRED_COLUMNS,
+    format_hint,
     mapping_hint,
 )
 
@@ -28,3 +29,10 @@ def test_a_mapping_hint_reads_back_as_the_loader_and_the_command_line_read_it() 
     words = shlex.split(flags.removesuffix(" on the command line)"))
     assert words[::2] == ["--map", "--map"]
     assert column_mapping(words[1::2]) == pairs
+
+
+def test_a_format_hint_names_the_loader_s_argument_and_the_command_line_s_option() -> None:
+    assert format_hint(("parquet", "csv", "json")) == (
+        "format='parquet', 'csv' or 'json' (--format parquet, csv or json on the command line)"
+    )
+    assert format_hint(["otlp"]) == "format='otlp' (--format otlp on the command line)"

@@ -34,6 +34,11 @@ examples:
   dedup-lib reconcile sends/ orders-export.json --kept-format sb-explorer --entity orders \\
       --start 2026-11-03T21:00 --end 2026-11-03T22:00 --tolerance PT1M
 """
+#: The loader's hints at an option of TELEMETRY's, what it does, and KEPT's option for it.
+KEPT_OPTIONS = (
+    ("--map ", "columns are mapped", "--kept-map"),
+    ("--format ", "format is named", "--kept-format"),
+)
 #: Rows of contradictions and pairs printed after the summary.
 SHOWN = 10
 
@@ -104,19 +109,24 @@ def _load(
     mapping: dict[str, str],
     kept_mapping: dict[str, str],
 ) -> tuple[LoadedTelemetry, LoadedTelemetry]:
-    """TELEMETRY and KEPT, loaded; an error of KEPT's that hints at ``--map`` (TELEMETRY's
-    option here) names ``--kept-map``."""
+    """TELEMETRY and KEPT, loaded; an error of KEPT's that hints at ``--map`` or ``--format``
+    (TELEMETRY's options here) names ``--kept-map`` or ``--kept-format``."""
     from dedup_lib.telemetry.loader import load_telemetry
 
     progress.step(f"loading {args.telemetry}")
-    telemetry = load_telemetry(spark, args.telemetry, mapping=mapping)
+    telemetry = load_telemetry(spark, args.telemetry, format=args.format, mapping=mapping)
     progress.step(f"loading {args.kept}")
     try:
         kept = load_telemetry(spark, args.kept, format=args.kept_format, mapping=kept_mapping)
     except InputError as exc:
-        if "--map " not in str(exc):
+        kept_options = [
+            f"KEPT's {what} with {option}"
+            for hint, what, option in KEPT_OPTIONS
+            if hint in str(exc)
+        ]
+        if not kept_options:
             raise
-        raise InputError(f"{exc} (KEPT's columns are mapped with --kept-map)") from exc
+        raise InputError(f"{exc} ({'; '.join(kept_options)})") from exc
     return telemetry, kept
 
 
@@ -189,6 +199,11 @@ def add_to(
         help="how far a kept enqueue time may lie from its send's time (clocks differ); "
         "default: PT30S",
     )
+    rec.add_argument(
+        "--format",
+        choices=TELEMETRY_FORMATS,
+        help="format of TELEMETRY (default: from the file names and content)",
+    )
     add_column_mapping(
         rec, "--map", "rename a column of TELEMETRY, e.g. --map Id=message_id (repeatable)"
     )
@@ -200,6 +215,6 @@ def add_to(
     rec.add_argument(
         "--kept-format",
         choices=TELEMETRY_FORMATS,
-        help="format of KEPT (default: from the file names)",
+        help="format of KEPT (default: from the file names and content)",
     )
     rec.set_defaults(run=run)

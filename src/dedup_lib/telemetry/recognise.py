@@ -13,6 +13,7 @@ from dedup_lib.errors import InputError
 from dedup_lib.spark import spark_errors
 from dedup_lib.telemetry.files import InputFiles, local_path, spark_path
 from dedup_lib.telemetry.formats import RECORD_FORMATS
+from dedup_lib.telemetry.schema import format_hint
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -57,6 +58,6 @@ def recognise(spark: SparkSession, files: InputFiles, caller: str) -> str | None
     if len(found) > 1:
         raise InputError(
             f"{caller}: {files.name(files.files[0])} looks like {' and '.join(found)}; "
-            f"pass format= one of them"
+            f"pass {format_hint(found)}"
         )
     return found[0] if found else None

@@ -4,6 +4,7 @@ them, and the file formats the readers and the writer know."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 
 #: Canonical columns, in output order. Only ``message_id`` and ``send_time`` are required.
 #: ``batch_id`` names the send call that carried a message: sends sharing it (on one entity)
@@ -35,6 +36,17 @@ def mapping_hint(pairs: dict[str, str]) -> str:
         f"--map {shlex.quote(f'{source}={target}')}" for source, target in pairs.items()
     )
     return f"mapping={pairs!r} ({flags} on the command line)"
+
+
+def format_hint(names: Sequence[str]) -> str:
+    """How to name one of the formats ``names``, as the loader's ``format`` and as the command
+    line's ``--format``: an error says both, as both read it."""
+
+    def either(items: Sequence[str]) -> str:
+        return f"{', '.join(items[:-1])} or {items[-1]}" if len(items) > 1 else items[0]
+
+    quoted = either([repr(name) for name in names])
+    return f"format={quoted} (--format {either(names)} on the command line)"
 
 
 #: Source names accepted without a mapping, per canonical column, besides the canonical name

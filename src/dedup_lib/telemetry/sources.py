@@ -22,7 +22,7 @@ from dedup_lib.columns import CORRUPT
 from dedup_lib.errors import ClusterPathError, InputError, excerpt, printable
 from dedup_lib.spark import spark_errors, spark_message
 from dedup_lib.telemetry.files import InputFiles, local_path, not_on_cluster, spark_path
-from dedup_lib.telemetry.schema import FORMAT_NAMES, FORMATS, SUPPORTED_FORMATS
+from dedup_lib.telemetry.schema import FORMAT_NAMES, FORMATS, SUPPORTED_FORMATS, format_hint
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -155,7 +155,7 @@ def resolve_format(
         raise InputError(
             f"{caller}: cannot tell the format of {path} from the file name(s) "
             f"{', '.join(unknown[:5])}; supported: {SUPPORTED_FORMATS}, "
-            "or pass format='parquet', 'csv' or 'json'"
+            f"or pass {format_hint(FORMATS)}"
         )
     if len(by_format) > 1:
         found = "; ".join(f"{fmt}: {', '.join(names[:3])}" for fmt, names in by_format.items())
