@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import shlex
 import socket
+import sys
 
 import pytest
 
 from dedup_lib.cli import doctor, main
 from dedup_lib.replay.kernels import jvm
+from dedup_lib.workbench import notebooks
 from fakes import fake_java
 
 
@@ -54,6 +57,10 @@ def test_a_missing_jupyter_kernel_says_how_to_install_it(monkeypatch):
     check = doctor.jupyter_kernel()
     assert check.status == "error"
     assert "ipykernel install --user --name" in check.text
+    # this interpreter, by its whole path, which a shell runs as the command says
+    command = shlex.split(check.text.partition(": ")[2])
+    assert command[:3] == [sys.executable, "-m", "ipykernel"]
+    assert command[-2:] == ["--display-name", notebooks.KERNEL_DISPLAY]
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import socket
 import sys
 from dataclasses import dataclass
@@ -18,10 +19,10 @@ from dedup_lib.replay.kernels import jvm
 from dedup_lib.spark import check_java
 from dedup_lib.workbench.notebooks import KERNEL_DISPLAY, KERNEL_NAME
 
-KERNEL_INSTALL = (
-    f"{Path(sys.executable).name} -m ipykernel install --user --name {KERNEL_NAME} "
-    f'--display-name "{KERNEL_DISPLAY}"'
-)
+_NAMED = ("--name", KERNEL_NAME, "--display-name", KERNEL_DISPLAY)
+#: How to register the kernel for this interpreter, named by its whole path: a bare
+#: ``python`` may be another one, without this package, outside its environment.
+KERNEL_INSTALL = shlex.join([sys.executable, "-m", "ipykernel", "install", "--user", *_NAMED])
 
 Status = Literal["ok", "note", "error"]
 
