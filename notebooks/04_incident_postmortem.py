@@ -30,6 +30,7 @@ CONTENT = None  # the columns that say what a message carries; None: payload_has
 EMBED_CHARTS = False  # True in headless runs: charts carry plotly.js, so the HTML works offline
 KEPT = None  # what the broker kept (a Service Bus Explorer export); None: the sample's
 KEPT_FORMAT = None  # its format, None: recognised from the content
+KEPT_MAPPING = None  # its columns' names, as MAPPING, where they are not the canonical ones
 
 # %%
 from dedup_lib import get_spark
@@ -116,5 +117,9 @@ incident.other_windows()
 from dedup_lib import shipped_with
 
 kept_path = KEPT or shipped_with(path, "kept")
-kept = load_telemetry(spark, kept_path, format=KEPT_FORMAT).valid if kept_path else None
+kept = (
+    load_telemetry(spark, kept_path, format=KEPT_FORMAT, mapping=KEPT_MAPPING).valid
+    if kept_path
+    else None
+)
 incident.against_the_broker(kept)

@@ -57,7 +57,7 @@ PARAMETERS = {
     "03_window_sizing": {"INPUT", "FORMAT", "MAPPING", "TARGET"},
     "04_incident_postmortem": {
         "INPUT", "FORMAT", "MAPPING", "WINDOW", "PARTITIONING", "ENTITY", "START", "END",
-        "CONTENT", "EMBED_CHARTS", "KEPT", "KEPT_FORMAT",
+        "CONTENT", "EMBED_CHARTS", "KEPT", "KEPT_FORMAT", "KEPT_MAPPING",
     },
     "05_live_monitor": {
         "SOURCE", "INPUT", "FORMAT", "MAPPING", "WINDOW", "PARTITIONING", "LATENESS", "CONTENT",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
@@ -33,7 +34,7 @@ def test_the_postmortem_options_reach_the_notebook_as_its_parameters(tmp_path, m
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sends.csv").write_text("Id,send_time\norder-1,2026-11-03T20:00:00Z\n")
     (tmp_path / "kept.json").write_text("[]")
-    names = ["WINDOW", "ENTITY", "FORMAT", "MAPPING", "CONTENT", "KEPT_FORMAT"]
+    names = ["WINDOW", "ENTITY", "FORMAT", "MAPPING", "CONTENT", "KEPT_FORMAT", "KEPT_MAPPING"]
     parameters = nbformat.v4.new_code_cell(" = ".join([*names, "KEPT = None"]))
     parameters.metadata["tags"] = ["parameters"]
     shown = nbformat.v4.new_code_cell(
@@ -46,14 +47,46 @@ def test_the_postmortem_options_reach_the_notebook_as_its_parameters(tmp_path, m
         format="csv",
         mapping={"Id": "message_id"},
         content=("payload_hash",),
-        kept=KeptExport(tmp_path / "kept.json", "sb-explorer"),
+        kept=KeptExport(tmp_path / "kept.json", "sb-explorer", {"Enqueued": "send_time"}),
     )
     report = run_postmortem(
         "sends.csv", window="PT1H", entity="orders", notebook=tmp_path / "tiny.ipynb",
         options=options,
     )  # fmt: skip
-    said = "('PT1H', 'orders', 'csv', {'Id': 'message_id'}, ['payload_hash'], 'sb-explorer', "
+    said = (
+        "('PT1H', 'orders', 'csv', {'Id': 'message_id'}, ['payload_hash'], 'sb-explorer', "
+        "{'Enqueued': 'send_time'}, 'kept.json')"
+    )
     assert said in html.unescape(report.read_text())
+
+
+def test_the_export_s_options_reach_it_and_its_errors_name_them(tmp_path, monkeypatch, capsys):
+    """``--kept-map`` reaches the export's ``KeptExport``; an error the notebook raises about
+    the export, whose hint names the telemetry's ``--map``, names ``--kept-map`` too; one about
+    the telemetry is left as it is; the export's options without ``--kept`` are refused."""
+    from dedup_lib.cli import postmortem
+    from dedup_lib.errors import InputError
+
+    sample, kept = sample_path("incident.parquet"), tmp_path / "kept.csv"
+    kept.write_text("Id,Enqueued\n")
+    received = []
+
+    def run(args, options):
+        received.append(options.kept)
+        path = options.kept.path if len(received) == 1 else sample
+        hint = "(--map '<your column>=message_id' on the command line)"
+        raise InputError(f"load_telemetry: {Path(path).resolve()} has no message_id column {hint}")
+
+    monkeypatch.setattr(postmortem, "_run", run)
+    argv = ["postmortem", sample, "--kept", str(kept), "--kept-map", "Enqueued=send_time", "-q"]
+    assert main(argv) == 1
+    assert received[0].mapping == {"Enqueued": "send_time"}
+    assert capsys.readouterr().err.strip().endswith("(KEPT's columns are mapped with --kept-map)")
+    assert main(argv) == 1
+    assert capsys.readouterr().err.strip().endswith("on the command line)")
+    assert main(["postmortem", sample, "--kept-map", "Enqueued=send_time", "-q"]) == 1
+    assert "describe the export --kept names" in capsys.readouterr().err
+    assert len(received) == 2
 
 
 def test_sample_path_lists_the_samples():

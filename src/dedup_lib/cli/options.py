@@ -10,7 +10,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from dedup_lib.errors import DedupLibError, excerpt, printable
+from dedup_lib.errors import DedupLibError, InputError, excerpt, printable
 from dedup_lib.rules.policy import Bounds, DedupPolicy
 from dedup_lib.spark.session import ui_address
 from dedup_lib.telemetry.files import has_scheme, is_remote_session, local_path
@@ -54,6 +54,23 @@ def add_column_mapping(parser: argparse.ArgumentParser, flag: str, text: str) ->
     """A repeatable ``SOURCE=CANONICAL`` option (``flag``, described by ``text``), read by
     :func:`column_mapping` before Spark starts."""
     parser.add_argument(flag, action="append", default=[], metavar="SOURCE=CANONICAL", help=text)
+
+
+#: The loader's hints at an option of the telemetry's, what it does, and the option that
+#: does it for KEPT, the export of what the broker kept (``reconcile``, ``postmortem``).
+KEPT_OPTIONS = (
+    ("--map ", "columns are mapped", "--kept-map"),
+    ("--format ", "format is named", "--kept-format"),
+)
+
+
+def kept_options_hint(error: InputError) -> str:
+    """What to add to ``error``, of loading KEPT, where its hint names the telemetry's options
+    (``--map``, ``--format``): KEPT's own; empty where it names neither."""
+    said = [
+        f"KEPT's {what} with {option}" for hint, what, option in KEPT_OPTIONS if hint in str(error)
+    ]
+    return f"({'; '.join(said)})" if said else ""
 
 
 def iso_time(text: str) -> str:

@@ -4,26 +4,33 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dedup_lib.analysis import ALL_ENTITIES
 from dedup_lib.cli.options import (
     TELEMETRY_FORMATS,
+    CommandError,
     add_column_mapping,
     column_mapping,
     content_columns,
     entity_name,
     existing_input,
     iso_time,
+    kept_options_hint,
     time_range,
     window_policy,
     writable_target,
 )
 from dedup_lib.cli.terminal import Progress
-from dedup_lib.errors import printable
+from dedup_lib.errors import InputError, printable
+
+if TYPE_CHECKING:
+    from dedup_lib.workbench.report import PostmortemOptions
 
 
 def run(args: argparse.Namespace) -> int:
-    from dedup_lib.workbench.report import KeptExport, PostmortemOptions, run_postmortem
+    from dedup_lib.workbench.report import KeptExport, PostmortemOptions
 
     progress = Progress(args.quiet)
     existing_input(args.input, args)
@@ -31,11 +38,31 @@ def run(args: argparse.Namespace) -> int:
     time_range(args.start, args.end)
     content = content_columns(args.content)
     mapping = column_mapping(args.map) or None
+    kept = None
+    if args.kept is None and (args.kept_map or args.kept_format):
+        raise CommandError("--kept-map and --kept-format describe the export --kept names")
     if args.kept is not None:
         existing_input(args.kept, args)
+        kept = KeptExport(args.kept, args.kept_format, column_mapping(args.kept_map) or None)
     writable_target("--out-dir", os.path.join(args.out_dir, "report.html"))
     progress.step(f"running the postmortem notebook on {args.input} ({args.window})")
-    report = run_postmortem(
+    try:
+        report = _run(args, PostmortemOptions(args.format, mapping, content, kept))
+    except InputError as exc:
+        # the notebook loads KEPT as it loads INPUT: an error of KEPT's names its options
+        about_kept = kept is not None and str(Path(kept.path).resolve()) in str(exc)
+        if not (about_kept and (hint := kept_options_hint(exc))):
+            raise
+        raise InputError(f"{exc} {hint}") from exc
+    progress.step("done")
+    print(printable(str(report)))
+    return 0
+
+
+def _run(args: argparse.Namespace, options: PostmortemOptions) -> Path:
+    from dedup_lib.workbench.report import run_postmortem
+
+    return run_postmortem(
         args.input,
         window=args.window,
         partitioning=args.partitioning,
@@ -43,16 +70,8 @@ def run(args: argparse.Namespace) -> int:
         start=args.start,
         end=args.end,
         out_dir=args.out_dir,
-        options=PostmortemOptions(
-            format=args.format,
-            mapping=mapping,
-            content=content,
-            kept=KeptExport(args.kept, args.kept_format) if args.kept is not None else None,
-        ),
+        options=options,
     )
-    progress.step("done")
-    print(printable(str(report)))
-    return 0
 
 
 def add_to(
@@ -101,6 +120,9 @@ def add_to(
         help="the input's format (default: from the file names and content)",
     )
     add_column_mapping(post, "--map", "rename a column, e.g. --map Id=message_id (repeatable)")
+    add_column_mapping(
+        post, "--kept-map", "rename a column of the export, e.g. --kept-map Enqueued=send_time"
+    )
     post.add_argument(
         "--content",
         metavar="COL,COL,...",

@@ -15,6 +15,7 @@ from dedup_lib.cli.options import (
     entity_name,
     existing_input,
     iso_time,
+    kept_options_hint,
     time_range,
     window_policy,
 )
@@ -34,11 +35,6 @@ examples:
   dedup-lib reconcile sends/ orders-export.json --kept-format sb-explorer --entity orders \\
       --start 2026-11-03T21:00 --end 2026-11-03T22:00 --tolerance PT1M
 """
-#: The loader's hints at an option of TELEMETRY's, what it does, and KEPT's option for it.
-KEPT_OPTIONS = (
-    ("--map ", "columns are mapped", "--kept-map"),
-    ("--format ", "format is named", "--kept-format"),
-)
 #: Rows of contradictions and pairs printed after the summary.
 SHOWN = 10
 
@@ -119,14 +115,9 @@ def _load(
     try:
         kept = load_telemetry(spark, args.kept, format=args.kept_format, mapping=kept_mapping)
     except InputError as exc:
-        kept_options = [
-            f"KEPT's {what} with {option}"
-            for hint, what, option in KEPT_OPTIONS
-            if hint in str(exc)
-        ]
-        if not kept_options:
+        if not (hint := kept_options_hint(exc)):
             raise
-        raise InputError(f"{exc} ({'; '.join(kept_options)})") from exc
+        raise InputError(f"{exc} {hint}") from exc
     return telemetry, kept
 
 

@@ -143,16 +143,20 @@ class KeptExport:
         The export: a file or folder.
     format : str, optional
         Its format (None: recognised from its content).
+    mapping : Mapping[str, str], optional
+        Its column names to the canonical ones (``{"Enqueued": "send_time"}``), as
+        :func:`dedup_lib.load_telemetry` takes them.
 
     Examples
     --------
     >>> from dedup_lib import KeptExport
     >>> KeptExport("incident-kept/orders.json.gz")
-    KeptExport(path='incident-kept/orders.json.gz', format=None)
+    KeptExport(path='incident-kept/orders.json.gz', format=None, mapping=None)
     """
 
     path: PathText
     format: str | None = None
+    mapping: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -278,6 +282,7 @@ def run_postmortem(
         "EMBED_CHARTS": True,
         "KEPT": str(kept_path) if kept_path is not None else None,
         "KEPT_FORMAT": kept.format if kept is not None else None,
+        "KEPT_MAPPING": dict(kept.mapping) if kept is not None and kept.mapping else None,
         "FORMAT": options.format,
         "MAPPING": dict(options.mapping) if options.mapping is not None else None,
         "CONTENT": list(options.content) if options.content is not None else None,
