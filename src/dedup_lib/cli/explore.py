@@ -241,15 +241,15 @@ def dying_with_parent(command: Sequence[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     existing_input(args.input, args)
     window_policy(args.window, partitioning=args.partitioning)
-    column_mapping(args.map)
+    token = secrets.token_urlsafe(32)
+    env = page_environment(args, token)  # reads --map, whose errors come before Voila's
     voila_installed()
     check_port_free(args.port)
-    token = secrets.token_urlsafe(32)
     url = f"http://127.0.0.1:{args.port}/?token={token}"
     with as_file(EXPLORER) as notebook, stopped_by_signals():
         server = subprocess.Popen(
             dying_with_parent(voila_command(str(notebook), args.port)),
-            env=page_environment(args, token),
+            env=env,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
